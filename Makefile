@@ -1,0 +1,32 @@
+# The README's two commands: `make demo` and `make test`. Both set up what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint venv clean
+
+# Create the virtualenv and install the pinned dependencies; re-runs only when they change.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## demo: run the main job end to end in the local sandbox
+demo: $(STAMP)
+	$(BIN)/python -m clm_sandbox.demo
+
+## test: lint and run the whole test suite
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,78 @@
+"""Typed errors of the CLM core. Each names its culprit: cluster, file, line or field."""
+
+from __future__ import annotations
+
+
+class ClmError(Exception):
+    """Base of every error CLM raises on purpose; `asl_name` is the Step Functions error name."""
+
+    asl_name = "ClmError"
+
+
+class ValidationError(ClmError):
+    """Invalid registry data: a cluster or node pool field breaks a rule."""
+
+    asl_name = "ValidationError"
+
+    def __init__(self, problems: list[str], cluster_id: str | None = None, source: str | None = None):
+        self.problems = problems
+        self.cluster_id = cluster_id
+        self.source = source
+        where = ""
+        if source:
+            where += f"{source}: "
+        if cluster_id:
+            where += f"cluster {cluster_id}: "
+        super().__init__(where + "; ".join(problems))
+
+
+class RegistryError(ClmError):
+    """A registry operation failed: missing cluster, duplicate id, or a lost conditional write."""
+
+    asl_name = "RegistryError"
+
+
+class ClusterNotFound(RegistryError):
+    """The cluster id is not in the registry."""
+
+    asl_name = "ClusterNotFound"
+
+    def __init__(self, cluster_id: str):
+        self.cluster_id = cluster_id
+        super().__init__(f"cluster {cluster_id} is not in the registry")
+
+
+class LockHeld(RegistryError):
+    """Another, still running execution holds the cluster's lock."""
+
+    asl_name = "LockHeld"
+
+    def __init__(self, cluster_id: str, holder: str):
+        self.cluster_id = cluster_id
+        self.holder = holder
+        super().__init__(f"cluster {cluster_id} is locked by running execution {holder}")
+
+
+class ConfigSourceError(ClmError):
+    """The configuration source could not be read."""
+
+    asl_name = "ConfigSourceError"
+
+
+class RenderError(ClmError):
+    """A template or rendered document is invalid; names the file and line when known."""
+
+    asl_name = "RenderError"
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 cluster_id: str | None = None):
+        self.file = file
+        self.line = line
+        self.cluster_id = cluster_id
+        self.message = message
+        where = ""
+        if cluster_id:
+            where += f"cluster {cluster_id}: "
+        if file:
+            where += file + (f":{line}" if line else "") + ": "
+        super().__init__(where + message)

@@ -1,0 +1,1 @@
+"""The cluster registry: CLM's clusters.yaml format and the DynamoDB table."""

@@ -1,0 +1,52 @@
+"""Import and export of Zalando CLM's registry file (`clusters: [...]`), losslessly."""
+
+from __future__ import annotations
+
+import yaml
+
+from clm.errors import ValidationError
+from clm.model import Cluster
+from clm.yamlutil import dump, error_line, error_reason, load_with_lines
+
+
+def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Cluster]:
+    """Parse and validate a clusters.yaml; every error names the file, line and cluster."""
+    try:
+        data = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        line = error_line(exc)
+        where = f"{source}:{line}" if line else source
+        raise ValidationError([f"not valid YAML: {error_reason(exc)}"], source=where) from None
+    if data is None:
+        return []
+    if not isinstance(data, dict) or set(data) - {"clusters"}:
+        raise ValidationError(["expected a mapping with one key, 'clusters'"], source=source)
+    items = data.get("clusters") or []
+    if not isinstance(items, list):
+        raise ValidationError([f"'clusters' (line {data.line_of('clusters')}) must be a list"],
+                              source=source)
+    clusters: list[Cluster] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    for index, item in enumerate(items):
+        line = items.item_lines[index]
+        try:
+            cluster = Cluster.from_dict(item, source=f"{source}:{line}")
+        except ValidationError as exc:
+            problems.append(str(exc))
+            continue
+        if cluster.id in first_line:
+            problems.append(f"{source}:{line}: cluster {cluster.id}: duplicate id "
+                            f"(first defined at line {first_line[cluster.id]})")
+            continue
+        first_line[cluster.id] = line
+        clusters.append(cluster)
+    if problems:
+        raise ValidationError(problems)
+    return clusters
+
+
+def dump_clusters(clusters: list[Cluster], with_status: bool = True) -> str:
+    """Write clusters in CLM's registry format, sorted by id."""
+    ordered = sorted(clusters, key=lambda c: c.id)
+    return dump({"clusters": [c.to_dict() if with_status else c.spec_dict() for c in ordered]})

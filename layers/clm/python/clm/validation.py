@@ -1,0 +1,202 @@
+"""Validation of registry data, collecting every problem with its field path and line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Any
+
+from clm.errors import ValidationError
+from clm.model import (
+    ACCOUNT_RE,
+    CLUSTER_ID_RE,
+    DISCOUNT_STRATEGIES,
+    LIFECYCLE_STATUSES,
+    LOCAL_ID_RE,
+    POOL_NAME_RE,
+    REGION_RE,
+    SLUG_RE,
+    URL_RE,
+    Cluster,
+    ClusterStatus,
+    NodePool,
+)
+
+CLUSTER_FIELDS = {
+    "id", "alias", "local_id", "api_server_url", "channel", "config_items", "criticality_level",
+    "environment", "infrastructure_account", "region", "provider", "lifecycle_status", "owner",
+    "account_name", "created_at", "node_pools", "status",
+}
+CLUSTER_REQUIRED = ("id", "local_id", "infrastructure_account", "region", "provider")
+POOL_FIELDS = {"name", "profile", "min_size", "max_size", "instance_types", "instance_type",
+               "discount_strategy", "config_items"}
+POOL_REQUIRED = ("name", "profile", "min_size", "max_size")
+
+
+class _Checker:
+    """Collects problems as `path (line N): message`."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def fail(self, path: str, message: str, container: Any = None, key: str | None = None) -> None:
+        line = _line(container, key)
+        self.problems.append(f"{path}{f' (line {line})' if line else ''}: {message}")
+
+    def string(self, data: dict, key: str, path: str, pattern: Any = None, hint: str = "",
+               default: str | None = "") -> str | None:
+        value = data.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, datetime | date):  # YAML timestamps, e.g. created_at
+            return value.isoformat()
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            self.fail(path, f"must be a string, got {type(value).__name__}", data, key)
+            return default
+        value = str(value)
+        if pattern is not None and not pattern.match(value):
+            self.fail(path, f"{value!r} is not valid{f' ({hint})' if hint else ''}", data, key)
+        return value
+
+    def integer(self, data: dict, key: str, path: str, default: int = 0, minimum: int = 0) -> int:
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {value!r}", data, key)
+            return default
+        if value < minimum:
+            self.fail(path, f"must be >= {minimum}, got {value}", data, key)
+        return value
+
+    def one_of(self, data: dict, key: str, path: str, choices: tuple[str, ...], default: str) -> str:
+        value = data.get(key, default)
+        if value not in choices:
+            self.fail(path, f"{value!r} is not one of {', '.join(choices)}", data, key)
+            return default
+        return value
+
+    def mapping(self, data: Any, path: str, allowed: set[str], required: tuple[str, ...],
+                parent: Any = None, key: Any = None) -> bool:
+        if not isinstance(data, dict):
+            self.fail(path, f"must be a mapping, got {type(data).__name__}", parent, key)
+            return False
+        for name in sorted(set(map(str, data)) - allowed):
+            self.fail(f"{path}.{name}" if path else name, "unknown field", data, name)
+        for name in required:
+            if name not in data:
+                self.fail(f"{path}.{name}" if path else name, "is required", data)
+        return True
+
+    def config_items(self, data: dict, path: str) -> dict[str, str]:
+        items = data.get("config_items") or {}
+        if not isinstance(items, dict):
+            self.fail(path, "must be a mapping of strings", data, "config_items")
+            return {}
+        result = {}
+        for key, value in items.items():
+            if isinstance(value, dict | list) or value is None:
+                self.fail(f"{path}.{key}", "must be a string", items, key)
+                continue
+            result[str(key)] = _scalar_text(value)
+        return result
+
+
+def _scalar_text(value: Any) -> str:
+    """A YAML scalar as the string CLM would store (true -> 'true')."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _line(container: Any, key: Any) -> int | None:
+    if container is None:
+        return None
+    if key is not None and hasattr(container, "key_lines"):
+        return container.line_of(str(key))
+    if isinstance(key, int) and hasattr(container, "item_lines") and key < len(container.item_lines):
+        return container.item_lines[key]
+    return getattr(container, "line", None) or None
+
+
+def _parse_pool(check: _Checker, data: Any, path: str, parent: Any, index: int) -> NodePool | None:
+    if not check.mapping(data, path, POOL_FIELDS, POOL_REQUIRED, parent, index):
+        return None
+    name = check.string(data, "name", f"{path}.name", POOL_NAME_RE, "lowercase letters, digits, -")
+    profile = check.string(data, "profile", f"{path}.profile", SLUG_RE, "a profile folder name")
+    min_size = check.integer(data, "min_size", f"{path}.min_size")
+    max_size = check.integer(data, "max_size", f"{path}.max_size")
+    if min_size > max_size:
+        check.fail(f"{path}.min_size", f"must be <= max_size ({min_size} > {max_size})", data, "min_size")
+    legacy = "instance_type" in data and "instance_types" not in data
+    if "instance_type" in data and "instance_types" in data:
+        check.fail(path, "give instance_types or instance_type, not both", data, "instance_type")
+    raw_types = [data["instance_type"]] if legacy else data.get("instance_types")
+    if not isinstance(raw_types, list) or not raw_types or not all(
+            isinstance(t, str) and t for t in raw_types):
+        check.fail(f"{path}.instance_types", "must be a non-empty list of instance type names",
+                   data, "instance_type" if legacy else "instance_types")
+        raw_types = ["invalid"]
+    return NodePool(
+        name=name or "", profile=profile or "", min_size=min_size, max_size=max_size,
+        instance_types=list(raw_types), legacy_instance_type=legacy,
+        discount_strategy=check.one_of(data, "discount_strategy", f"{path}.discount_strategy",
+                                       DISCOUNT_STRATEGIES, "none"),
+        config_items=check.config_items(data, f"{path}.config_items"))
+
+
+def _parse_pools(check: _Checker, data: dict) -> list[NodePool]:
+    pools_data = data.get("node_pools") or []
+    if not isinstance(pools_data, list):
+        check.fail("node_pools", "must be a list", data, "node_pools")
+        return []
+    pools = [_parse_pool(check, item, f"node_pools[{i}]", pools_data, i)
+             for i, item in enumerate(pools_data)]
+    seen: set[str] = set()
+    for i, pool in enumerate(pools):
+        if pool is not None and pool.name in seen:
+            check.fail(f"node_pools[{i}].name", f"duplicate node pool name {pool.name!r}", pools_data, i)
+        if pool is not None:
+            seen.add(pool.name)
+    return [pool for pool in pools if pool is not None]
+
+
+def parse_cluster(data: Any, source: str | None = None) -> Cluster:
+    """Validate one cluster in CLM's registry format; raise ValidationError naming every culprit."""
+    check = _Checker()
+    cluster_id = data.get("id") if isinstance(data, dict) else None
+    label = str(cluster_id) if cluster_id else None
+    if not check.mapping(data, "", CLUSTER_FIELDS, CLUSTER_REQUIRED):
+        raise ValidationError(check.problems, label, source)
+    strings: dict[str, Callable[[], Any]] = {
+        "id": lambda: check.string(data, "id", "id", CLUSTER_ID_RE, "letters, digits and : . _ -"),
+        "local_id": lambda: check.string(data, "local_id", "local_id", LOCAL_ID_RE,
+                                         "lowercase letter first, then lowercase letters, digits, -"),
+        "infrastructure_account": lambda: check.string(
+            data, "infrastructure_account", "infrastructure_account", ACCOUNT_RE, "aws:<12 digits>"),
+        "region": lambda: check.string(data, "region", "region", REGION_RE, "e.g. eu-central-1"),
+        "provider": lambda: check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws"),
+        "alias": lambda: check.string(data, "alias", "alias"),
+        "api_server_url": lambda: check.string(data, "api_server_url", "api_server_url") or "",
+        "environment": lambda: check.string(data, "environment", "environment"),
+    }
+    values = {name: read() for name, read in strings.items()}
+    url = values["api_server_url"]
+    if url and not URL_RE.match(url):
+        check.fail("api_server_url", f"{url!r} is not an http(s) URL", data, "api_server_url")
+    optional = {name: check.string(data, name, name, default=None)
+                for name in ("channel", "owner", "account_name", "created_at")}
+    status = data.get("status")
+    if status is not None and not isinstance(status, dict):
+        check.fail("status", "must be a mapping", data, "status")
+        status = None
+    cluster = Cluster(
+        **values, **optional,
+        lifecycle_status=check.one_of(data, "lifecycle_status", "lifecycle_status",
+                                      LIFECYCLE_STATUSES, "requested"),
+        criticality_level=check.integer(data, "criticality_level", "criticality_level"),
+        config_items=check.config_items(data, "config_items"),
+        node_pools=_parse_pools(check, data),
+        status=ClusterStatus.from_dict(status),
+    )
+    if check.problems:
+        raise ValidationError(check.problems, label, source)
+    return cluster

@@ -1,0 +1,80 @@
+"""YAML loading that remembers line numbers, so that errors can point at them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class LineDict(dict):
+    """A mapping loaded from YAML that knows its line and the lines of its keys (1-based)."""
+
+    line: int = 0
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int:
+        """Line of `key` in the source, or of the mapping itself when the key is absent."""
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list):
+    """A sequence loaded from YAML that knows the line of each item (1-based)."""
+
+    line: int = 0
+    item_lines: list[int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that builds LineDict/LineList and refuses duplicate keys."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
+    result = LineDict()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[str(key)] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
+    result = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_with_lines(text: str | bytes) -> Any:
+    """Parse one YAML document into LineDict/LineList values (raises yaml.YAMLError)."""
+    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+
+
+def error_line(exc: yaml.YAMLError) -> int | None:
+    """The 1-based line a YAML error points at, if it says."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def error_reason(exc: yaml.YAMLError) -> str:
+    """A one-line reason for a YAML error, without PyYAML's multi-line excerpt."""
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    if problem:
+        return f"{context}, {problem}" if context else str(problem)
+    return str(exc).splitlines()[0]
+
+
+def dump(data: Any) -> str:
+    """Dump YAML in block style, keeping the key order given."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
