@@ -21,6 +21,7 @@ from clm.model import (
     ClusterStatus,
     NodePool,
 )
+from clm.yamlutil import scalar_text
 
 CLUSTER_FIELDS = {
     "id", "alias", "local_id", "api_server_url", "channel", "config_items", "criticality_level",
@@ -96,15 +97,8 @@ class _Checker:
             if isinstance(value, dict | list) or value is None:
                 self.fail(f"{path}.{key}", "must be a string", items, key)
                 continue
-            result[str(key)] = _scalar_text(value)
+            result[str(key)] = scalar_text(value)
         return result
-
-
-def _scalar_text(value: Any) -> str:
-    """A YAML scalar as the string CLM would store (true -> 'true')."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _line(container: Any, key: Any) -> int | None:

@@ -78,3 +78,24 @@ def error_reason(exc: yaml.YAMLError) -> str:
 def dump(data: Any) -> str:
     """Dump YAML in block style, keeping the key order given."""
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def plain(value: Any) -> Any:
+    """Deep copy of loaded YAML as plain dicts and lists (for JSON, YAML dumps and equality)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def load_all_with_lines(text: str | bytes) -> list[Any]:
+    """Parse a multi-document YAML stream into LineDict/LineList values, keeping empty documents."""
+    return list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - SafeLoader subclass
+
+
+def scalar_text(value: Any) -> str:
+    """A YAML scalar as the string CLM stores for a config item (true -> 'true', null -> '')."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)

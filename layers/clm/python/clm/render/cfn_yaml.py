@@ -1,0 +1,33 @@
+"""Parse CloudFormation templates written in YAML, including the short-form tags (!Ref, !Sub, ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class CfnLoader(yaml.SafeLoader):
+    """SafeLoader that maps `!Ref x` to {"Ref": x} and `!Fn x` to {"Fn::Fn": x}."""
+
+
+def _construct_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix == "Ref":
+        return {"Ref": value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{suffix}": value}
+
+
+CfnLoader.add_multi_constructor("!", _construct_tag)
+
+
+def load_template(text: str) -> Any:
+    """Parse a CloudFormation template (YAML with short tags, or JSON)."""
+    return yaml.load(text, Loader=CfnLoader)  # noqa: S506 - SafeLoader subclass

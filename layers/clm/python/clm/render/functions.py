@@ -1,0 +1,83 @@
+"""Template functions, covering the useful ones of Zalando CLM (snake_case names)."""
+
+from __future__ import annotations
+
+import base64 as _b64
+import binascii
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+ALL_AZS = "*"
+
+
+def base64(value: str) -> str:
+    """Standard base64 of a string's UTF-8 bytes."""
+    return _b64.b64encode(str(value).encode()).decode()
+
+
+def base64_decode(value: str) -> str:
+    """Decode standard base64 into a UTF-8 string."""
+    try:
+        return _b64.b64decode(str(value), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ValueError(f"base64_decode: not valid base64 text: {exc}") from None
+
+
+def sha256(value: str) -> str:
+    """Hex SHA-256 of a string."""
+    return hashlib.sha256(str(value).encode()).hexdigest()
+
+
+def account_id(infrastructure_account: str) -> str:
+    """`aws:123456789012` -> `123456789012`."""
+    kind, sep, ident = str(infrastructure_account).partition(":")
+    if not sep or not ident:
+        raise ValueError(f"account_id: expected type:id, got {infrastructure_account!r}")
+    return ident
+
+
+def az_id(az_name: str) -> str:
+    """Last part of an availability zone name: `eu-central-1c` -> `1c`."""
+    return str(az_name).rsplit("-", 1)[-1]
+
+
+def az_count(zones: Mapping[str, Any] | Iterable[str]) -> int:
+    """Number of availability zones in a subnet map or list, not counting the `*` entry."""
+    return sum(1 for zone in zones if zone != ALL_AZS)
+
+
+def split(value: str, separator: str = ",") -> list[str]:
+    """Split a string; an empty string gives an empty list (as CLM's split)."""
+    return str(value).split(separator) if value != "" else []
+
+
+def join(separator: str, items: Iterable[Any]) -> str:
+    """Join items with a separator (sprig's argument order: separator first)."""
+    return str(separator).join(str(item) for item in items)
+
+
+def indent(spaces: int, text: str) -> str:
+    """Indent every line of text by `spaces` spaces (sprig's indent)."""
+    pad = " " * int(spaces)
+    return "\n".join(pad + line for line in str(text).split("\n"))
+
+
+def parse_int(value: str) -> int:
+    """Parse an integer config item."""
+    return int(str(value).strip())
+
+
+# Registered both as globals (`{{ sha256(x) }}`) and as filters (`{{ x | sha256 }}`).
+FUNCTIONS = {
+    "base64": base64,
+    "base64_decode": base64_decode,
+    "sha256": sha256,
+    "account_id": account_id,
+    "az_id": az_id,
+    "az_count": az_count,
+    "split": split,
+    "parse_int": parse_int,
+}
+# Globals only: their sprig argument order differs from Jinja's builtin filters of the same name.
+GLOBALS_ONLY = {"join": join, "indent": indent}

@@ -1,0 +1,67 @@
+"""Split rendered manifests into Kubernetes objects and check each one's identity fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from clm.errors import RenderError
+from clm.yamlutil import error_line, error_reason, load_all_with_lines, plain
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One Kubernetes object rendered from `file` (document `index`, 1-based, starting at `line`)."""
+
+    file: str
+    index: int
+    line: int
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """The object's kind."""
+        return self.body["kind"]
+
+    @property
+    def name(self) -> str:
+        """The object's metadata.name."""
+        return self.body["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        """metadata.namespace, or "" when not set."""
+        return self.body["metadata"].get("namespace", "")
+
+
+def _document_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return f"must be a mapping (a Kubernetes object), got {type(doc).__name__}"
+    for key in ("apiVersion", "kind"):
+        if not isinstance(doc.get(key), str) or not doc.get(key):
+            return f"{key} is missing"
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        return f"{doc['kind']}: metadata.name is missing"
+    return None
+
+
+def split_manifests(text: str, file: str, cluster_id: str | None = None) -> list[Manifest]:
+    """Parse a multi-document YAML file; empty documents are dropped, others must be objects."""
+    try:
+        documents = load_all_with_lines(text)
+    except yaml.YAMLError as exc:
+        raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc),
+                          cluster_id) from None
+    result = []
+    for index, doc in enumerate(documents, start=1):
+        if doc is None:
+            continue
+        line = getattr(doc, "line", None)
+        problem = _document_problem(doc)
+        if problem:
+            raise RenderError(f"document {index}: {problem}", file, line, cluster_id)
+        result.append(Manifest(file=file, index=index, line=line or 1, body=plain(doc)))
+    return result
