@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from clm.errors import ValidationError
-
 LIFECYCLE_STATUSES = ("requested", "ready", "decommission-requested", "decommissioned")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"

@@ -57,7 +57,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 
 def load_with_lines(text: str | bytes) -> Any:
     """Parse one YAML document into LineDict/LineList values (raises yaml.YAMLError)."""
-    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    return yaml.load(text, Loader=_LineLoader)
 
 
 def error_line(exc: yaml.YAMLError) -> int | None:
@@ -91,7 +91,7 @@ def plain(value: Any) -> Any:
 
 def load_all_with_lines(text: str | bytes) -> list[Any]:
     """Parse a multi-document YAML stream into LineDict/LineList values, keeping empty documents."""
-    return list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - SafeLoader subclass
+    return list(yaml.load_all(text, Loader=_LineLoader))
 
 
 def scalar_text(value: Any) -> str:

@@ -1,0 +1,1 @@
+"""Configuration sources: versioned snapshots of a config repository (local dir, S3, CodeCommit, combined)."""

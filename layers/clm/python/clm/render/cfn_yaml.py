@@ -30,4 +30,4 @@ CfnLoader.add_multi_constructor("!", _construct_tag)
 
 def load_template(text: str) -> Any:
     """Parse a CloudFormation template (YAML with short tags, or JSON)."""
-    return yaml.load(text, Loader=CfnLoader)  # noqa: S506 - SafeLoader subclass
+    return yaml.load(text, Loader=CfnLoader)

@@ -31,7 +31,7 @@ def sha256(value: str) -> str:
 
 def account_id(infrastructure_account: str) -> str:
     """`aws:123456789012` -> `123456789012`."""
-    kind, sep, ident = str(infrastructure_account).partition(":")
+    _, sep, ident = str(infrastructure_account).partition(":")
     if not sep or not ident:
         raise ValueError(f"account_id: expected type:id, got {infrastructure_account!r}")
     return ident

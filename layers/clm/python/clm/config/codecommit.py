@@ -1,0 +1,53 @@
+"""A configuration repository on a CodeCommit branch, read at the branch's head commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from clm.config.tree import ConfigTree
+from clm.errors import ConfigSourceError
+
+
+class CodeCommitSource:
+    """A branch of a CodeCommit repository; its version is the head commit id."""
+
+    def __init__(self, client: Any, repository: str, branch: str):
+        self.client = client
+        self.repository = repository
+        self.branch = branch
+
+    def describe(self) -> str:
+        return f"codecommit://{self.repository}@{self.branch}"
+
+    def version(self) -> str:
+        return self._call("get_branch", branchName=self.branch)["branch"]["commitId"]
+
+    def fetch(self) -> ConfigTree:
+        """Every file of the tree at the head commit (symbolic links and submodules ignored)."""
+        commit = self.version()
+        paths = self._paths(commit)
+        files = {path: self._call("get_file", commitSpecifier=commit, filePath=path)["fileContent"]
+                 for path in paths}
+        return ConfigTree(version=commit, files=files, source=self.describe())
+
+    def _paths(self, commit: str) -> list[str]:
+        paths: list[str] = []
+        folders = ["/"]
+        while folders:
+            folder = self._call("get_folder", commitSpecifier=commit, folderPath=folders.pop())
+            folders.extend(sub["absolutePath"] for sub in folder.get("subFolders", []))
+            paths.extend(file["absolutePath"].lstrip("/") for file in folder.get("files", []))
+        return sorted(paths)
+
+    def _call(self, operation: str, **params: str) -> dict[str, Any]:
+        try:
+            return getattr(self.client, operation)(repositoryName=self.repository, **params)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            detail = f" ({params['filePath']})" if "filePath" in params else ""
+            raise ConfigSourceError(f"{self.describe()}{detail}: {error.get('Code')}: "
+                                    f"{error.get('Message')}") from None
+        except BotoCoreError as exc:
+            raise ConfigSourceError(f"{self.describe()}: {exc}") from None

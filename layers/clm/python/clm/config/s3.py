@@ -1,0 +1,86 @@
+"""A configuration repository under an S3 prefix, read as a consistent snapshot.
+
+Versioned buckets pin each object's latest version id at listing time and read exactly that
+version. Unversioned buckets read each object with `IfMatch=<listed ETag>`; if an object changed
+or vanished in between, the whole snapshot is listed and read again (a bounded number of times).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from clm.config.tree import ConfigTree, digest
+from clm.errors import ConfigSourceError
+
+ATTEMPTS = 3
+_CHANGED = {"PreconditionFailed", "NoSuchKey", "NoSuchVersion"}
+
+
+class S3Source:
+    """Objects under `prefix` in `bucket`; tree paths are relative to the prefix."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = ""):
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+    def describe(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def version(self) -> str:
+        """Hash of the listing (key and version id or ETag); reads no object."""
+        with self._errors():
+            _, listing = self._list()
+        return digest(listing.items())
+
+    def fetch(self) -> ConfigTree:
+        with self._errors():
+            for _ in range(ATTEMPTS):
+                versioned, listing = self._list()
+                try:
+                    files = {path: self._get(path, identity, versioned) for path, identity in listing.items()}
+                except ClientError as exc:
+                    if exc.response["Error"]["Code"] in _CHANGED:
+                        continue
+                    raise
+                return ConfigTree(version=digest(listing.items()), files=files, source=self.describe())
+        raise ConfigSourceError(f"{self.describe()}: objects kept changing while being read "
+                                f"({ATTEMPTS} attempts)")
+
+    def _list(self) -> tuple[bool, dict[str, str]]:
+        """Whether the bucket is versioned, and each path's version id (versioned) or ETag."""
+        versioned = self.client.get_bucket_versioning(Bucket=self.bucket).get("Status") == "Enabled"
+        listing: dict[str, str] = {}
+        if versioned:
+            for page in self._pages("list_object_versions"):
+                for item in page.get("Versions", []):
+                    if item["IsLatest"]:
+                        listing[item["Key"]] = item["VersionId"]
+        else:
+            for page in self._pages("list_objects_v2"):
+                for item in page.get("Contents", []):
+                    listing[item["Key"]] = item["ETag"]
+        return versioned, {key[len(self.prefix):]: identity for key, identity in listing.items()
+                           if not key.endswith("/")}
+
+    def _pages(self, operation: str) -> Iterator[dict[str, Any]]:
+        return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix)
+
+    def _get(self, path: str, identity: str, versioned: bool) -> bytes:
+        pin = {"VersionId": identity} if versioned else {"IfMatch": identity}
+        return self.client.get_object(Bucket=self.bucket, Key=self.prefix + path, **pin)["Body"].read()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise ConfigSourceError(f"{self.describe()}: {error.get('Code')}: "
+                                    f"{error.get('Message')}") from None
+        except BotoCoreError as exc:
+            raise ConfigSourceError(f"{self.describe()}: {exc}") from None

@@ -1,0 +1,59 @@
+"""Hypothesis strategies for valid registry data."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from clm.model import DISCOUNT_STRATEGIES, LIFECYCLE_STATUSES, Cluster, ClusterStatus, NodePool, Problem
+
+slug = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
+text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=20)
+config_items = st.dictionaries(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), text, max_size=4)
+
+
+@st.composite
+def node_pools(draw: st.DrawFn) -> list[NodePool]:
+    names = draw(st.lists(slug, max_size=3, unique=True))
+    pools = []
+    for name in names:
+        low = draw(st.integers(0, 20))
+        legacy = draw(st.booleans())
+        types = [draw(st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge"]))] if legacy else draw(
+            st.lists(st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge", "m6i.large"]),
+                     min_size=1, max_size=3, unique=True))
+        pools.append(NodePool(name=name, profile=draw(slug), min_size=low,
+                              max_size=low + draw(st.integers(0, 20)), instance_types=types,
+                              legacy_instance_type=legacy,
+                              discount_strategy=draw(st.sampled_from(DISCOUNT_STRATEGIES)),
+                              config_items=draw(config_items)))
+    return pools
+
+
+problems = st.builds(Problem, title=text, detail=text, status=st.integers(0, 599))
+statuses = st.builds(ClusterStatus, current_version=text, last_version=text, next_version=text,
+                     problems=st.lists(problems, max_size=3))
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> Cluster:
+    account = draw(st.from_regex(r"[0-9]{12}", fullmatch=True))
+    region = draw(st.sampled_from(["eu-central-1", "us-east-1", "ap-southeast-2", "us-gov-west-1"]))
+    local_id = draw(slug)
+    return Cluster(
+        id=f"aws:{account}:{region}:{local_id}",
+        local_id=local_id,
+        infrastructure_account=f"aws:{account}",
+        region=region,
+        provider=draw(st.sampled_from(["zalando-aws", "zalando-eks"])),
+        lifecycle_status=draw(st.sampled_from(LIFECYCLE_STATUSES)),
+        alias=draw(text),
+        api_server_url=draw(st.sampled_from(["", "https://api.example.org", "https://10.0.0.1:6443/x"])),
+        environment=draw(st.sampled_from(["", "test", "production"])),
+        criticality_level=draw(st.integers(0, 3)),
+        config_items=draw(config_items),
+        node_pools=draw(node_pools()),
+        channel=draw(st.none() | st.sampled_from(["stable", "beta"])),
+        owner=draw(st.none() | slug),
+        account_name=draw(st.none() | slug),
+        status=draw(statuses),
+    )

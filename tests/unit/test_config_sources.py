@@ -1,0 +1,316 @@
+"""Config sources: the tree, a local directory, S3 (moto), CodeCommit (Stubber) and combined."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from clm.config.codecommit import CodeCommitSource
+from clm.config.combined import CombinedSource
+from clm.config.local import LocalSource
+from clm.config.s3 import ATTEMPTS, S3Source
+from clm.config.tree import ConfigTree
+from clm.errors import ConfigSourceError
+from tests.conftest import REGION
+
+BUCKET = "clm-config"
+STACK_KEY = "config/cluster/stack.yaml"
+COMMIT = "4c2a8f0e1b9d3a7c6e5f4d3c2b1a09f8e7d6c5b4"
+REPO_FILES = {
+    "cluster/stack.yaml": b"Resources: {}\n",
+    "cluster/config-defaults.yaml": b"vpc_cidr: 10.0.0.0/16\n",
+    "cluster/manifests/coredns/deployment.yaml": b"kind: Deployment\n",
+    "cluster/manifests/deletions.yaml": b"pre_apply: []\n",
+}
+
+
+def write(root: Path, files: dict[str, bytes]) -> None:
+    for path, content in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(content)
+
+
+# --- ConfigTree ---------------------------------------------------------------------------------
+
+
+def test_tree_read_exists_list():
+    tree = ConfigTree(version="abc", files={**REPO_FILES, "cluster/manifests-old/x.yaml": b""},
+                      source="s3://b/p/")
+    assert tree.read("cluster/stack.yaml") == b"Resources: {}\n"
+    assert tree.exists("cluster/stack.yaml")
+    assert not tree.exists("cluster/cluster.yaml")
+    expected = ["cluster/manifests/coredns/deployment.yaml", "cluster/manifests/deletions.yaml"]
+    assert tree.list("cluster/manifests/") == expected
+    assert tree.list("cluster/manifests") == expected
+    assert tree.list("") == sorted(tree.files)
+    with pytest.raises(ConfigSourceError, match=r"cluster/cluster\.yaml not found in s3://b/p/"):
+        tree.read("cluster/cluster.yaml")
+
+
+def test_tree_rejects_unsafe_version():
+    with pytest.raises(ValueError, match="version"):
+        ConfigTree(version="a#b", files={}, source="x")
+
+
+# --- LocalSource --------------------------------------------------------------------------------
+
+
+def test_local_version_is_stable_and_follows_content(tmp_path):
+    write(tmp_path, REPO_FILES)
+    source = LocalSource(tmp_path)
+    version = source.version()
+    assert re.fullmatch(r"[0-9a-f]{12}", version)
+    assert source.version() == version
+    (tmp_path / "cluster/stack.yaml").write_bytes(b"Resources: {Changed: 1}\n")
+    assert source.version() != version
+    (tmp_path / "cluster/stack.yaml").write_bytes(REPO_FILES["cluster/stack.yaml"])
+    assert source.version() == version
+    (tmp_path / "cluster/stack.yaml").rename(tmp_path / "cluster/cluster.yaml")
+    assert source.version() != version
+
+
+def test_local_fetch_reads_every_file_and_ignores_dot_entries(tmp_path):
+    write(tmp_path, REPO_FILES)
+    source = LocalSource(tmp_path)
+    version = source.version()
+    write(tmp_path, {".git/HEAD": b"ref: refs/heads/main\n", ".gitignore": b"*.swp\n",
+                     "cluster/.stack.yaml.swp": b"junk", ".github/workflows/ci.yaml": b"on: push\n"})
+    tree = source.fetch()
+    assert dict(tree.files) == REPO_FILES
+    assert tree.version == version == source.version()
+    assert tree.source == str(tmp_path.resolve())
+
+
+def test_local_missing_directory(tmp_path):
+    with pytest.raises(ConfigSourceError, match="missing"):
+        LocalSource(tmp_path / "missing").fetch()
+
+
+# --- S3Source -----------------------------------------------------------------------------------
+
+
+def make_bucket(aws, versioned: bool = False):
+    """An S3 client with BUCKET holding REPO_FILES under config/ (plus noise elsewhere)."""
+    client = aws.client("s3")
+    client.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    if versioned:
+        client.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    upload(client, REPO_FILES)
+    client.put_object(Bucket=BUCKET, Key="config/", Body=b"")  # a console "folder"
+    client.put_object(Bucket=BUCKET, Key="other/cluster/stack.yaml", Body=b"not ours")
+    return client
+
+
+@pytest.fixture(params=[False, True], ids=["unversioned", "versioned"])
+def s3(aws, request):
+    return make_bucket(aws, versioned=request.param)
+
+
+def upload(client, files: dict[str, bytes], prefix: str = "config/") -> None:
+    for path, content in files.items():
+        client.put_object(Bucket=BUCKET, Key=prefix + path, Body=content)
+
+
+def count_calls(client, operation: str) -> list[dict]:
+    calls: list[dict] = []
+    client.meta.events.register(f"before-call.s3.{operation}", lambda params, **_: calls.append(params))
+    return calls
+
+
+def test_s3_fetch_is_relative_to_the_prefix(s3):
+    source = S3Source(s3, BUCKET, "config")
+    tree = source.fetch()
+    assert dict(tree.files) == REPO_FILES
+    assert tree.version == source.version()
+    assert re.fullmatch(r"[0-9a-f]{12}", tree.version)
+    assert tree.source == source.describe() == f"s3://{BUCKET}/config/"
+
+
+def test_s3_version_changes_on_upload(s3):
+    source = S3Source(s3, BUCKET, "config/")
+    version = source.version()
+    assert source.version() == version
+    upload(s3, {"cluster/stack.yaml": b"Resources: {Changed: 1}\n"})
+    assert source.version() != version
+    assert source.fetch().read("cluster/stack.yaml") == b"Resources: {Changed: 1}\n"
+
+
+def test_s3_version_reads_no_object(s3):
+    source = S3Source(s3, BUCKET, "config/")
+    gets = count_calls(s3, "GetObject")
+    source.version()
+    assert gets == []
+    source.fetch()
+    assert len(gets) == len(REPO_FILES)
+
+
+def overwrite_before_read(s3, aws, times: int) -> None:
+    """Make another writer overwrite cluster/stack.yaml just before each of its first `times` reads."""
+    writer = aws.client("s3")
+    done: list[int] = []
+
+    def hook(params, **_):
+        if params["Key"] == STACK_KEY and len(done) < times:
+            done.append(1)
+            writer.put_object(Bucket=BUCKET, Key=STACK_KEY, Body=f"v{len(done)}".encode())
+
+    s3.meta.events.register("before-parameter-build.s3.GetObject", hook)
+
+
+def test_s3_concurrent_overwrite_gives_a_consistent_snapshot(s3, aws):
+    source = S3Source(s3, BUCKET, "config/")
+    before = source.version()
+    versioned = s3.get_bucket_versioning(Bucket=BUCKET).get("Status") == "Enabled"
+    overwrite_before_read(s3, aws, times=1)
+    tree = source.fetch()
+    if versioned:  # the listed versions are read, and the version names exactly them
+        assert tree.read("cluster/stack.yaml") == REPO_FILES["cluster/stack.yaml"]
+        assert tree.version == before
+    else:  # the change is detected and the snapshot is taken again
+        assert tree.read("cluster/stack.yaml") == b"v1"
+        assert tree.version != before
+    assert source.version() == S3Source(s3, BUCKET, "config/").fetch().version
+    assert dict(tree.files) == {**REPO_FILES, "cluster/stack.yaml": tree.read("cluster/stack.yaml")}
+
+
+def test_s3_unversioned_object_deleted_between_list_and_read(aws):
+    client = make_bucket(aws)
+    lists = count_calls(client, "ListObjectsV2")
+    writer = aws.client("s3")
+
+    def delete_once(params, **_):
+        if params["Key"] == STACK_KEY and len(lists) == 1:
+            writer.delete_object(Bucket=BUCKET, Key=STACK_KEY)
+
+    client.meta.events.register("before-parameter-build.s3.GetObject", delete_once)
+    tree = S3Source(client, BUCKET, "config/").fetch()
+    assert sorted(tree.files) == sorted(set(REPO_FILES) - {"cluster/stack.yaml"})
+    assert len(lists) == 2
+
+
+def test_s3_unversioned_gives_up_when_objects_keep_changing(aws):
+    client = make_bucket(aws)
+    overwrite_before_read(client, aws, times=ATTEMPTS)
+    with pytest.raises(ConfigSourceError, match=f"s3://{BUCKET}/config/: .*kept changing"):
+        S3Source(client, BUCKET, "config/").fetch()
+
+
+def test_s3_missing_bucket_is_named(aws):
+    source = S3Source(aws.client("s3"), "no-such-bucket", "config")
+    for call in (source.version, source.fetch):
+        with pytest.raises(ConfigSourceError, match="s3://no-such-bucket/config/: NoSuchBucket"):
+            call()
+
+
+def test_s3_access_denied_is_named():
+    client = boto3.client("s3", region_name=REGION)
+    with Stubber(client) as stub:
+        stub.add_client_error("get_bucket_versioning", "AccessDenied", "Access Denied", 403)
+        with pytest.raises(ConfigSourceError, match=f"s3://{BUCKET}/: AccessDenied: Access Denied"):
+            S3Source(client, BUCKET).version()
+
+
+# --- CodeCommitSource ---------------------------------------------------------------------------
+
+
+def folder(path: str, subfolders: list[str], files: list[str], links: tuple[str, ...] = ()) -> dict:
+    """A GetFolder response as CodeCommit returns it (absolute paths without a leading slash)."""
+    def relative(name: str) -> str:
+        return name.rsplit("/", 1)[-1]
+
+    return {
+        "commitId": COMMIT,
+        "folderPath": path,
+        "treeId": "7b3c4dad0c9e1f2a3b4c5d6e7f8091a2b3c4d5e6",
+        "subFolders": [{"absolutePath": sub, "relativePath": relative(sub),
+                        "treeId": "d5e92ae3a1b2c3d4e5f60718293a4b5c6d7e8f90"} for sub in subfolders],
+        "files": [{"absolutePath": name, "relativePath": relative(name), "fileMode": "NORMAL",
+                   "blobId": "559b44fe0a1b2c3d4e5f60718293a4b5c6d7e8f9"} for name in files],
+        "symbolicLinks": [{"absolutePath": name, "relativePath": relative(name), "fileMode": "SYMLINK",
+                           "blobId": "0c7932c80a1b2c3d4e5f60718293a4b5c6d7e8f9"} for name in links],
+        "subModules": [],
+    }
+
+
+def test_codecommit_reads_the_tree_at_the_head_commit():
+    client = boto3.client("codecommit", region_name=REGION)
+    repo = {"repositoryName": "cluster-config"}
+    at_commit = {**repo, "commitSpecifier": COMMIT}
+    files = {"README.md": b"# config\n", **REPO_FILES}
+    source = CodeCommitSource(client, "cluster-config", "main")
+    with Stubber(client) as stub:
+        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}},
+                          {**repo, "branchName": "main"})
+        stub.add_response("get_folder", folder("/", ["cluster"], ["README.md"], links=("latest",)),
+                          {**at_commit, "folderPath": "/"})
+        stub.add_response("get_folder", folder("cluster", ["cluster/manifests"], [
+            "cluster/config-defaults.yaml", "cluster/stack.yaml"]), {**at_commit, "folderPath": "cluster"})
+        stub.add_response("get_folder", folder("cluster/manifests", ["cluster/manifests/coredns"], [
+            "cluster/manifests/deletions.yaml"]), {**at_commit, "folderPath": "cluster/manifests"})
+        stub.add_response("get_folder", folder("cluster/manifests/coredns", [], [
+            "cluster/manifests/coredns/deployment.yaml"]),
+            {**at_commit, "folderPath": "cluster/manifests/coredns"})
+        for path in sorted(files):
+            stub.add_response("get_file", {
+                "commitId": COMMIT, "blobId": "559b44fe0a1b2c3d4e5f60718293a4b5c6d7e8f9", "filePath": path,
+                "fileMode": "NORMAL", "fileSize": len(files[path]), "fileContent": files[path],
+            }, {**at_commit, "filePath": path})
+        tree = source.fetch()
+        stub.assert_no_pending_responses()
+    assert dict(tree.files) == files
+    assert tree.version == COMMIT
+    assert tree.source == source.describe() == "codecommit://cluster-config@main"
+
+
+def test_codecommit_version_is_the_branch_head():
+    client = boto3.client("codecommit", region_name=REGION)
+    with Stubber(client) as stub:
+        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}})
+        assert CodeCommitSource(client, "cluster-config", "main").version() == COMMIT
+
+
+@pytest.mark.parametrize("code", ["RepositoryDoesNotExistException", "BranchDoesNotExistException"])
+def test_codecommit_errors_name_repository_and_branch(code):
+    client = boto3.client("codecommit", region_name=REGION)
+    with Stubber(client) as stub:
+        stub.add_client_error("get_branch", code, "does not exist", 400)
+        with pytest.raises(ConfigSourceError, match=f"codecommit://missing@dev: {code}"):
+            CodeCommitSource(client, "missing", "dev").fetch()
+
+
+def test_codecommit_file_error_names_the_file():
+    client = boto3.client("codecommit", region_name=REGION)
+    with Stubber(client) as stub:
+        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}})
+        stub.add_response("get_folder", folder("/", [], ["big.bin"]))
+        stub.add_client_error("get_file", "FileTooLargeException", "too large", 400)
+        with pytest.raises(ConfigSourceError, match=r"codecommit://repo@main \(big\.bin\): FileTooLarge"):
+            CodeCommitSource(client, "repo", "main").fetch()
+
+
+# --- CombinedSource -----------------------------------------------------------------------------
+
+
+def test_combined_later_sources_override_earlier(tmp_path):
+    write(tmp_path / "base", REPO_FILES)
+    write(tmp_path / "team", {"cluster/stack.yaml": b"Resources: {Team: 1}\n", "cluster/extra.yaml": b"x\n"})
+    base, team = LocalSource(tmp_path / "base"), LocalSource(tmp_path / "team")
+    combined = CombinedSource([base, team])
+    tree = combined.fetch()
+    assert dict(tree.files) == {**REPO_FILES, "cluster/stack.yaml": b"Resources: {Team: 1}\n",
+                                "cluster/extra.yaml": b"x\n"}
+    assert tree.version == combined.version() == f"{base.version()}+{team.version()}"
+    assert tree.source == combined.describe() == f"{base.describe()} + {team.describe()}"
+    assert CombinedSource([team, base]).fetch().read("cluster/stack.yaml") == REPO_FILES["cluster/stack.yaml"]
+
+
+def test_combined_single_source_keeps_its_version(tmp_path):
+    write(tmp_path, REPO_FILES)
+    single = CombinedSource([LocalSource(tmp_path)])
+    assert single.version() == single.fetch().version == LocalSource(tmp_path).version()
+    with pytest.raises(ValueError, match="at least one"):
+        CombinedSource([])
