@@ -94,6 +94,9 @@ class _Checker:
             return {}
         result = {}
         for key, value in items.items():
+            if key in ("", None):
+                self.fail(path, "config item names must not be empty", items)
+                continue
             if isinstance(value, dict | list) or value is None:
                 self.fail(f"{path}.{key}", "must be a string", items, key)
                 continue
@@ -153,6 +156,22 @@ def _parse_pools(check: _Checker, data: dict) -> list[NodePool]:
     return [pool for pool in pools if pool is not None]
 
 
+def _parse_status(check: _Checker, data: dict) -> ClusterStatus:
+    status = data.get("status")
+    if status is not None and not isinstance(status, dict):
+        check.fail("status", "must be a mapping", data, "status")
+        return ClusterStatus()
+    problems = (status or {}).get("problems") or []
+    if not isinstance(problems, list) or not all(isinstance(p, dict) for p in problems):
+        check.fail("status.problems", "must be a list of mappings", status, "problems")
+        return ClusterStatus()
+    try:
+        return ClusterStatus.from_dict(status)
+    except (TypeError, ValueError) as exc:
+        check.fail("status", f"invalid: {exc}", data, "status")
+        return ClusterStatus()
+
+
 def parse_cluster(data: Any, source: str | None = None) -> Cluster:
     """Validate one cluster in CLM's registry format; raise ValidationError naming every culprit."""
     check = _Checker()
@@ -178,10 +197,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
         check.fail("api_server_url", f"{url!r} is not an http(s) URL", data, "api_server_url")
     optional = {name: check.string(data, name, name, default=None)
                 for name in ("channel", "owner", "account_name", "created_at")}
-    status = data.get("status")
-    if status is not None and not isinstance(status, dict):
-        check.fail("status", "must be a mapping", data, "status")
-        status = None
+    status = _parse_status(check, data)
     cluster = Cluster(
         **values, **optional,
         lifecycle_status=check.one_of(data, "lifecycle_status", "lifecycle_status",
@@ -189,7 +205,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
         criticality_level=check.integer(data, "criticality_level", "criticality_level"),
         config_items=check.config_items(data, "config_items"),
         node_pools=_parse_pools(check, data),
-        status=ClusterStatus.from_dict(status),
+        status=status,
     )
     if check.problems:
         raise ValidationError(check.problems, label, source)

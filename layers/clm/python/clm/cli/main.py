@@ -1,0 +1,80 @@
+"""Entry point of the `clm` command: global options and one-line errors instead of tracebacks."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from clm.cli.context import DEFAULT_TABLE, CliContext
+from clm.cli.registry_cmd import registry
+from clm.cli.render_cmd import render
+
+EPILOG = """\b
+Examples:
+  clm registry import examples/clusters.yaml     load CLM's registry file into DynamoDB
+  clm registry list                              clusters, lifecycle and versions
+  clm render CLUSTER_ID --config examples/config --out rendered/
+                                                 render a cluster's stacks and manifests
+
+Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL).
+"""
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--profile", envvar="AWS_PROFILE", help="AWS profile to use.")
+@click.option("--region", envvar="AWS_DEFAULT_REGION", help="AWS region of the CLM deployment.")
+@click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the sandbox's moto server.")
+@click.option("--table", envvar="CLM_REGISTRY_TABLE", default=DEFAULT_TABLE, show_default=True,
+              help="Registry table name.")
+@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table",
+              show_default=True, help="Output format.")
+@click.version_option(package_name="clm")
+@click.pass_context
+def cli(ctx: click.Context, profile: str | None, region: str | None, endpoint_url: str | None, table: str,
+        output: str) -> None:
+    """CLM keeps Kubernetes clusters on AWS in the state their registry and configuration describe."""
+    ctx.obj = CliContext(profile=profile, region=region, endpoint_url=endpoint_url, table=table, output=output)
+
+
+cli.add_command(registry)
+cli.add_command(render)
+
+
+def describe_error(exc: BaseException) -> str | None:
+    """One line for an error a user can fix, or None for a bug (which keeps its traceback)."""
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
+
+    from clm.errors import ClmError
+
+    if isinstance(exc, ClmError):
+        return str(exc)
+    if isinstance(exc, NoCredentialsError):
+        return "no AWS credentials: set AWS_PROFILE (or --profile), or run `aws configure`"
+    if isinstance(exc, NoRegionError):
+        return "no AWS region: pass --region or set AWS_DEFAULT_REGION"
+    if isinstance(exc, EndpointConnectionError):
+        return f"cannot reach {exc.kwargs.get('endpoint_url')}: is the endpoint (or the sandbox) running?"
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        return f"AWS {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}"
+    return None
+
+
+def main() -> None:
+    """Run the CLI; user errors print one red line and exit 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        message = describe_error(exc)
+        if message is None:
+            raise
+        from clm.cli.output import print_error
+
+        print_error(message)
+        sys.exit(1)

@@ -1,0 +1,84 @@
+"""`clm registry ...`: import, export, list and show clusters in the DynamoDB registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from clm.cli.context import CliContext
+from clm.cli.output import console, emit, print_error
+from clm.registry.clusters_yaml import dump_clusters, load_clusters
+
+pass_cli = click.make_pass_decorator(CliContext)
+
+
+@click.group()
+def registry() -> None:
+    """Clusters in the registry (DynamoDB), in Zalando CLM's clusters.yaml format."""
+
+
+@registry.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Validate and show what would change; write nothing.")
+@pass_cli
+def import_(cli: CliContext, file: Path, dry_run: bool) -> None:
+    """Validate FILE (CLM's clusters.yaml) and write its clusters' specs.
+
+    The whole file is validated first: one invalid cluster and nothing is written.
+    Status and locks of existing clusters are kept.
+    """
+    clusters = load_clusters(file.read_text(), source=str(file))
+    store = cli.registry()
+    existing = {c.id: c for c in store.list_clusters()}
+    rows = []
+    for cluster in clusters:
+        before = existing.get(cluster.id)
+        change = "new" if before is None else ("unchanged" if before.spec_dict() == cluster.spec_dict()
+                                               else "updated")
+        if change != "unchanged" and not dry_run:
+            store.put(cluster)
+        rows.append({"cluster": cluster.id, "change": change})
+    verb = "would write" if dry_run else "wrote"
+    written = sum(row["change"] != "unchanged" for row in rows)
+    emit(rows, ["cluster", "change"], cli.output, title=f"{verb} {written} of {len(rows)} clusters")
+
+
+@registry.command("export")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--no-status", is_flag=True, help="Leave out each cluster's status.")
+@pass_cli
+def export(cli: CliContext, file: Path | None, no_status: bool) -> None:
+    """Write every cluster in CLM's clusters.yaml format to FILE (default: standard output)."""
+    text = dump_clusters(cli.registry().list_clusters(), with_status=not no_status)
+    if file is None:
+        click.echo(text, nl=False)
+    else:
+        file.write_text(text)
+        console.print(f"exported to {file}")
+
+
+@registry.command("list")
+@pass_cli
+def list_(cli: CliContext) -> None:
+    """Clusters with their lifecycle, versions, problems and lock holder."""
+    store = cli.registry()
+    clusters, invalid = store.list_clusters_report()
+    rows = [{
+        "id": c.id, "alias": c.alias, "lifecycle": c.lifecycle_status,
+        "current_version": c.status.current_version or "-", "next_version": c.status.next_version or "-",
+        "problems": len(c.status.problems), "node_pools": len(c.node_pools),
+    } for c in sorted(clusters, key=lambda c: c.id)]
+    emit(rows, ["id", "alias", "lifecycle", "current_version", "next_version", "problems", "node_pools"],
+         cli.output, title=f"{len(rows)} clusters in {cli.table}")
+    for cluster_id, message in invalid:
+        print_error(f"cluster {cluster_id} is invalid in the registry: {message}")
+
+
+@registry.command("show")
+@click.argument("cluster_id")
+@pass_cli
+def show(cli: CliContext, cluster_id: str) -> None:
+    """One cluster, spec and status, in CLM's format (YAML unless -o json)."""
+    data = cli.registry().get(cluster_id).to_dict()
+    emit([], [], "json" if cli.output == "json" else "yaml", data=data)

@@ -1,0 +1,61 @@
+"""`clm render`: render a cluster's configuration to a folder, for review and template debugging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from clm.cli.context import CliContext
+from clm.cli.output import emit
+from clm.errors import ClusterNotFound
+
+pass_cli = click.make_pass_decorator(CliContext)
+
+
+@click.command()
+@click.argument("cluster_ids", nargs=-1, required=True, metavar="CLUSTER_ID...")
+@click.option("--config", "config_uri", required=True, envvar="CLM_CONFIG_SOURCE",
+              help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
+                   "(comma-separated: later sources override earlier ones).")
+@click.option("--registry-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read clusters from this clusters.yaml instead of the registry table.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the rendered files under OUT/<local_id>/ (default: only print a summary).")
+@pass_cli
+def render(cli: CliContext, cluster_ids: tuple[str, ...], config_uri: str, registry_file: Path | None,
+           out: Path | None) -> None:
+    """Render stacks, manifests and deletions of CLUSTER_ID (or `all`); changes nothing in AWS or Kubernetes.
+
+    A template error stops with the file and line at fault.
+    """
+    from clm.config.uri import source_from_uri
+    from clm.registry.clusters_yaml import load_clusters
+    from clm.render.artefacts import rendered_files, summary
+    from clm.render.renderer import Renderer
+
+    if registry_file is not None:
+        clusters = {c.id: c for c in load_clusters(registry_file.read_text(), source=str(registry_file))}
+    else:
+        clusters = {c.id: c for c in cli.registry().list_clusters()}
+    wanted = sorted(clusters) if cluster_ids == ("all",) else list(cluster_ids)
+    for cluster_id in wanted:
+        if cluster_id not in clusters:
+            raise ClusterNotFound(cluster_id)
+    tree = source_from_uri(config_uri, cli.client).fetch()
+    renderer = Renderer(tree)
+    rows = []
+    for cluster_id in wanted:
+        rendered = renderer.render(clusters[cluster_id])
+        files = rendered_files(rendered)
+        if out is not None:
+            folder = out / rendered.cluster.local_id
+            for relative, content in files.items():
+                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+                (folder / relative).write_text(content)
+        facts = summary(rendered)
+        rows.append({"cluster": cluster_id, "version": rendered.version,
+                     "node_pools": ", ".join(facts["node_pools"]), "manifests": rendered.manifest_count,
+                     "files": len(files), "folder": str(out / rendered.cluster.local_id) if out else "-"})
+    emit(rows, ["cluster", "version", "node_pools", "manifests", "files", "folder"], cli.output,
+         title=f"rendered from {tree.source} at {tree.version}")
