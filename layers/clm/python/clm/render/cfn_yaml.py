@@ -6,8 +6,10 @@ from typing import Any
 
 import yaml
 
+from clm.yamlutil import SafeLoader
 
-class CfnLoader(yaml.SafeLoader):
+
+class CfnLoader(SafeLoader):
     """SafeLoader that maps `!Ref x` to {"Ref": x} and `!Fn x` to {"Fn::Fn": x}."""
 
 

@@ -22,7 +22,7 @@ from clm.render.deletions import Deletions, parse_deletions
 from clm.render.environment import TemplateEnvironment
 from clm.render.manifests import Manifest, split_manifests
 from clm.version import desired_version
-from clm.yamlutil import error_line, error_reason, scalar_text
+from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
@@ -96,7 +96,7 @@ class Renderer:
             return dict(cluster.config_items)
         text = self._env.render(DEFAULTS, {"cluster": cluster, "values": values}, cluster.id)
         try:
-            defaults = yaml.safe_load(text) or {}
+            defaults = yaml.load(text, Loader=SafeLoader) or {}  # noqa: S506 - safe loader
         except yaml.YAMLError as exc:
             raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS,
                               error_line(exc), cluster.id) from None
