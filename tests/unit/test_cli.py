@@ -82,7 +82,7 @@ def run_clm(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     import os
 
     return subprocess.run([sys.executable, "-m", "clm.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
+                          env={**os.environ, **(env or {})}, timeout=60, check=False)
 
 
 @pytest.mark.parametrize(("args", "env", "expected"), [

@@ -96,7 +96,7 @@ class Renderer:
             return dict(cluster.config_items)
         text = self._env.render(DEFAULTS, {"cluster": cluster, "values": values}, cluster.id)
         try:
-            defaults = yaml.load(text, Loader=SafeLoader) or {}  # noqa: S506 - safe loader
+            defaults = yaml.load(text, Loader=SafeLoader) or {}
         except yaml.YAMLError as exc:
             raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS,
                               error_line(exc), cluster.id) from None
