@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import boto3
@@ -9,6 +10,7 @@ import pytest
 from moto import mock_aws
 
 REGION = "eu-central-1"
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # CDK's jsii on Node 20
 
 
 @pytest.fixture(autouse=True)
