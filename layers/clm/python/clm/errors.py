@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def _located(message: str, *places: str | None) -> str:
+    """`place: place: message`, leaving out the places not known."""
+    return ": ".join([*(p for p in places if p), message])
+
+
 class ClmError(Exception):
     """Base of every error CLM raises on purpose; `asl_name` is the Step Functions error name."""
 
@@ -18,12 +23,7 @@ class ValidationError(ClmError):
         self.problems = problems
         self.cluster_id = cluster_id
         self.source = source
-        where = ""
-        if source:
-            where += f"{source}: "
-        if cluster_id:
-            where += f"cluster {cluster_id}: "
-        super().__init__(where + "; ".join(problems))
+        super().__init__(_located("; ".join(problems), source, cluster_id and f"cluster {cluster_id}"))
 
 
 class RegistryError(ClmError):
@@ -70,9 +70,5 @@ class RenderError(ClmError):
         self.line = line
         self.cluster_id = cluster_id
         self.message = message
-        where = ""
-        if cluster_id:
-            where += f"cluster {cluster_id}: "
-        if file:
-            where += file + (f":{line}" if line else "") + ": "
-        super().__init__(where + message)
+        position = file and file + (f":{line}" if line else "")
+        super().__init__(_located(message, cluster_id and f"cluster {cluster_id}", position))
