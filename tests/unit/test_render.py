@@ -85,12 +85,9 @@ def test_manifest_hash_follows_the_sibling(example_tree, example_clusters):
         deployment = Renderer(tree).render(example_clusters[0]).components[1].manifests[1]
         return deployment.body["spec"]["template"]["metadata"]["annotations"]["config-hash"]
 
-    changed = tree_with(example_tree, cluster__manifests__example_app__03_config_dot_yaml=(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: example}\ndata: {a: b}\n"))
-    changed = tree_with(changed)  # same files, new tree object
-    renamed = {k.replace("example_app", "example-app").replace("03_config", "03-config"): v
-               for k, v in changed.files.items()}
-    changed = ConfigTree(version="x", files=renamed, source="t")
+    sibling = "cluster/manifests/example-app/03-config.yaml"
+    changed = ConfigTree(version="x", source="t", files={**example_tree.files, sibling: (
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: example}\ndata: {a: b}\n")})
     assert config_hash(example_tree) != config_hash(changed)
 
 
