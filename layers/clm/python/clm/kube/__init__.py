@@ -1,0 +1,1 @@
+"""Kubernetes: client and auth, server-side apply, deletions and the drain engine."""
