@@ -1,0 +1,172 @@
+"""Which node of a pool to replace next, decided from observed state only.
+
+The roll-node-pool workflow calls :func:`plan` in a loop. Each call looks at the pool as it is now and
+answers with one :class:`Decision`: wait (the pool is not healthy yet), scale the group (surge, or a new
+node in the AZ of a node with attached volumes), replace some nodes (cordon, drain, terminate), or done.
+Because the plan is recomputed from the group and the Nodes every time, an execution that died halfway is
+continued by the next one: nodes CLM already took out of service are finished first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from clm.errors import ClmError
+from clm.rolling.pool import Member, PoolState, RollSettings
+
+MIN_WAIT_SECONDS = 1
+MAX_WAIT_SECONDS = 30
+UNKNOWN_BOOT_WAIT_SECONDS = 10
+
+
+class NodeStartupTimeout(ClmError):
+    """A new instance did not become a Ready Node within the node startup timeout."""
+
+    asl_name = "NodeStartupTimeout"
+
+    def __init__(self, pool: str, member: Member, timeout: float):
+        self.pool = pool
+        self.instance_id = member.instance_id
+        state = "its Node is not Ready" if member.node else "no Node registered"
+        super().__init__(
+            f"node pool {pool}: instance {member.instance_id} ({member.az}) not Ready after "
+            f"{member.seconds_since_launch:.0f} s ({state}; node startup timeout {timeout:.0f} s)"
+        )
+
+
+class PoolBlocked(ClmError):
+    """The pool cannot be rolled with its settings and limits; a human has to decide."""
+
+    asl_name = "PoolBlocked"
+
+    def __init__(self, pool: str, reason: str):
+        self.pool = pool
+        super().__init__(f"node pool {pool}: {reason}")
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not)."""
+
+    instance_id: str
+    node: str | None
+    decrement: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the workflow does next: `done`, `wait`, `scale` or `replace`."""
+
+    action: str
+    reason: str
+    wait_seconds: int = 0
+    desired: int | None = None
+    min_size: int | None = None
+    baseline: int | None = None
+    replace: list[Replacement] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict for the Step Functions payload, without empty fields."""
+        return {key: value for key, value in asdict(self).items() if value not in (None, [])}
+
+
+def plan(state: PoolState, settings: RollSettings, *, removing: bool = False) -> Decision:
+    """The next step of rolling `state` (or of draining it to zero when the pool is `removing`)."""
+    in_service = [m for m in state.members if m.in_service]
+    if removing and state.min_size > 0:
+        return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
+
+    taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced]
+    if taken_out:
+        return _replace(taken_out, state, removing, "continue the nodes already being replaced")
+
+    booting = [m for m in in_service if not (m.node and m.node.ready)]
+    waiting = _wait_for_boot(state, booting, settings)
+    if waiting:
+        return waiting
+    if len(in_service) < state.desired:
+        missing = state.desired - len(in_service)
+        return Decision("wait", f"waiting for the group to launch {missing} instance(s)",
+                        wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS)
+
+    outdated = in_service if removing else [m for m in in_service if m.outdated]
+    if not outdated:
+        if state.desired > state.capacity:
+            return Decision("scale", "roll finished: back to the capacity before the surge", desired=state.capacity)
+        return Decision("done", "every node is up to date and Ready")
+    return _next_batch(state, settings, outdated, removing)
+
+
+def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettings) -> Decision | None:
+    """Wait for booting instances; fail on one that exceeded the node startup timeout."""
+    if not booting:
+        return None
+    oldest = max(booting, key=lambda m: m.seconds_since_launch)
+    if oldest.seconds_since_launch > settings.node_startup_timeout:
+        raise NodeStartupTimeout(state.name, oldest, settings.node_startup_timeout)
+    ids = ", ".join(m.instance_id for m in booting)
+    return Decision("wait", f"waiting for {len(booting)} new node(s) to become Ready: {ids}",
+                    wait_seconds=_boot_wait(state, booting))
+
+
+def _boot_wait(state: PoolState, booting: list[Member]) -> int:
+    """Seconds until the youngest booting instance is expected Ready, from how long the others took."""
+    if state.typical_boot_seconds is None:
+        return UNKNOWN_BOOT_WAIT_SECONDS
+    youngest = min(m.seconds_since_launch for m in booting)
+    remaining = state.typical_boot_seconds - youngest
+    return int(min(max(remaining + 0.999, MIN_WAIT_SECONDS), MAX_WAIT_SECONDS))
+
+
+def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool) -> Decision:
+    """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes."""
+    capacity = 0 if removing else state.capacity
+    if settings.surge and not removing:
+        target = min(capacity + min(settings.surge, len(outdated)), state.max_size)
+        if state.desired < target:
+            return Decision("scale", f"surge: {target - capacity} extra node(s) before replacing",
+                            desired=target, baseline=capacity)
+    extra = max(state.desired - capacity, 0)
+    allowed = max(settings.max_unavailable, 1) if removing else extra + settings.max_unavailable
+    budget = min(allowed, len(outdated))
+    if budget == 0:
+        raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")
+    chosen, unmatched = _choose(state, outdated, budget)
+    if chosen:
+        return _replace(chosen, state, removing, f"replace {len(chosen)} of {len(outdated)} outdated node(s)")
+    member = unmatched[0]
+    if state.desired < state.max_size:
+        return Decision("scale", f"a new node in {member.az} first: {member.instance_id} has volumes attached",
+                        desired=state.desired + 1, baseline=capacity)
+    raise PoolBlocked(state.name, f"instance {member.instance_id} has volumes attached and there is no new node "
+                                  f"in {member.az} to take them over; the group is at max_size {state.max_size}")
+
+
+def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
+    """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them."""
+    new_by_az: dict[str, int] = {}
+    for member in state.members:
+        if member.serving and not member.outdated:
+            new_by_az[member.az] = new_by_az.get(member.az, 0) + 1
+    with_volumes = [m for m in outdated if m.node and m.node.volumes_attached]
+    chosen = [m for m in outdated if m not in with_volumes][:budget]
+    unmatched: list[Member] = []
+    for member in with_volumes:
+        if len(chosen) < budget and new_by_az.get(member.az, 0) > 0:
+            new_by_az[member.az] -= 1
+            chosen.append(member)
+        else:
+            unmatched.append(member)
+    return chosen, unmatched
+
+
+def _replace(members: list[Member], state: PoolState, removing: bool, reason: str) -> Decision:
+    """A replace decision; a node is terminated with decrement while the group is above its capacity."""
+    surplus = state.desired - (0 if removing else state.capacity)
+    replacements = []
+    for member in members:
+        decrement = surplus > 0
+        surplus -= int(decrement)
+        replacements.append(Replacement(member.instance_id, member.node.name if member.node else None, decrement))
+    return Decision("replace", reason, replace=replacements)

@@ -1,0 +1,90 @@
+"""What a node pool looks like right now, as the rolling-update planner sees it.
+
+Built from observed state only (the auto scaling group, its instances and their Kubernetes Nodes), so that
+any execution can pick up a roll where another one died.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Node label values, as Zalando CLM sets them (`lifecycle-status`).
+LIFECYCLE_READY = "ready"
+LIFECYCLE_DRAINING = "draining"
+LIFECYCLE_DECOMMISSION_PENDING = "decommission-pending"
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """The Kubernetes Node of an instance."""
+
+    name: str
+    ready: bool
+    unschedulable: bool = False
+    lifecycle_status: str = LIFECYCLE_READY
+    volumes_attached: bool = False
+
+    @property
+    def being_replaced(self) -> bool:
+        """CLM has started to take this node out (cordoned or marked for draining)."""
+        return self.lifecycle_status in {LIFECYCLE_DRAINING, LIFECYCLE_DECOMMISSION_PENDING}
+
+
+@dataclass(frozen=True)
+class Member:
+    """One instance of the pool's auto scaling group and its Node, if it has registered."""
+
+    instance_id: str
+    az: str
+    lifecycle_state: str  # the ASG's: Pending, InService, Terminating, ...
+    outdated: bool
+    seconds_since_launch: float
+    node: NodeState | None = None
+
+    @property
+    def in_service(self) -> bool:
+        """Counted by the group: neither leaving it nor on standby."""
+        return self.lifecycle_state.startswith(("Pending", "InService"))
+
+    @property
+    def serving(self) -> bool:
+        """In service with a Ready Node that CLM is not taking out."""
+        return self.in_service and self.node is not None and self.node.ready and not self.node.being_replaced
+
+
+@dataclass(frozen=True)
+class RollSettings:
+    """How a pool is rolled: `surge` extra nodes first, at most `max_unavailable` nodes out at once."""
+
+    surge: int = 0
+    max_unavailable: int = 1
+    node_startup_timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.surge < 0 or self.max_unavailable < 0:
+            raise ValueError("surge and max_unavailable must not be negative")
+        if self.surge == 0 and self.max_unavailable == 0:
+            raise ValueError("surge and max_unavailable cannot both be 0: the pool could never be rolled")
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """A node pool's group and members.
+
+    `baseline_desired` is the desired capacity before a surge, if any; `typical_boot_seconds` how long this
+    pool's instances took from launch to a Ready Node, if known (it times the waits for new nodes).
+    """
+
+    name: str
+    asg_name: str
+    desired: int
+    min_size: int
+    max_size: int
+    members: list[Member] = field(default_factory=list)
+    baseline_desired: int | None = None
+    typical_boot_seconds: float | None = None
+
+    @property
+    def capacity(self) -> int:
+        """The desired capacity to return to at the end of the roll."""
+        return self.desired if self.baseline_desired is None else self.baseline_desired

@@ -1,0 +1,222 @@
+"""The rolling-update planner: decisions from observed pool state, and whole rolls driven by it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clm.rolling.planner import Decision, NodeStartupTimeout, PoolBlocked, plan
+from clm.rolling.pool import LIFECYCLE_DRAINING, Member, NodeState, PoolState, RollSettings
+
+
+def member(n: int, *, outdated: bool = True, ready: bool = True, az: str = "a", volumes: bool = False,
+           draining: bool = False, age: float = 1000.0, state: str = "InService", node: bool = True) -> Member:
+    status = LIFECYCLE_DRAINING if draining else "ready"
+    node_state = NodeState(f"node-{n}", ready=ready, unschedulable=draining, lifecycle_status=status,
+                           volumes_attached=volumes) if node else None
+    return Member(f"i-{n}", az, state, outdated, age, node_state)
+
+
+def pool(*members: Member, desired: int | None = None, max_size: int = 10, min_size: int = 1,
+         baseline: int | None = None, boot: float | None = None) -> PoolState:
+    count = len([m for m in members if m.in_service]) if desired is None else desired
+    return PoolState("workers", "asg-workers", count, min_size, max_size, list(members), baseline, boot)
+
+
+def test_pool_with_no_outdated_node_is_done() -> None:
+    decision = plan(pool(member(1, outdated=False), member(2, outdated=False)), RollSettings())
+    assert decision.action == "done"
+    assert decision.to_dict() == {"action": "done", "reason": "every node is up to date and Ready", "wait_seconds": 0}
+
+
+def test_default_replaces_one_node_without_decrement() -> None:
+    decision = plan(pool(member(1), member(2), member(3)), RollSettings())
+    assert decision.action == "replace"
+    assert [(r.instance_id, r.node, r.decrement) for r in decision.replace] == [("i-1", "node-1", False)]
+
+
+def test_max_unavailable_takes_several_nodes_at_once() -> None:
+    decision = plan(pool(*(member(n) for n in range(5))), RollSettings(max_unavailable=2))
+    assert [r.instance_id for r in decision.replace] == ["i-0", "i-1"]
+
+
+def test_surge_scales_out_first_and_records_the_baseline() -> None:
+    decision = plan(pool(member(1), member(2), member(3)), RollSettings(surge=2, max_unavailable=0))
+    assert (decision.action, decision.desired, decision.baseline) == ("scale", 5, 3)
+
+
+def test_surge_never_exceeds_max_size_or_the_outdated_count() -> None:
+    at_max = plan(pool(member(1), member(2), max_size=3), RollSettings(surge=5))
+    assert (at_max.desired, at_max.baseline) == (3, 2)
+    one_outdated = plan(pool(member(1), member(2, outdated=False)), RollSettings(surge=3))
+    assert one_outdated.desired == 3
+
+
+def test_surplus_nodes_are_terminated_with_decrement() -> None:
+    state = pool(member(1), member(2), member(3), member(4, outdated=False), desired=4, baseline=3)
+    decision = plan(state, RollSettings(surge=1, max_unavailable=0))
+    assert [(r.instance_id, r.decrement) for r in decision.replace] == [("i-1", True)]
+
+
+def test_no_surge_room_and_no_unavailability_is_blocked() -> None:
+    with pytest.raises(PoolBlocked, match="workers: cannot surge at max_size 2"):
+        plan(pool(member(1), member(2), max_size=2), RollSettings(surge=1, max_unavailable=0))
+
+
+def test_booting_instance_is_waited_for_with_a_wait_from_boot_times() -> None:
+    state = pool(member(1), member(2, outdated=False, ready=False, age=12.0), boot=20.0)
+    decision = plan(state, RollSettings())
+    assert decision.action == "wait"
+    assert decision.wait_seconds == 8
+    assert "i-2" in decision.reason
+
+
+def test_instance_without_a_node_past_the_startup_timeout_fails_naming_it() -> None:
+    state = pool(member(1), member(2, outdated=False, node=False, age=601.0))
+    with pytest.raises(NodeStartupTimeout, match=r"workers: instance i-2 \(a\) not Ready after 601 s"):
+        plan(state, RollSettings(node_startup_timeout=600))
+
+
+def test_group_still_launching_is_waited_for() -> None:
+    decision = plan(pool(member(1), desired=2), RollSettings())
+    assert (decision.action, decision.wait_seconds) == ("wait", 10)
+
+
+def test_nodes_already_being_replaced_are_continued_first() -> None:
+    state = pool(member(1), member(2, draining=True), member(3, outdated=False, ready=False, age=5))
+    decision = plan(state, RollSettings())
+    assert [r.instance_id for r in decision.replace] == ["i-2"]
+
+
+def test_node_with_volumes_waits_for_a_new_node_in_its_az() -> None:
+    state = pool(member(1, volumes=True, az="b"), member(2, outdated=False, az="a"))
+    decision = plan(state, RollSettings())
+    assert (decision.action, decision.desired, decision.baseline) == ("scale", 3, 2)
+    matched = pool(member(1, volumes=True, az="b"), member(2, outdated=False, az="b"))
+    assert [r.instance_id for r in plan(matched, RollSettings()).replace] == ["i-1"]
+
+
+def test_node_with_volumes_at_max_size_is_blocked_naming_it() -> None:
+    state = pool(member(1, volumes=True, az="b"), member(2, outdated=False, az="a"), max_size=2)
+    with pytest.raises(PoolBlocked, match="i-1 has volumes attached and there is no new node in b"):
+        plan(state, RollSettings())
+
+
+def test_nodes_without_volumes_go_first() -> None:
+    state = pool(member(1, volumes=True), member(2), member(3, outdated=False))
+    assert [r.instance_id for r in plan(state, RollSettings()).replace] == ["i-2"]
+
+
+def test_finished_surge_scales_back_to_the_baseline() -> None:
+    state = pool(member(1, outdated=False), member(2, outdated=False), desired=2, baseline=1)
+    assert (plan(state, RollSettings()).action, plan(state, RollSettings()).desired) == ("scale", 1)
+
+
+def test_removed_pool_first_allows_zero_then_drains_every_node_with_decrement() -> None:
+    state = pool(member(1, outdated=False), member(2, outdated=False), min_size=1)
+    first = plan(state, RollSettings(), removing=True)
+    assert (first.action, first.min_size) == ("scale", 0)
+    then = plan(replace(state, min_size=0), RollSettings(), removing=True)
+    assert [(r.instance_id, r.decrement) for r in then.replace] == [("i-1", True)]
+    assert plan(pool(min_size=0), RollSettings(), removing=True).action == "done"
+
+
+def test_settings_refuse_a_roll_that_could_never_progress() -> None:
+    with pytest.raises(ValueError, match="cannot both be 0"):
+        RollSettings(surge=0, max_unavailable=0)
+
+
+# --------------------------------------------------------------------------- whole rolls, simulated
+@dataclass
+class Node:
+    """A simulated instance: outdated or not, booting until `ready_at`, possibly being replaced."""
+
+    id: int
+    az: str
+    outdated: bool
+    ready_at: float
+    volumes: bool = False
+    draining: bool = False
+
+
+class SimulatedPool:
+    """A toy auto scaling group that applies decisions, to check the planner's invariants over a roll."""
+
+    BOOT = 30.0
+
+    def __init__(self, size: int, azs: list[str], volumes: list[bool], max_size: int):
+        self.ids = itertools.count()
+        self.nodes = [Node(next(self.ids), azs[i % len(azs)], True, 0.0, volumes[i % len(volumes)])
+                      for i in range(size)]
+        self.azs, self.desired, self.max_size, self.baseline = azs, size, max_size, None
+        self.min_size, self.now, self.replaced = 1, 0.0, 0
+
+    def state(self) -> PoolState:
+        members = [Member(f"i-{n.id}", n.az, "InService", n.outdated, self.now - n.ready_at + self.BOOT,
+                          NodeState(f"node-{n.id}", n.ready_at <= self.now, n.draining,
+                                    LIFECYCLE_DRAINING if n.draining else "ready", n.volumes))
+                   for n in self.nodes]
+        return PoolState("workers", "asg", self.desired, self.min_size, self.max_size, members, self.baseline,
+                         self.BOOT)
+
+    def serving(self) -> int:
+        return len([n for n in self.nodes if n.ready_at <= self.now and not n.draining])
+
+    def apply(self, decision: Decision) -> None:
+        if decision.action == "wait":
+            self.now += decision.wait_seconds
+        elif decision.action == "scale":
+            self.desired = decision.desired if decision.desired is not None else self.desired
+            self.min_size = decision.min_size if decision.min_size is not None else self.min_size
+            self.baseline = decision.baseline if decision.baseline is not None else self.baseline
+            self._launch()
+        elif decision.action == "replace":
+            for item in decision.replace:
+                self._terminate(int(item.instance_id.removeprefix("i-")), item.decrement)
+            self._launch()
+
+    def _terminate(self, node_id: int, decrement: bool) -> None:
+        node = next(n for n in self.nodes if n.id == node_id)
+        node.draining = True
+        self.now += 1.0  # the drain
+        self.nodes.remove(node)
+        self.replaced += 1
+        self.desired -= int(decrement)
+
+    def _launch(self) -> None:
+        while len(self.nodes) < self.desired:
+            az = min(self.azs, key=lambda a: len([n for n in self.nodes if n.az == a]))
+            self.nodes.append(Node(next(self.ids), az, False, self.now + self.BOOT))
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 8), surge=st.integers(0, 3), max_unavailable=st.integers(0, 3),
+       azs=st.sampled_from([["a"], ["a", "b"], ["a", "b", "c"]]),
+       volumes=st.lists(st.booleans(), min_size=1, max_size=3), headroom=st.integers(0, 4))
+def test_simulated_rolls_converge_and_keep_capacity(size: int, surge: int, max_unavailable: int, azs: list[str],
+                                                    volumes: list[bool], headroom: int) -> None:
+    if surge == 0 and max_unavailable == 0:
+        max_unavailable = 1
+    roll = RollSettings(surge=surge, max_unavailable=max_unavailable, node_startup_timeout=1e9)
+    sim = SimulatedPool(size, azs, volumes, max_size=size + headroom)
+    try:
+        for _ in range(500):
+            decision = plan(sim.state(), roll)
+            if decision.action == "done":
+                break
+            assert sim.serving() >= size - max_unavailable, decision
+            sim.apply(decision)
+        else:
+            pytest.fail("the roll did not converge in 500 decisions")
+    except PoolBlocked as blocked:
+        # Only for the two reasons a human must decide: no room to surge, or no AZ match for volumes.
+        assert ("volumes attached" in str(blocked) and any(volumes)) or (
+            "cannot surge" in str(blocked) and max_unavailable == 0 and headroom < size)
+        return
+    assert sim.replaced == size
+    assert sim.desired == size
+    assert all(not n.outdated and n.ready_at <= sim.now for n in sim.nodes)
