@@ -13,16 +13,35 @@ from clm.rolling.planner import Decision, NodeStartupTimeout, PoolBlocked, plan
 from clm.rolling.pool import LIFECYCLE_DRAINING, Member, NodeState, PoolState, RollSettings
 
 
-def member(n: int, *, outdated: bool = True, ready: bool = True, az: str = "a", volumes: bool = False,
-           draining: bool = False, age: float = 1000.0, state: str = "InService", node: bool = True) -> Member:
+def member(
+    n: int,
+    *,
+    outdated: bool = True,
+    ready: bool = True,
+    az: str = "a",
+    volumes: bool = False,
+    draining: bool = False,
+    age: float = 1000.0,
+    state: str = "InService",
+    node: bool = True,
+) -> Member:
     status = LIFECYCLE_DRAINING if draining else "ready"
-    node_state = NodeState(f"node-{n}", ready=ready, unschedulable=draining, lifecycle_status=status,
-                           volumes_attached=volumes) if node else None
+    node_state = (
+        NodeState(f"node-{n}", ready=ready, unschedulable=draining, lifecycle_status=status, volumes_attached=volumes)
+        if node
+        else None
+    )
     return Member(f"i-{n}", az, state, outdated, age, node_state)
 
 
-def pool(*members: Member, desired: int | None = None, max_size: int = 10, min_size: int = 1,
-         baseline: int | None = None, boot: float | None = None) -> PoolState:
+def pool(
+    *members: Member,
+    desired: int | None = None,
+    max_size: int = 10,
+    min_size: int = 1,
+    baseline: int | None = None,
+    boot: float | None = None,
+) -> PoolState:
     count = len([m for m in members if m.in_service]) if desired is None else desired
     return PoolState("workers", "asg-workers", count, min_size, max_size, list(members), baseline, boot)
 
@@ -150,18 +169,33 @@ class SimulatedPool:
 
     def __init__(self, size: int, azs: list[str], volumes: list[bool], max_size: int):
         self.ids = itertools.count()
-        self.nodes = [Node(next(self.ids), azs[i % len(azs)], True, 0.0, volumes[i % len(volumes)])
-                      for i in range(size)]
+        self.nodes = [
+            Node(next(self.ids), azs[i % len(azs)], True, 0.0, volumes[i % len(volumes)]) for i in range(size)
+        ]
         self.azs, self.desired, self.max_size, self.baseline = azs, size, max_size, None
         self.min_size, self.now, self.replaced = 1, 0.0, 0
 
     def state(self) -> PoolState:
-        members = [Member(f"i-{n.id}", n.az, "InService", n.outdated, self.now - n.ready_at + self.BOOT,
-                          NodeState(f"node-{n.id}", n.ready_at <= self.now, n.draining,
-                                    LIFECYCLE_DRAINING if n.draining else "ready", n.volumes))
-                   for n in self.nodes]
-        return PoolState("workers", "asg", self.desired, self.min_size, self.max_size, members, self.baseline,
-                         self.BOOT)
+        members = [
+            Member(
+                f"i-{n.id}",
+                n.az,
+                "InService",
+                n.outdated,
+                self.now - n.ready_at + self.BOOT,
+                NodeState(
+                    f"node-{n.id}",
+                    n.ready_at <= self.now,
+                    n.draining,
+                    LIFECYCLE_DRAINING if n.draining else "ready",
+                    n.volumes,
+                ),
+            )
+            for n in self.nodes
+        ]
+        return PoolState(
+            "workers", "asg", self.desired, self.min_size, self.max_size, members, self.baseline, self.BOOT
+        )
 
     def serving(self) -> int:
         return len([n for n in self.nodes if n.ready_at <= self.now and not n.draining])
@@ -194,11 +228,17 @@ class SimulatedPool:
 
 
 @settings(max_examples=60, deadline=None)
-@given(size=st.integers(1, 8), surge=st.integers(0, 3), max_unavailable=st.integers(0, 3),
-       azs=st.sampled_from([["a"], ["a", "b"], ["a", "b", "c"]]),
-       volumes=st.lists(st.booleans(), min_size=1, max_size=3), headroom=st.integers(0, 4))
-def test_simulated_rolls_converge_and_keep_capacity(size: int, surge: int, max_unavailable: int, azs: list[str],
-                                                    volumes: list[bool], headroom: int) -> None:
+@given(
+    size=st.integers(1, 8),
+    surge=st.integers(0, 3),
+    max_unavailable=st.integers(0, 3),
+    azs=st.sampled_from([["a"], ["a", "b"], ["a", "b", "c"]]),
+    volumes=st.lists(st.booleans(), min_size=1, max_size=3),
+    headroom=st.integers(0, 4),
+)
+def test_simulated_rolls_converge_and_keep_capacity(
+    size: int, surge: int, max_unavailable: int, azs: list[str], volumes: list[bool], headroom: int
+) -> None:
     if surge == 0 and max_unavailable == 0:
         max_unavailable = 1
     roll = RollSettings(surge=surge, max_unavailable=max_unavailable, node_startup_timeout=1e9)
@@ -215,7 +255,8 @@ def test_simulated_rolls_converge_and_keep_capacity(size: int, surge: int, max_u
     except PoolBlocked as blocked:
         # Only for the two reasons a human must decide: no room to surge, or no AZ match for volumes.
         assert ("volumes attached" in str(blocked) and any(volumes)) or (
-            "cannot surge" in str(blocked) and max_unavailable == 0 and headroom < size)
+            "cannot surge" in str(blocked) and max_unavailable == 0 and headroom < size
+        )
         return
     assert sim.replaced == size
     assert sim.desired == size

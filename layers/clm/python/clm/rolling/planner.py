@@ -87,8 +87,9 @@ def plan(state: PoolState, settings: RollSettings, *, removing: bool = False) ->
         return waiting
     if len(in_service) < state.desired:
         missing = state.desired - len(in_service)
-        return Decision("wait", f"waiting for the group to launch {missing} instance(s)",
-                        wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS)
+        return Decision(
+            "wait", f"waiting for the group to launch {missing} instance(s)", wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS
+        )
 
     outdated = in_service if removing else [m for m in in_service if m.outdated]
     if not outdated:
@@ -106,8 +107,11 @@ def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettin
     if oldest.seconds_since_launch > settings.node_startup_timeout:
         raise NodeStartupTimeout(state.name, oldest, settings.node_startup_timeout)
     ids = ", ".join(m.instance_id for m in booting)
-    return Decision("wait", f"waiting for {len(booting)} new node(s) to become Ready: {ids}",
-                    wait_seconds=_boot_wait(state, booting))
+    return Decision(
+        "wait",
+        f"waiting for {len(booting)} new node(s) to become Ready: {ids}",
+        wait_seconds=_boot_wait(state, booting),
+    )
 
 
 def _boot_wait(state: PoolState, booting: list[Member]) -> int:
@@ -125,8 +129,9 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     if settings.surge and not removing:
         target = min(capacity + min(settings.surge, len(outdated)), state.max_size)
         if state.desired < target:
-            return Decision("scale", f"surge: {target - capacity} extra node(s) before replacing",
-                            desired=target, baseline=capacity)
+            return Decision(
+                "scale", f"surge: {target - capacity} extra node(s) before replacing", desired=target, baseline=capacity
+            )
     extra = max(state.desired - capacity, 0)
     allowed = max(settings.max_unavailable, 1) if removing else extra + settings.max_unavailable
     budget = min(allowed, len(outdated))
@@ -137,10 +142,17 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
         return _replace(chosen, state, removing, f"replace {len(chosen)} of {len(outdated)} outdated node(s)")
     member = unmatched[0]
     if state.desired < state.max_size:
-        return Decision("scale", f"a new node in {member.az} first: {member.instance_id} has volumes attached",
-                        desired=state.desired + 1, baseline=capacity)
-    raise PoolBlocked(state.name, f"instance {member.instance_id} has volumes attached and there is no new node "
-                                  f"in {member.az} to take them over; the group is at max_size {state.max_size}")
+        return Decision(
+            "scale",
+            f"a new node in {member.az} first: {member.instance_id} has volumes attached",
+            desired=state.desired + 1,
+            baseline=capacity,
+        )
+    raise PoolBlocked(
+        state.name,
+        f"instance {member.instance_id} has volumes attached and there is no new node "
+        f"in {member.az} to take them over; the group is at max_size {state.max_size}",
+    )
 
 
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
