@@ -7,24 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from clm.config.local import LocalSource
 from clm.config.tree import ConfigTree
 from clm.errors import RenderError
-from clm.registry.clusters_yaml import load_clusters
 from clm.render.cfn_yaml import load_template
 from clm.render.renderer import Renderer
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-
-
-@pytest.fixture(scope="module")
-def example_tree() -> ConfigTree:
-    return LocalSource(EXAMPLES / "config").fetch()
-
-
-@pytest.fixture(scope="module")
-def example_clusters():
-    return load_clusters((EXAMPLES / "clusters.yaml").read_text())
 
 
 def tree_with(base: ConfigTree, **changes: str | None) -> ConfigTree:
