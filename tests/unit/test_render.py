@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ from clm.config.tree import ConfigTree
 from clm.errors import RenderError
 from clm.render.cfn_yaml import load_template
 from clm.render.renderer import Renderer
-
-EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def tree_with(base: ConfigTree, **changes: str | None) -> ConfigTree:
