@@ -1,0 +1,1 @@
+"""The work of each workflow step, called by the thin Lambda handlers in lambdas/."""

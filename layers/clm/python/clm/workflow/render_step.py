@@ -1,0 +1,36 @@
+"""Render a cluster once per run and store the rendering in S3 for the later steps."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from clm.config.tree import ConfigTree
+from clm.model import Cluster
+from clm.render import stored
+from clm.render.artefacts import summary
+from clm.render.renderer import RenderedCluster, Renderer
+
+PREFIX = "renderings/"
+
+
+def rendering_key(cluster_id: str, version: str) -> str:
+    """The S3 key of a cluster's rendering at `version` (content-addressed by version: safe to rewrite)."""
+    digest = hashlib.sha256(f"{cluster_id}\n{version}".encode()).hexdigest()[:24]
+    return f"{PREFIX}{digest}.json"
+
+
+def render_to_s3(s3: Any, bucket: str, tree: ConfigTree, cluster: Cluster) -> dict[str, Any]:
+    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it.
+
+    Returns the key and a small summary for the workflow payload.
+    """
+    rendered = Renderer(tree).render(cluster)
+    key = rendering_key(cluster.id, rendered.version)
+    s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
+    return {"rendering": key, **summary(rendered)}
+
+
+def load_rendering(s3: Any, bucket: str, key: str) -> RenderedCluster:
+    """A rendering stored by :func:`render_to_s3`."""
+    return stored.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())

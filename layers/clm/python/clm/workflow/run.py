@@ -1,0 +1,87 @@
+"""The start and end of a cluster run: decide what to do, hold the cluster's lock, record the outcome."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from clm.errors import LockHeld
+from clm.model import Problem
+from clm.registry.dynamodb import DynamoRegistry
+from clm.version import desired_version
+
+PROBLEM_TYPE = "https://clm/problems/"
+PROVISION, DECOMMISSION, SKIP = "provision", "decommission", "skip"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run does to a cluster, and why."""
+
+    cluster_id: str
+    action: str
+    reason: str
+    desired_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able, for the workflow payload."""
+        return asdict(self)
+
+
+def begin(
+    registry: DynamoRegistry, config_version: str, cluster_id: str, execution: str, is_running: Callable[[str], bool]
+) -> RunPlan:
+    """Decide whether the cluster needs a provision or decommission run; if so take its lock.
+
+    Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
+    lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem.
+    """
+    cluster = registry.get(cluster_id)
+    desired = str(desired_version(cluster, config_version))
+    if cluster.lifecycle_status == "decommissioned":
+        return RunPlan(cluster_id, SKIP, "cluster is decommissioned")
+    if cluster.update_blocked:
+        return RunPlan(cluster_id, SKIP, "updates blocked by config item cluster_update_block")
+    if cluster.lifecycle_status == "decommission-requested":
+        action, reason = DECOMMISSION, "decommission requested"
+    elif cluster.status.current_version == desired:
+        return RunPlan(cluster_id, SKIP, f"up to date at {desired}", desired)
+    else:
+        action, reason = PROVISION, f"{cluster.status.current_version or 'never provisioned'} -> {desired}"
+    try:
+        registry.acquire_lock(cluster_id, execution, is_running)
+    except LockHeld as held:
+        return RunPlan(cluster_id, SKIP, f"execution {held.holder} is already running for this cluster", desired)
+    if action == PROVISION:
+        registry.start_update(cluster_id, desired)
+    return RunPlan(cluster_id, action, reason, desired)
+
+
+def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: str) -> None:
+    """Record the outcome of a successful run and release the lock (safe to repeat)."""
+    if plan.action == DECOMMISSION:
+        registry.record_decommissioned(plan.cluster_id)
+    else:
+        registry.record_success(plan.cluster_id, version)
+    registry.release_lock(plan.cluster_id, execution)
+
+
+def fail(registry: DynamoRegistry, cluster_id: str, execution: str, error: str, cause: str) -> Problem:
+    """Record a failed run's error as a problem on the cluster and release the lock; `next_version` stays."""
+    problem = Problem(title=_message(error, cause), type=PROBLEM_TYPE + error, instance=execution)
+    registry.record_problem(cluster_id, problem)
+    registry.release_lock(cluster_id, execution)
+    return problem
+
+
+def _message(error: str, cause: str) -> str:
+    """The readable message of a Step Functions error: a Lambda error's errorMessage, or the cause itself."""
+    try:
+        details = json.loads(cause)
+    except (TypeError, ValueError):
+        details = None
+    if isinstance(details, dict) and details.get("errorMessage"):
+        return f"{error}: {details['errorMessage']}"
+    return f"{error}: {cause}" if cause else error

@@ -1,0 +1,34 @@
+"""The render step: render once, store in S3, load back by key."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from clm.errors import RenderError
+from clm.render.renderer import Renderer
+from clm.workflow.render_step import load_rendering, render_to_s3, rendering_key
+
+
+def test_rendering_is_stored_and_loaded_by_key(aws: boto3.Session, example_tree, example_clusters) -> None:
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    cluster = example_clusters[0]
+    result = render_to_s3(s3, "artefacts", example_tree, cluster)
+    expected = Renderer(example_tree).render(cluster)
+    assert result["rendering"] == rendering_key(cluster.id, expected.version)
+    assert result["version"] == expected.version
+    assert result["node_pools"] == ["default-worker"]
+    assert load_rendering(s3, "artefacts", result["rendering"]) == expected
+    assert len(str(result)) < 1024  # a small payload: no templates, no manifests
+
+
+def test_broken_template_fails_before_anything_is_stored(aws: boto3.Session, example_tree, example_clusters) -> None:
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    files = dict(example_tree.files)
+    files["cluster/stack.yaml"] = b"Resources: {{ cluster.nope }}\n"
+    broken = type(example_tree)(example_tree.version, files, example_tree.source)
+    with pytest.raises(RenderError, match=r"cluster/stack.yaml:1"):
+        render_to_s3(s3, "artefacts", broken, example_clusters[0])
+    assert s3.list_objects_v2(Bucket="artefacts")["KeyCount"] == 0
