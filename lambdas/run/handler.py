@@ -1,0 +1,6 @@
+"""Lambda `run`: begin and end a cluster run, render its configuration (see clm.workflow.run_steps)."""
+
+from clm.workflow.lambda_handler import step_handler
+from clm.workflow.run_steps import STEPS
+
+handler = step_handler("run", STEPS)

@@ -1,0 +1,64 @@
+"""The steps of the `run` function: begin and end a cluster run, and render its configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clm.aws import client
+from clm.config.uri import source_from_uri
+from clm.registry.dynamodb import DynamoRegistry
+from clm.workflow import run
+from clm.workflow.render_step import render_to_s3
+from clm.workflow.settings import Settings
+
+
+def _registry(settings: Settings) -> DynamoRegistry:
+    return DynamoRegistry(client("dynamodb"), settings.registry_table)
+
+
+def execution_running(execution_arn: str) -> bool:
+    """Whether a Step Functions execution still runs (an unknown one does not)."""
+    sfn = client("stepfunctions")
+    try:
+        return sfn.describe_execution(executionArn=execution_arn)["status"] == "RUNNING"
+    except (sfn.exceptions.ExecutionDoesNotExist, sfn.exceptions.InvalidArn):
+        return False
+
+
+def begin(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, execution}` -> the run plan: provision, decommission or skip, and why."""
+    settings = Settings.from_env()
+    config_version = source_from_uri(settings.config_source, client).version()
+    plan = run.begin(_registry(settings), config_version, event["cluster_id"], event["execution"], execution_running)
+    return plan.to_dict()
+
+
+def render(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
+    settings = Settings.from_env()
+    tree = source_from_uri(settings.config_source, client).fetch()
+    cluster = _registry(settings).get(event["cluster_id"])
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster)
+
+
+def succeed(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, execution, plan, version}` -> record success (or decommissioned) and release the lock."""
+    plan = run.RunPlan(**event["plan"])
+    run.succeed(_registry(Settings.from_env()), plan, event["execution"], event.get("version", ""))
+    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": event.get("version", "")}
+
+
+def fail(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, execution, error: {Error, Cause}}` -> the problem recorded on the cluster."""
+    error = event.get("error") or {}
+    problem = run.fail(
+        _registry(Settings.from_env()),
+        event["cluster_id"],
+        event["execution"],
+        error.get("Error", "States.Runtime"),
+        error.get("Cause", ""),
+    )
+    return {"cluster_id": event["cluster_id"], "problem": problem.title}
+
+
+STEPS = {"begin": begin, "render": render, "succeed": succeed, "fail": fail}

@@ -1,0 +1,76 @@
+"""The `run` Lambda handler called directly on in-process moto: begin, render, succeed, fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from clm.registry.clusters_yaml import load_clusters
+from clm.registry.dynamodb import DynamoRegistry, create_table
+from clm.workflow.lambda_handler import UnknownStep
+from clm.workflow.settings import SettingsError
+from tests.lambdas import FakeContext, load_handler_module
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+EXECUTION = "arn:aws:states:eu-central-1:123456789012:execution:provision:run-1"
+
+
+@pytest.fixture
+def deployment(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> DynamoRegistry:
+    """Registry, config (local folder) and artefact bucket as the CDK app wires them."""
+    dynamodb = aws.client("dynamodb")
+    create_table(dynamodb, "registry")
+    registry = DynamoRegistry(dynamodb, "registry")
+    for cluster in load_clusters((EXAMPLES / "clusters.yaml").read_text()):
+        registry.put(cluster)
+    aws.client("s3").create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    monkeypatch.setenv("CLM_REGISTRY_TABLE", "registry")
+    monkeypatch.setenv("CLM_CONFIG_SOURCE", str(EXAMPLES / "config"))
+    monkeypatch.setenv("CLM_ARTEFACT_BUCKET", "artefacts")
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "CLM")
+    from clm.aws import client
+
+    client.cache_clear()  # clients bound to this test's moto
+    return registry
+
+
+def call(step: str, **event: Any) -> dict[str, Any]:
+    handler = load_handler_module("run").handler
+    return handler({"step": step, "execution": EXECUTION, **event}, FakeContext())
+
+
+def test_begin_render_succeed(deployment: DynamoRegistry, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster_id = deployment.list_clusters()[0].id
+    plan = call("begin", cluster_id=cluster_id)
+    assert plan["action"] == "provision"
+    rendered = call("render", cluster_id=cluster_id)
+    assert rendered["rendering"].startswith("renderings/")
+    call("succeed", cluster_id=cluster_id, plan=plan, version=rendered["version"])
+    status = deployment.get(cluster_id).status
+    assert status.current_version == rendered["version"]
+    assert call("begin", cluster_id=cluster_id)["action"] == "skip"
+    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    done = [line for line in logs if line.get("message") == "step done"]
+    assert {line["step"] for line in done} >= {"begin", "render", "succeed"}
+    assert all(line["cluster_id"] == cluster_id and line["execution"] == EXECUTION for line in done)
+
+
+def test_fail_records_the_problem(deployment: DynamoRegistry) -> None:
+    cluster_id = deployment.list_clusters()[0].id
+    call("begin", cluster_id=cluster_id)
+    error = {"Error": "StackFailed", "Cause": json.dumps({"errorMessage": "stack kube-1: VPC failed"})}
+    assert call("fail", cluster_id=cluster_id, error=error)["problem"] == "StackFailed: stack kube-1: VPC failed"
+    assert deployment.lock_holder(cluster_id) is None
+
+
+def test_unknown_step_and_missing_settings_are_clear_errors(deployment, monkeypatch) -> None:
+    with pytest.raises(UnknownStep, match="function run has no step 'nope' \\(serves: begin, fail, render, succeed\\)"):
+        call("nope", cluster_id="x")
+    monkeypatch.delenv("CLM_ARTEFACT_BUCKET")
+    with pytest.raises(SettingsError, match="CLM_ARTEFACT_BUCKET"):
+        call("render", cluster_id="x")
