@@ -1,4 +1,4 @@
-"""Config sources: the tree, a local directory, S3 (moto), CodeCommit (Stubber) and combined."""
+"""Config sources: the tree, a local directory, S3 and CodeCommit (moto), and combined."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 
 from clm.config.codecommit import CodeCommitSource
@@ -15,11 +16,12 @@ from clm.config.local import LocalSource
 from clm.config.s3 import ATTEMPTS, S3Source
 from clm.config.tree import ConfigTree
 from clm.errors import ConfigSourceError
+from clm_sandbox.moto_server import free_port
+from clm_sandbox.patches.codecommit import install as install_codecommit
 from tests.conftest import REGION
 
 BUCKET = "clm-config"
 STACK_KEY = "config/cluster/stack.yaml"
-COMMIT = "4c2a8f0e1b9d3a7c6e5f4d3c2b1a09f8e7d6c5b4"
 REPO_FILES = {
     "cluster/stack.yaml": b"Resources: {}\n",
     "cluster/config-defaults.yaml": b"vpc_cidr: 10.0.0.0/16\n",
@@ -38,8 +40,7 @@ def write(root: Path, files: dict[str, bytes]) -> None:
 
 
 def test_tree_read_exists_list():
-    tree = ConfigTree(version="abc", files={**REPO_FILES, "cluster/manifests-old/x.yaml": b""},
-                      source="s3://b/p/")
+    tree = ConfigTree(version="abc", files={**REPO_FILES, "cluster/manifests-old/x.yaml": b""}, source="s3://b/p/")
     assert tree.read("cluster/stack.yaml") == b"Resources: {}\n"
     assert tree.exists("cluster/stack.yaml")
     assert not tree.exists("cluster/cluster.yaml")
@@ -77,8 +78,15 @@ def test_local_fetch_reads_every_file_and_ignores_dot_entries(tmp_path):
     write(tmp_path, REPO_FILES)
     source = LocalSource(tmp_path)
     version = source.version()
-    write(tmp_path, {".git/HEAD": b"ref: refs/heads/main\n", ".gitignore": b"*.swp\n",
-                     "cluster/.stack.yaml.swp": b"junk", ".github/workflows/ci.yaml": b"on: push\n"})
+    write(
+        tmp_path,
+        {
+            ".git/HEAD": b"ref: refs/heads/main\n",
+            ".gitignore": b"*.swp\n",
+            "cluster/.stack.yaml.swp": b"junk",
+            ".github/workflows/ci.yaml": b"on: push\n",
+        },
+    )
     tree = source.fetch()
     assert dict(tree.files) == REPO_FILES
     assert tree.version == version == source.version()
@@ -214,81 +222,141 @@ def test_s3_access_denied_is_named():
             S3Source(client, BUCKET).version()
 
 
-# --- CodeCommitSource ---------------------------------------------------------------------------
+# --- CodeCommitSource (moto with the sandbox's CodeCommit file APIs) ----------------------------
+
+REPOSITORY = "cluster-config"
 
 
-def folder(path: str, subfolders: list[str], files: list[str], links: tuple[str, ...] = ()) -> dict:
-    """A GetFolder response as CodeCommit returns it (absolute paths without a leading slash)."""
-    def relative(name: str) -> str:
-        return name.rsplit("/", 1)[-1]
-
-    return {
-        "commitId": COMMIT,
-        "folderPath": path,
-        "treeId": "7b3c4dad0c9e1f2a3b4c5d6e7f8091a2b3c4d5e6",
-        "subFolders": [{"absolutePath": sub, "relativePath": relative(sub),
-                        "treeId": "d5e92ae3a1b2c3d4e5f60718293a4b5c6d7e8f90"} for sub in subfolders],
-        "files": [{"absolutePath": name, "relativePath": relative(name), "fileMode": "NORMAL",
-                   "blobId": "559b44fe0a1b2c3d4e5f60718293a4b5c6d7e8f9"} for name in files],
-        "symbolicLinks": [{"absolutePath": name, "relativePath": relative(name), "fileMode": "SYMLINK",
-                           "blobId": "0c7932c80a1b2c3d4e5f60718293a4b5c6d7e8f9"} for name in links],
-        "subModules": [],
-    }
+def head(client) -> str:
+    return client.get_branch(repositoryName=REPOSITORY, branchName="main")["branch"]["commitId"]
 
 
-def test_codecommit_reads_the_tree_at_the_head_commit():
+def commit(client, files: dict[str, bytes], deletes: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> str:
+    """Commit `files` (and symbolic links to stack.yaml) on main, on top of its head; returns the commit id."""
+    parent = {"parentCommitId": head(client)} if client.list_branches(repositoryName=REPOSITORY)["branches"] else {}
+    puts = [{"filePath": path, "fileContent": content} for path, content in files.items()]
+    puts += [{"filePath": path, "fileContent": b"stack.yaml", "fileMode": "SYMLINK"} for path in links]
+    return client.create_commit(
+        repositoryName=REPOSITORY,
+        branchName="main",
+        putFiles=puts,
+        deleteFiles=[{"filePath": path} for path in deletes],
+        **parent,
+    )["commitId"]
+
+
+@pytest.fixture
+def codecommit(aws):
+    """A CodeCommit client on moto holding REPOSITORY, with README.md, REPO_FILES and a symbolic link on main."""
+    install_codecommit()
+    client = aws.client("codecommit")
+    client.create_repository(repositoryName=REPOSITORY)
+    commit(client, {"README.md": b"# config\n", **REPO_FILES}, links=("cluster/latest",))
+    return client
+
+
+def test_codecommit_reads_every_file_at_the_head_commit(codecommit):
+    source = CodeCommitSource(codecommit, REPOSITORY, "main")
+    tree = source.fetch()
+    assert dict(tree.files) == {"README.md": b"# config\n", **REPO_FILES}  # the symbolic link is left out
+    assert tree.version == source.version() == head(codecommit)
+    assert tree.source == source.describe() == f"codecommit://{REPOSITORY}@main"
+
+
+def test_codecommit_a_later_commit_changes_the_version(codecommit):
+    source = CodeCommitSource(codecommit, REPOSITORY, "main")
+    before = source.version()
+    after = commit(
+        codecommit, {"cluster/stack.yaml": b"Resources: {Changed: 1}\n"}, deletes=("cluster/manifests/deletions.yaml",)
+    )
+    assert source.version() == after != before
+    tree = source.fetch()
+    assert tree.version == after
+    assert tree.read("cluster/stack.yaml") == b"Resources: {Changed: 1}\n"
+    assert not tree.exists("cluster/manifests/deletions.yaml")
+
+
+def test_codecommit_reads_one_commit_while_the_branch_moves(codecommit, aws):
+    source = CodeCommitSource(codecommit, REPOSITORY, "main")
+    before = source.version()
+    writer = aws.client("codecommit")
+    moved: list[str] = []
+
+    def commit_once(**_):
+        if not moved:
+            moved.append(commit(writer, {"cluster/stack.yaml": b"Resources: {Moved: 1}\n"}))
+
+    codecommit.meta.events.register("before-call.codecommit.GetFile", commit_once)
+    tree = source.fetch()
+    assert moved
+    assert tree.version == before
+    assert dict(tree.files) == {"README.md": b"# config\n", **REPO_FILES}
+    assert source.version() == moved[0]
+
+
+@pytest.mark.parametrize(
+    ("repository", "branch", "code"),
+    [
+        ("missing", "main", "RepositoryDoesNotExistException"),
+        (REPOSITORY, "dev", "BranchDoesNotExistException"),
+        ("empty", "main", "BranchDoesNotExistException"),
+    ],
+)
+def test_codecommit_missing_repository_or_branch_is_named(codecommit, repository, branch, code):
+    codecommit.create_repository(repositoryName="empty")
+    source = CodeCommitSource(codecommit, repository, branch)
+    for call in (source.version, source.fetch):
+        with pytest.raises(ConfigSourceError, match=f"codecommit://{repository}@{branch}: {code}"):
+            call()
+
+
+def test_codecommit_missing_config_folder_is_named(codecommit):
+    commit(codecommit, {}, deletes=tuple(REPO_FILES), links=())
+    tree = CodeCommitSource(codecommit, REPOSITORY, "main").fetch()
+    assert list(tree.files) == ["README.md"]
+    expected = rf"cluster/stack\.yaml not found in codecommit://{REPOSITORY}@main at version {head(codecommit)}"
+    with pytest.raises(ConfigSourceError, match=expected):
+        tree.read("cluster/stack.yaml")
+
+
+def test_codecommit_unreachable_endpoint_is_named():
+    port = free_port()  # nothing listens there
+    client = boto3.client(
+        "codecommit",
+        region_name=REGION,
+        endpoint_url=f"http://127.0.0.1:{port}",
+        config=Config(retries={"total_max_attempts": 1}, connect_timeout=2),
+    )
+    with pytest.raises(ConfigSourceError, match=f"codecommit://{REPOSITORY}@main: Could not connect"):
+        CodeCommitSource(client, REPOSITORY, "main").version()
+
+
+@pytest.mark.parametrize(
+    ("failing", "code", "named"),
+    [
+        ("get_folder", "EncryptionKeyUnavailableException", "/"),
+        ("get_file", "FileTooLargeException", "big.bin"),
+    ],
+)
+def test_codecommit_errors_moto_cannot_produce_name_the_path(failing, code, named):
+    """Encrypted-key outages and files over 6 MB (pushed with git) only happen on AWS."""
     client = boto3.client("codecommit", region_name=REGION)
-    repo = {"repositoryName": "cluster-config"}
-    at_commit = {**repo, "commitSpecifier": COMMIT}
-    files = {"README.md": b"# config\n", **REPO_FILES}
-    source = CodeCommitSource(client, "cluster-config", "main")
+    commit_id = "4c2a8f0e1b9d3a7c6e5f4d3c2b1a09f8e7d6c5b4"
     with Stubber(client) as stub:
-        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}},
-                          {**repo, "branchName": "main"})
-        stub.add_response("get_folder", folder("/", ["cluster"], ["README.md"], links=("latest",)),
-                          {**at_commit, "folderPath": "/"})
-        stub.add_response("get_folder", folder("cluster", ["cluster/manifests"], [
-            "cluster/config-defaults.yaml", "cluster/stack.yaml"]), {**at_commit, "folderPath": "cluster"})
-        stub.add_response("get_folder", folder("cluster/manifests", ["cluster/manifests/coredns"], [
-            "cluster/manifests/deletions.yaml"]), {**at_commit, "folderPath": "cluster/manifests"})
-        stub.add_response("get_folder", folder("cluster/manifests/coredns", [], [
-            "cluster/manifests/coredns/deployment.yaml"]),
-            {**at_commit, "folderPath": "cluster/manifests/coredns"})
-        for path in sorted(files):
-            stub.add_response("get_file", {
-                "commitId": COMMIT, "blobId": "559b44fe0a1b2c3d4e5f60718293a4b5c6d7e8f9", "filePath": path,
-                "fileMode": "NORMAL", "fileSize": len(files[path]), "fileContent": files[path],
-            }, {**at_commit, "filePath": path})
-        tree = source.fetch()
-        stub.assert_no_pending_responses()
-    assert dict(tree.files) == files
-    assert tree.version == COMMIT
-    assert tree.source == source.describe() == "codecommit://cluster-config@main"
-
-
-def test_codecommit_version_is_the_branch_head():
-    client = boto3.client("codecommit", region_name=REGION)
-    with Stubber(client) as stub:
-        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}})
-        assert CodeCommitSource(client, "cluster-config", "main").version() == COMMIT
-
-
-@pytest.mark.parametrize("code", ["RepositoryDoesNotExistException", "BranchDoesNotExistException"])
-def test_codecommit_errors_name_repository_and_branch(code):
-    client = boto3.client("codecommit", region_name=REGION)
-    with Stubber(client) as stub:
-        stub.add_client_error("get_branch", code, "does not exist", 400)
-        with pytest.raises(ConfigSourceError, match=f"codecommit://missing@dev: {code}"):
-            CodeCommitSource(client, "missing", "dev").fetch()
-
-
-def test_codecommit_file_error_names_the_file():
-    client = boto3.client("codecommit", region_name=REGION)
-    with Stubber(client) as stub:
-        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": COMMIT}})
-        stub.add_response("get_folder", folder("/", [], ["big.bin"]))
-        stub.add_client_error("get_file", "FileTooLargeException", "too large", 400)
-        with pytest.raises(ConfigSourceError, match=r"codecommit://repo@main \(big\.bin\): FileTooLarge"):
+        stub.add_response("get_branch", {"branch": {"branchName": "main", "commitId": commit_id}})
+        if failing == "get_file":
+            stub.add_response(
+                "get_folder",
+                {
+                    "commitId": commit_id,
+                    "folderPath": "",
+                    "files": [
+                        {"absolutePath": "big.bin", "relativePath": "big.bin", "fileMode": "NORMAL", "blobId": "0" * 40}
+                    ],
+                },
+            )
+        stub.add_client_error(failing, code, "refused", 400)
+        with pytest.raises(ConfigSourceError, match=rf"codecommit://repo@main \({re.escape(named)}\): {code}"):
             CodeCommitSource(client, "repo", "main").fetch()
 
 
@@ -301,8 +369,11 @@ def test_combined_later_sources_override_earlier(tmp_path):
     base, team = LocalSource(tmp_path / "base"), LocalSource(tmp_path / "team")
     combined = CombinedSource([base, team])
     tree = combined.fetch()
-    assert dict(tree.files) == {**REPO_FILES, "cluster/stack.yaml": b"Resources: {Team: 1}\n",
-                                "cluster/extra.yaml": b"x\n"}
+    assert dict(tree.files) == {
+        **REPO_FILES,
+        "cluster/stack.yaml": b"Resources: {Team: 1}\n",
+        "cluster/extra.yaml": b"x\n",
+    }
     assert tree.version == combined.version() == f"{base.version()}+{team.version()}"
     assert tree.source == combined.describe() == f"{base.describe()} + {team.describe()}"
     assert CombinedSource([team, base]).fetch().read("cluster/stack.yaml") == REPO_FILES["cluster/stack.yaml"]

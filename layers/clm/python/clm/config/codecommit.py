@@ -28,8 +28,7 @@ class CodeCommitSource:
         """Every file of the tree at the head commit (symbolic links and submodules ignored)."""
         commit = self.version()
         paths = self._paths(commit)
-        files = {path: self._call("get_file", commitSpecifier=commit, filePath=path)["fileContent"]
-                 for path in paths}
+        files = {path: self._call("get_file", commitSpecifier=commit, filePath=path)["fileContent"] for path in paths}
         return ConfigTree(version=commit, files=files, source=self.describe())
 
     def _paths(self, commit: str) -> list[str]:
@@ -46,8 +45,8 @@ class CodeCommitSource:
             return getattr(self.client, operation)(repositoryName=self.repository, **params)
         except ClientError as exc:
             error = exc.response.get("Error", {})
-            detail = f" ({params['filePath']})" if "filePath" in params else ""
-            raise ConfigSourceError(f"{self.describe()}{detail}: {error.get('Code')}: "
-                                    f"{error.get('Message')}") from None
+            path = params.get("filePath") or params.get("folderPath")
+            detail = f" ({path})" if path else ""
+            raise ConfigSourceError(f"{self.describe()}{detail}: {error.get('Code')}: {error.get('Message')}") from None
         except BotoCoreError as exc:
             raise ConfigSourceError(f"{self.describe()}: {exc}") from None
