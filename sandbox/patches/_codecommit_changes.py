@@ -12,6 +12,7 @@ from clm_sandbox.patches._codecommit_git import GIT_MODES, FileEntry, blob_id
 MAX_FILE_ENTRIES = 100  # CodeCommit's quota of file entries in one commit
 MAX_FILE_BYTES = 6 * 1024 * 1024  # and of one file's size
 KEEP_FILE = "..gitkeep"  # the name CreateCommit's keepEmptyFolders documents
+EMPTY_BLOB = blob_id(b"")
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,10 @@ def apply_changes(
                 removed.append(put.source)
         else:
             content = put.content or b""
-            blobs[blob_id(content)] = content
+            digest = blob_id(content)
+            blobs[digest] = content
             old = files.get(put.path)
-            files[put.path] = FileEntry(blob_id(content), put.mode or (old.mode if old else "NORMAL"))
+            files[put.path] = FileEntry(digest, put.mode or (old.mode if old else "NORMAL"))
     for path, mode in request.modes:
         files[path] = FileEntry(files[_existing(files, path)].blob_id, mode)
     _check_folders(files, [put.path for put in request.puts])
@@ -162,5 +164,5 @@ def _keep_empty_folders(files: dict[str, FileEntry], blobs: dict[str, bytes], re
     for path in removed:
         folder = path.rpartition("/")[0]
         if folder and not any(other.startswith(folder + "/") for other in files):
-            blobs[blob_id(b"")] = b""
-            files[f"{folder}/{KEEP_FILE}"] = FileEntry(blob_id(b""), "NORMAL")
+            blobs[EMPTY_BLOB] = b""
+            files[f"{folder}/{KEEP_FILE}"] = FileEntry(EMPTY_BLOB, "NORMAL")

@@ -19,12 +19,11 @@ from moto.core.utils import camelcase_to_underscores
 from clm_sandbox.moto_server import moto_server
 from clm_sandbox.patches import codecommit
 from clm_sandbox.patches._codecommit_backend import OPERATIONS
-from clm_sandbox.patches._codecommit_changes import KEEP_FILE, MAX_FILE_ENTRIES
+from clm_sandbox.patches._codecommit_changes import EMPTY_BLOB, KEEP_FILE, MAX_FILE_ENTRIES
 from clm_sandbox.patches._codecommit_git import FileEntry, Person, blob_id, folder_tree_ids, make_commit
 from tests.conftest import REGION
 
 REPO = "cluster-config"
-EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 @pytest.fixture
@@ -78,7 +77,7 @@ def test_ids_are_the_ones_git_computes():
         "d/e/b.sh": FileEntry(blob_id(b"x"), "EXECUTABLE"),
     }
     assert files["a.txt"].blob_id == "ce013625030ba8dba906f756967f9e9ca394464a"
-    assert files["d/c"].blob_id == EMPTY_BLOB
+    assert files["d/c"].blob_id == EMPTY_BLOB == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
     assert folder_tree_ids(files) == {
         "": "30e576e6ad77461686609562c6f64cee8cd737d3",
         "d": "8a2d9604ff4eb9279161f34bf3524d2b88f47e5c",
@@ -150,49 +149,30 @@ def test_first_put_file_creates_the_default_branch(cc):
     assert commit["author"]["date"].endswith(" +0000")
 
 
-def test_put_file_checks_the_parent_and_the_content(cc):
+@pytest.mark.parametrize(
+    ("branch", "path", "content", "parent", "code"),
+    [  # parent: "first" and "second" name the commits made here, anything else is sent as it is
+        ("main", "b.txt", b"x", None, "ParentCommitIdRequiredException"),
+        ("main", "b.txt", b"x", "first", "ParentCommitIdOutdatedException"),
+        ("main", "b.txt", b"x", "0" * 40, "ParentCommitDoesNotExistException"),
+        ("main", "b.txt", b"x", "HEAD", "InvalidParentCommitIdException"),
+        ("main", "a.txt", b"2", "second", "SameFileContentException"),
+        ("main", "b.txt", b"", "second", "FileContentRequiredException"),
+        ("dev", "b.txt", b"x", "second", "BranchDoesNotExistException"),
+        ("main", "a.txt/b", b"x", "second", "DirectoryNameConflictsWithFileNameException"),
+        ("main", "a/../b", b"x", "second", "InvalidPathException"),
+    ],
+    ids=lambda value: value if isinstance(value, str) and value.endswith("Exception") else "",
+)
+def test_put_file_refuses_what_aws_refuses(cc, branch, path, content, parent, code):
     first = cc.put_file(repositoryName=REPO, branchName="main", filePath="a.txt", fileContent=b"1")["commitId"]
     second = cc.put_file(
         repositoryName=REPO, branchName="main", filePath="a.txt", fileContent=b"2", parentCommitId=first
     )["commitId"]
-    put = cc.put_file
-    assert error_code(put, branchName="main", filePath="b.txt", fileContent=b"x") == "ParentCommitIdRequiredException"
-    assert (
-        error_code(put, branchName="main", filePath="b.txt", fileContent=b"x", parentCommitId=first)
-        == "ParentCommitIdOutdatedException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="b.txt", fileContent=b"x", parentCommitId="0" * 40)
-        == "ParentCommitDoesNotExistException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="b.txt", fileContent=b"x", parentCommitId="HEAD")
-        == "InvalidParentCommitIdException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="a.txt", fileContent=b"2", parentCommitId=second)
-        == "SameFileContentException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="b.txt", fileContent=b"", parentCommitId=second)
-        == "FileContentRequiredException"
-    )
-    assert (
-        error_code(put, branchName="dev", filePath="b.txt", fileContent=b"x", parentCommitId=second)
-        == "BranchDoesNotExistException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="a.txt/b", fileContent=b"x", parentCommitId=second)
-        == "DirectoryNameConflictsWithFileNameException"
-    )
-    assert (
-        error_code(put, branchName="main", filePath="a/../b", fileContent=b"x", parentCommitId=second)
-        == "InvalidPathException"
-    )
+    parents = {"first": first, "second": second}
+    params = {"parentCommitId": parents.get(parent, parent)} if parent else {}
+    assert error_code(cc.put_file, branchName=branch, filePath=path, fileContent=content, **params) == code
     assert cc.get_branch(repositoryName=REPO, branchName="main")["branch"]["commitId"] == second
-    assert error_code(cc.get_branch, branchName="dev") == "BranchDoesNotExistException"
-    with pytest.raises(ClientError, match="RepositoryDoesNotExistException"):
-        cc.get_branch(repositoryName="missing", branchName="main")
 
 
 def test_create_commit_puts_copies_moves_deletes_and_changes_modes(cc):
@@ -295,6 +275,9 @@ def test_branches_are_refs_to_commits(cc):
     assert error_code(cc.create_branch, branchName="x", commitId="f" * 40) == "CommitDoesNotExistException"
     assert error_code(cc.create_branch, branchName="x", commitId="main") == "InvalidCommitIdException"
     assert error_code(cc.get_commit, commitId="f" * 40) == "CommitIdDoesNotExistException"
+    assert error_code(cc.get_branch, branchName="missing") == "BranchDoesNotExistException"
+    with pytest.raises(ClientError, match="RepositoryDoesNotExistException"):
+        cc.get_branch(repositoryName="missing", branchName="main")
     assert cc.get_repository(repositoryName=REPO)["repositoryMetadata"]["defaultBranch"] == "main"
 
 
