@@ -1,0 +1,90 @@
+"""PodDisruptionBudgets as a drain needs them: which match a pod, and whether one is about to change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clm.kube.selectors import selector_matches
+
+if TYPE_CHECKING:
+    from clm.kube.client import KubeClient
+    from clm.kube.pods import Pod
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The parts of a PDB a drain uses."""
+
+    namespace: str
+    name: str
+    selector: dict[str, Any] | None
+    empty_selects_all: bool
+    disruptions_allowed: int
+    current_healthy: int
+    desired_healthy: int
+    expected_pods: int
+    disrupted_pods: int
+    up_to_date: bool
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def settling(self) -> bool:
+        """Whether the budget is expected to change soon on its own: pods coming up or going, or not processed.
+
+        A budget blocked with every pod healthy (maxUnavailable 0, minAvailable = replicas) is not settling.
+        """
+        return self.current_healthy < self.expected_pods or self.disrupted_pods > 0 or not self.up_to_date
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the server, as last seen, refuses every eviction this budget covers."""
+        return self.up_to_date and self.disruptions_allowed <= 0
+
+    def selects(self, pod: Pod) -> bool:
+        """Whether the budget covers `pod` (same namespace, selector matches)."""
+        return pod["metadata"].get("namespace") == self.namespace and selector_matches(
+            self.selector, pod["metadata"].get("labels"), empty_matches_all=self.empty_selects_all
+        )
+
+    def describe(self) -> str:
+        """Its state in words, for a blocked pod's reason."""
+        return (
+            f"PodDisruptionBudget {self.key} allows {self.disruptions_allowed} disruptions "
+            f"({self.current_healthy} healthy of {self.expected_pods}, {self.desired_healthy} needed)"
+        )
+
+    @classmethod
+    def from_object(cls, pdb: dict[str, Any], api_version: str) -> Budget:
+        """From a PDB object as served by `api_version` (policy/v1 or policy/v1beta1)."""
+        meta, spec, status = pdb["metadata"], pdb.get("spec") or {}, pdb.get("status") or {}
+        return cls(
+            namespace=meta.get("namespace", ""),
+            name=meta["name"],
+            selector=spec.get("selector"),
+            empty_selects_all=api_version != "policy/v1beta1",
+            disruptions_allowed=int(status.get("disruptionsAllowed", 0)),
+            current_healthy=int(status.get("currentHealthy", 0)),
+            desired_healthy=int(status.get("desiredHealthy", 0)),
+            expected_pods=int(status.get("expectedPods", 0)),
+            disrupted_pods=len(status.get("disruptedPods") or {}),
+            up_to_date=int(status.get("observedGeneration", 0)) >= int(meta.get("generation", 0)),
+        )
+
+
+def list_budgets(kube: KubeClient, namespace: str = "") -> tuple[list[Budget], str]:
+    """Every PDB (of one namespace, or all), with the list's resourceVersion for a watch."""
+    resource = kube.discovery.pdb_resource()
+    listed = kube.request("GET", resource.path(namespace))
+    budgets = [Budget.from_object(item, resource.api_version) for item in listed.get("items") or []]
+    return budgets, listed.get("metadata", {}).get("resourceVersion", "")
+
+
+def budgets_for(pod: Pod, budgets: Sequence[Budget]) -> list[Budget]:
+    """The budgets covering `pod`."""
+    return [budget for budget in budgets if budget.selects(pod)]

@@ -1,0 +1,133 @@
+"""Node marks of a drain, with Zalando CLM's names so migrated clusters keep their clocks.
+
+- label `lifecycle-status`: ready, decommission-pending (marked for replacement), draining;
+- taint `decommission-pending=rolling-upgrade:NoSchedule` and spec.unschedulable (cordoned);
+- annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from clm.kube.client import MERGE_PATCH
+from clm.kube.errors import DrainError, KubeApiError, NodeNotFound
+from clm.kube.timestamps import format_time, parse_time
+
+if TYPE_CHECKING:
+    from clm.kube.client import KubeClient
+
+log = logging.getLogger(__name__)
+
+LIFECYCLE_LABEL = "lifecycle-status"
+READY, DECOMMISSION_PENDING, DRAINING = "ready", "decommission-pending", "draining"
+TAINT = {"key": "decommission-pending", "value": "rolling-upgrade", "effect": "NoSchedule"}
+DRAIN_START = "cluster-lifecycle-manager.zalando.org/drain-start"
+LAST_FORCED = "cluster-lifecycle-manager.zalando.org/last-forced-drain"
+_CONFLICT_RETRIES = 5
+
+Node = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DrainClock:
+    """A node's drain clocks: when its drain started, and its last forced deletion (None: never)."""
+
+    drain_start: datetime
+    last_forced: datetime | None
+
+
+def node_path(name: str) -> str:
+    """The API path of a Node."""
+    return f"/api/v1/nodes/{name}"
+
+
+def _annotation_time(node: Node, annotation: str) -> datetime | None:
+    value = (node["metadata"].get("annotations") or {}).get(annotation)
+    if not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        log.warning("node %s: ignoring invalid %s=%r", node["metadata"]["name"], annotation, value)
+        return None
+
+
+def drain_clock(node: Node) -> DrainClock | None:
+    """The clocks kept on a node; None when no drain has started."""
+    start = _annotation_time(node, DRAIN_START)
+    return DrainClock(start, _annotation_time(node, LAST_FORCED)) if start else None
+
+
+def _with_taint(node: Node) -> list[dict[str, Any]] | None:
+    """The node's taints with ours added or corrected; None when they already hold it."""
+    taints = list((node.get("spec") or {}).get("taints") or [])
+    if any(
+        t.get("key") == TAINT["key"] and t.get("value") == TAINT["value"] and t.get("effect") == TAINT["effect"]
+        for t in taints
+    ):
+        return None
+    return [t for t in taints if t.get("key") != TAINT["key"]] + [dict(TAINT)]
+
+
+def _patch_node(kube: KubeClient, name: str, change: Any) -> Node:
+    """Apply `change(node) -> merge patch | None` with optimistic concurrency; return the node."""
+    for _ in range(_CONFLICT_RETRIES):
+        node = kube.get(node_path(name))
+        if node is None:
+            raise NodeNotFound(f"node {name} does not exist", kube.cluster_id)
+        patch = change(node)
+        if not patch:
+            return node
+        patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"]["resourceVersion"]
+        try:
+            return kube.request("PATCH", node_path(name), body=patch, content_type=MERGE_PATCH)
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise DrainError(f"updating node {name}: {exc.status} {exc.reason}", kube.cluster_id) from None
+    raise DrainError(f"updating node {name}: still conflicting after {_CONFLICT_RETRIES} tries", kube.cluster_id)
+
+
+def _marks(node: Node, label: str) -> dict[str, Any]:
+    patch: dict[str, Any] = {}
+    if (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL) != label:
+        patch["metadata"] = {"labels": {LIFECYCLE_LABEL: label}}
+    taints = _with_taint(node)
+    if taints is not None:
+        patch["spec"] = {"taints": taints}
+    return patch
+
+
+def mark_for_decommission(kube: KubeClient, name: str) -> None:
+    """Label a node decommission-pending (unless already draining) and taint it, so new pods avoid it."""
+
+    def change(node: Node) -> dict[str, Any]:
+        current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
+        return _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING)
+
+    _patch_node(kube, name, change)
+
+
+def cordon(kube: KubeClient, name: str, now: datetime) -> DrainClock:
+    """Mark a node draining: label, taint, unschedulable, and drain-start (kept if already set). Idempotent."""
+
+    def change(node: Node) -> dict[str, Any]:
+        patch = _marks(node, DRAINING)
+        if not (node.get("spec") or {}).get("unschedulable"):
+            patch.setdefault("spec", {})["unschedulable"] = True
+        if drain_clock(node) is None:
+            patch.setdefault("metadata", {})["annotations"] = {DRAIN_START: format_time(now)}
+        return patch
+
+    clock = drain_clock(_patch_node(kube, name, change))
+    if clock is None:  # the server dropped our annotation: never expected
+        raise DrainError(f"node {name}: {DRAIN_START} was not recorded", kube.cluster_id)
+    return clock
+
+
+def record_forced_deletion(kube: KubeClient, name: str, now: datetime) -> None:
+    """Write the last-forced-drain annotation (CLM wrote it into drain-start by mistake; this does not)."""
+    stamp = format_time(now)
+    _patch_node(kube, name, lambda node: {"metadata": {"annotations": {LAST_FORCED: stamp}}})
