@@ -1,0 +1,138 @@
+"""The AWS side of the node simulator: a cluster's running ASG instances, and node pools in moto."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import boto3
+
+from clm_sandbox.nodesim_model import Instance
+
+SANDBOX_IMAGE_ID = "ami-12c6146b"  # one of the images moto knows in every region
+# Lifecycle states in which the instance's kubelet runs (Terminating*/Detach* ones do not count).
+RUNNING_LIFECYCLE_STATES = frozenset(
+    {"Pending", "Pending:Wait", "Pending:Proceed", "InService", "EnteringStandby", "Standby"}
+)
+_EC2_FILTER_VALUES = 200  # AWS's limit of values in one filter
+
+
+def cluster_tag(cluster_id: str) -> str:
+    """The ownership tag key of a cluster's resources."""
+    return f"kubernetes.io/cluster/{cluster_id}"
+
+
+def cluster_groups(autoscaling: Any, cluster_id: str) -> list[dict[str, Any]]:
+    """The auto scaling groups tagged ``kubernetes.io/cluster/<cluster_id>=owned``."""
+    pages = autoscaling.get_paginator("describe_auto_scaling_groups").paginate(
+        Filters=[{"Name": f"tag:{cluster_tag(cluster_id)}", "Values": ["owned"]}]
+    )
+    return [group for page in pages for group in page["AutoScalingGroups"]]
+
+
+def running_ec2_instances(ec2: Any, instance_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """EC2's description of those of ``instance_ids`` that are pending or running."""
+    ids = sorted(set(instance_ids))
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(ids), _EC2_FILTER_VALUES):
+        pages = ec2.get_paginator("describe_instances").paginate(
+            Filters=[
+                {"Name": "instance-id", "Values": ids[start : start + _EC2_FILTER_VALUES]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ]
+        )
+        found.extend(i for page in pages for r in page["Reservations"] for i in r["Instances"])
+    return found
+
+
+def instances_from(groups: list[dict[str, Any]], ec2_instances: list[dict[str, Any]], region: str) -> list[Instance]:
+    """Join ASG membership (running lifecycle states only) with EC2 descriptions into :class:`Instance` s."""
+    members = dict(_running_members(groups))
+    result = []
+    for described in ec2_instances:
+        group = members.get(described["InstanceId"])
+        if group is None or not described.get("PrivateDnsName"):
+            continue
+        tags = {tag["Key"]: tag["Value"] for tag in group.get("Tags", [])}
+        result.append(
+            Instance(
+                instance_id=described["InstanceId"],
+                node_name=described["PrivateDnsName"],
+                private_ip=described["PrivateIpAddress"],
+                zone=described["Placement"]["AvailabilityZone"],
+                region=region,
+                instance_type=described["InstanceType"],
+                asg=group["AutoScalingGroupName"],
+                pool=tags.get("node-pool", ""),
+                profile=tags.get("node-pool-profile", ""),
+                launched_at=described["LaunchTime"].timestamp(),
+            )
+        )
+    return result
+
+
+def list_cluster_instances(autoscaling: Any, ec2: Any, cluster_id: str) -> list[Instance]:
+    """The cluster's instances whose kubelets run: in a running lifecycle state of an owned ASG, EC2 running."""
+    groups = cluster_groups(autoscaling, cluster_id)
+    member_ids = [instance_id for instance_id, _ in _running_members(groups)]
+    if not member_ids:
+        return []
+    return instances_from(groups, running_ec2_instances(ec2, member_ids), ec2.meta.region_name)
+
+
+def _running_members(groups: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for group in groups:
+        for member in group.get("Instances", []):
+            if member.get("LifecycleState") in RUNNING_LIFECYCLE_STATES:
+                yield member["InstanceId"], group
+
+
+def create_node_pool(
+    session: boto3.Session,
+    cluster_id: str,
+    pool: str,
+    size: int,
+    *,
+    instance_type: str = "m5.large",
+    endpoint_url: str | None = None,
+    profile: str = "worker-default",
+) -> str:
+    """Create a node pool as the product's node-pool stack does (launch template + ASG); return the ASG name.
+
+    The pool gets its own VPC (a random 10.x.0.0/16, so node names of different pools rarely
+    collide on a shared control plane) and one subnet in the region's first zone. The ASG and its
+    instances are tagged ``kubernetes.io/cluster/<cluster_id>=owned``, ``node-pool=<pool>`` and
+    ``node-pool-profile=<profile>``.
+    """
+    ec2 = session.client("ec2", endpoint_url=endpoint_url)
+    autoscaling = session.client("autoscaling", endpoint_url=endpoint_url)
+    name = f"{re.sub(r'[^A-Za-z0-9-]+', '-', cluster_id).strip('-')}-{pool}"
+    cidr = f"10.{secrets.randbelow(256)}.0.0/16"
+    vpc_id = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    subnet_id = ec2.create_subnet(
+        VpcId=vpc_id, CidrBlock=cidr.replace("/16", "/20"), AvailabilityZone=f"{session.region_name}a"
+    )["Subnet"]["SubnetId"]
+    template_id = ec2.create_launch_template(
+        LaunchTemplateName=name,
+        LaunchTemplateData={
+            "ImageId": SANDBOX_IMAGE_ID,
+            "InstanceType": instance_type,
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": [{"Key": "Name", "Value": name}]}],
+        },
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    tags = {cluster_tag(cluster_id): "owned", "node-pool": pool, "node-pool-profile": profile}
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        MinSize=size,
+        MaxSize=max(2 * size, 1),
+        DesiredCapacity=size,
+        LaunchTemplate={"LaunchTemplateId": template_id, "Version": "1"},
+        VPCZoneIdentifier=subnet_id,
+        Tags=[
+            {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": k, "Value": v, "PropagateAtLaunch": True}
+            for k, v in tags.items()
+        ],
+    )
+    return name
