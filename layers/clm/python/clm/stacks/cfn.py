@@ -1,0 +1,28 @@
+"""Small CloudFormation helpers: look up one stack, read an API error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+
+def describe_stack(cfn: Any, stack_name: str) -> dict[str, Any] | None:
+    """The live stack called `stack_name`, or None when there is none (never created, or deleted)."""
+    try:
+        stacks = cfn.describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as exc:
+        if error_code(exc) == "ValidationError" and "does not exist" in error_message(exc):
+            return None
+        raise
+    return stacks[0] if stacks else None
+
+
+def error_code(exc: ClientError) -> str:
+    """The AWS error code of a failed call."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def error_message(exc: ClientError) -> str:
+    """The AWS error message of a failed call (the exception text when there is none)."""
+    return str(exc.response.get("Error", {}).get("Message") or exc)

@@ -1,0 +1,108 @@
+"""Non-blocking stack deployment: `start` creates or updates a stack and returns at once; `check` reports.
+
+Step Functions does the waiting: after `start`, follow `StartResult.next_step` (poll `check`, call `start`
+again after a wait, or go on). Both are reentrant: they act on the stack's observed state only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from clm.stacks.cfn import describe_stack, error_code, error_message
+from clm.stacks.errors import StackRejected
+from clm.stacks.events import first_failure
+from clm.stacks.recovery import recover
+from clm.stacks.results import StackState, StartResult
+from clm.stacks.spec import StackSpec
+from clm.stacks.status import DELETED, UPDATABLE, is_in_progress, outcome
+from clm.stacks.template import template_argument
+
+NO_UPDATES = "No updates are to be performed"
+BUSY = "_IN_PROGRESS state and can not be updated"
+
+
+def start(cfn: Any, s3: Any, spec: StackSpec, *, template_bucket: str | None = None) -> StartResult:
+    """Create the stack, start its update, wait for a running operation, or repair a broken stack first.
+
+    Templates over 51,200 bytes go through `template_bucket`. Raises StackRejected when CloudFormation
+    refuses the request, StackNeedsAttention (ClusterStackRolledBack) when a human has to act.
+    """
+    stack = describe_stack(cfn, spec.name)
+    if stack is None:
+        return _create(cfn, s3, spec, template_bucket)
+    status = stack["StackStatus"]
+    if is_in_progress(status):
+        return StartResult(spec.name, "waiting", status, stack["StackId"])
+    if status in UPDATABLE:
+        return _update(cfn, s3, spec, stack, template_bucket)
+    return recover(cfn, spec, stack)
+
+
+def check(cfn: Any, stack_name: str) -> StackState:
+    """in_progress, complete, failed (with the first failed resource) or deleted."""
+    stack = describe_stack(cfn, stack_name)
+    if stack is None:
+        return StackState(stack_name, "deleted", DELETED)
+    status = stack["StackStatus"]
+    state = outcome(status)
+    failure = first_failure(cfn, stack) if state == "failed" else None
+    return StackState(stack_name, state, status, stack.get("StackStatusReason", ""), failure)
+
+
+def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None) -> StartResult:
+    try:
+        response = cfn.create_stack(
+            StackName=spec.name,
+            **template_argument(s3, spec, template_bucket),
+            Parameters=spec.api_parameters(),
+            Capabilities=spec.capabilities,
+            Tags=spec.api_tags(),
+            EnableTerminationProtection=True,
+        )
+    except ClientError as exc:
+        if error_code(exc) == "AlreadyExistsException":  # created by someone else since we looked
+            return StartResult(spec.name, "waiting")
+        raise StackRejected(spec.cluster_id, spec.name, "create", error_message(exc)) from None
+    return StartResult(spec.name, "created", "", response["StackId"])
+
+
+def _update(cfn: Any, s3: Any, spec: StackSpec, stack: dict[str, Any], template_bucket: str | None) -> StartResult:
+    status, stack_id = stack["StackStatus"], stack["StackId"]
+    try:
+        if not stack.get("EnableTerminationProtection"):
+            cfn.update_termination_protection(StackName=stack_id, EnableTerminationProtection=True)
+        if _is_current(cfn, spec, stack):
+            return StartResult(spec.name, "unchanged", status, stack_id)
+        cfn.update_stack(
+            StackName=stack_id,
+            **template_argument(s3, spec, template_bucket),
+            Parameters=spec.api_parameters(),
+            Capabilities=spec.capabilities,
+            Tags=spec.api_tags(),
+        )
+    except ClientError as exc:
+        message = error_message(exc)
+        if NO_UPDATES in message:
+            return StartResult(spec.name, "unchanged", status, stack_id)
+        if BUSY in message:  # an operation started since we looked
+            return StartResult(spec.name, "waiting", status, stack_id)
+        raise StackRejected(spec.cluster_id, spec.name, "update", message) from None
+    return StartResult(spec.name, "update_started", status, stack_id)
+
+
+def _is_current(cfn: Any, spec: StackSpec, stack: dict[str, Any]) -> bool:
+    """Same template, parameters and tags as deployed: CloudFormation would perform no update."""
+    deployed_parameters = {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
+    deployed_tags = {t["Key"]: t["Value"] for t in stack.get("Tags", [])}
+    if deployed_parameters != spec.parameters or deployed_tags != spec.tags:
+        return False
+    deployed = cfn.get_template(StackName=stack["StackId"], TemplateStage="Original")["TemplateBody"]
+    if isinstance(deployed, str):
+        return deployed == spec.body
+    try:  # boto3 hands JSON templates over parsed
+        return deployed == json.loads(spec.body)
+    except ValueError:
+        return False

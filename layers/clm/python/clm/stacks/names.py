@@ -1,0 +1,46 @@
+"""Stack names and tags, as Zalando CLM names and tags them (so migrated clusters keep their stacks)."""
+
+from __future__ import annotations
+
+import re
+
+from clm.model import Cluster, NodePool
+from clm.stacks.errors import InvalidStackSpec
+
+MAX_STACK_NAME = 128
+NODE_POOL_TAG = "node-pool"
+NODE_POOL_PROFILE_TAG = "node-pool-profile"
+OWNED = "owned"
+_FORBIDDEN = re.compile(r"[^A-Za-z0-9-]")  # stack names are [A-Za-z][A-Za-z0-9-]*
+
+
+def cluster_tag_key(cluster_id: str) -> str:
+    """`kubernetes.io/cluster/<id>`, the tag that marks a cluster's resources."""
+    return f"kubernetes.io/cluster/{cluster_id}"
+
+
+def cluster_stack_name(cluster: Cluster) -> str:
+    """The cluster stack is named after the cluster's local id."""
+    return cluster.local_id
+
+
+def node_pool_stack_name(cluster_id: str, pool_name: str) -> str:
+    """`nodepool-<pool>-<cluster id>`, with every character CloudFormation forbids replaced by `-`."""
+    name = f"nodepool-{pool_name}-{_FORBIDDEN.sub('-', cluster_id)}"
+    if len(name) > MAX_STACK_NAME:
+        raise InvalidStackSpec(
+            f"node pool {pool_name!r}: stack name is {len(name)} characters, CloudFormation allows {MAX_STACK_NAME}",
+            cluster_id,
+            name,
+        )
+    return name
+
+
+def cluster_stack_tags(cluster_id: str) -> dict[str, str]:
+    """Tags of the cluster stack."""
+    return {cluster_tag_key(cluster_id): OWNED}
+
+
+def node_pool_stack_tags(cluster_id: str, pool: NodePool) -> dict[str, str]:
+    """Tags of a node-pool stack: the cluster's, plus the pool's name and profile."""
+    return {**cluster_stack_tags(cluster_id), NODE_POOL_TAG: pool.name, NODE_POOL_PROFILE_TAG: pool.profile}

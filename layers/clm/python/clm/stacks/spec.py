@@ -1,0 +1,131 @@
+"""What to deploy as one stack: name, template, tags, explicit parameters and capabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clm.render.renderer import RenderedCluster, RenderedStack
+from clm.stacks.errors import InvalidStackSpec
+from clm.stacks.names import cluster_stack_name, cluster_stack_tags, node_pool_stack_name, node_pool_stack_tags
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """A rendered stack ready for CloudFormation. `node_pool` is None for the cluster stack."""
+
+    cluster_id: str
+    name: str
+    body: str
+    template: dict[str, Any]
+    tags: dict[str, str]
+    parameters: dict[str, str]
+    node_pool: str | None = None
+    file: str = ""
+
+    @property
+    def capabilities(self) -> list[str]:
+        """Named IAM always; AUTO_EXPAND when the template uses a transform (macro, SAM, Include)."""
+        expands = "Transform" in self.template or _uses_fn_transform(self.template)
+        return ["CAPABILITY_NAMED_IAM", *(["CAPABILITY_AUTO_EXPAND"] if expands else [])]
+
+    def api_parameters(self) -> list[dict[str, str]]:
+        """Parameters in the API's shape, every one with an explicit value."""
+        return [{"ParameterKey": key, "ParameterValue": value} for key, value in sorted(self.parameters.items())]
+
+    def api_tags(self) -> list[dict[str, str]]:
+        """Tags in the API's shape."""
+        return [{"Key": key, "Value": value} for key, value in sorted(self.tags.items())]
+
+
+def cluster_stack_spec(rendered: RenderedCluster, parameters: Mapping[str, str] | None = None) -> StackSpec:
+    """The cluster stack of a rendered cluster."""
+    cluster = rendered.cluster
+    return _spec(
+        rendered.cluster_stack,
+        cluster.id,
+        cluster_stack_name(cluster),
+        cluster_stack_tags(cluster.id),
+        parameters,
+        None,
+    )
+
+
+def node_pool_stack_spec(
+    rendered: RenderedCluster, pool_name: str, parameters: Mapping[str, str] | None = None
+) -> StackSpec:
+    """The stack of one node pool of a rendered cluster."""
+    cluster = rendered.cluster
+    pool = cluster.node_pool(pool_name)
+    return _spec(
+        rendered.node_pool_stacks[pool_name],
+        cluster.id,
+        node_pool_stack_name(cluster.id, pool_name),
+        node_pool_stack_tags(cluster.id, pool),
+        parameters,
+        pool_name,
+    )
+
+
+def _spec(
+    stack: RenderedStack,
+    cluster_id: str,
+    name: str,
+    tags: dict[str, str],
+    given: Mapping[str, str] | None,
+    node_pool: str | None,
+) -> StackSpec:
+    return StackSpec(
+        cluster_id=cluster_id,
+        name=name,
+        body=stack.body,
+        template=stack.template,
+        tags=tags,
+        parameters=explicit_parameters(stack.template, given or {}, cluster_id, name),
+        node_pool=node_pool,
+        file=stack.file,
+    )
+
+
+def explicit_parameters(
+    template: Mapping[str, Any], given: Mapping[str, str], cluster_id: str, stack_name: str
+) -> dict[str, str]:
+    """A value for every template parameter: the given one, else the template's default.
+
+    Explicit values keep updates independent of previous values (moto rejects UsePreviousValue on defaulted
+    parameters, and CloudFormation would keep a stale value when a default changes).
+    """
+    declared = template.get("Parameters") or {}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise InvalidStackSpec(
+            f"parameters {', '.join(unknown)} are not declared in the template", cluster_id, stack_name
+        )
+    values: dict[str, str] = {}
+    for key, declaration in declared.items():
+        if key in given:
+            values[key] = given[key]
+        elif isinstance(declaration, dict) and "Default" in declaration:
+            values[key] = _parameter_text(declaration["Default"])
+        else:
+            raise InvalidStackSpec(
+                f"template parameter {key} has no default and no value was given", cluster_id, stack_name
+            )
+    return values
+
+
+def _parameter_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_parameter_text(item) for item in value)
+    return str(value)
+
+
+def _uses_fn_transform(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "Fn::Transform" in node or any(_uses_fn_transform(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_fn_transform(item) for item in node)
+    return False

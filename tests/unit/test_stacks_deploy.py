@@ -1,0 +1,190 @@
+"""start/check on moto's real CloudFormation, EC2 and Auto Scaling state: create, update, no-op, rejection,
+failure reasons, templates through S3, and stacks found busy."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import pytest
+
+from clm.stacks.deploy import check, start
+from clm.stacks.errors import StackFailed, StackRejected
+from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
+from clm.stacks.template import INLINE_LIMIT, KEY_PREFIX
+from tests.unit.test_stacks_support import cfn_ops, clients, example_cluster, moto_stack, record_failure, render
+
+__all__ = ["cfn_ops", "clients"]  # fixtures
+
+KUBE1_POOL = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
+QUEUE_TEMPLATE = """\
+Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: {name}
+"""
+
+
+def queue_spec(name: str = "queues", queue: str = "q1", body: str | None = None) -> StackSpec:
+    body = body or QUEUE_TEMPLATE.format(name=queue)
+    return StackSpec(cluster_id="c1", name=name, body=body, template={}, tags={"team": "platform"}, parameters={})
+
+
+def deploy(clients, spec: StackSpec, **kwargs) -> str:
+    """start, then check once (moto completes synchronously) that the stack is complete; the start action."""
+    result = start(clients["cloudformation"], clients["s3"], spec, **kwargs)
+    assert check(clients["cloudformation"], spec.name).state == "complete"
+    return result.action
+
+
+def test_create_gives_complete_stacks_and_running_instances(clients):
+    cfn = clients["cloudformation"]
+    rendered = render(example_cluster("kube-1"))
+    first = start(cfn, clients["s3"], cluster_stack_spec(rendered))
+    assert first.to_dict() == {
+        "stack_name": "kube-1",
+        "action": "created",
+        "status": "",
+        "stack_id": first.stack_id,
+        "next_step": "check",
+    }
+    assert check(cfn, "kube-1").to_dict() == {
+        "stack_name": "kube-1",
+        "state": "complete",
+        "status": "CREATE_COMPLETE",
+        "reason": "",
+        "failed_resource": "",
+        "failed_resource_type": "",
+        "failed_reason": "",
+    }
+    assert start(cfn, clients["s3"], node_pool_stack_spec(rendered, "default-worker")).action == "created"
+    assert check(cfn, KUBE1_POOL).state == "complete"
+
+    stack = cfn.describe_stacks(StackName=KUBE1_POOL)["Stacks"][0]
+    assert stack["EnableTerminationProtection"] is True
+    assert {t["Key"]: t["Value"] for t in stack["Tags"]}["node-pool-profile"] == "worker-default"
+    group_name = stack["Outputs"][0]["OutputValue"]
+    group = clients["autoscaling"].describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])
+    ids = [i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"]]
+    reservations = clients["ec2"].describe_instances(InstanceIds=ids)["Reservations"]
+    assert len(ids) == 3
+    assert {i["State"]["Name"] for r in reservations for i in r["Instances"]} == {"running"}
+
+
+def test_same_template_again_is_unchanged_and_touches_nothing(clients):
+    cfn = clients["cloudformation"]
+    spec = cluster_stack_spec(render(example_cluster("kube-1")))
+    deploy(clients, spec)
+    events = len(cfn.describe_stack_events(StackName="kube-1")["StackEvents"])
+    result = start(cfn, clients["s3"], spec)
+    assert (result.action, result.status, result.next_step) == ("unchanged", "CREATE_COMPLETE", "done")
+    assert len(cfn.describe_stack_events(StackName="kube-1")["StackEvents"]) == events
+
+
+def test_cloudformations_no_updates_answer_is_unchanged(clients):
+    # Only the tags differ, so the pre-check submits the update; moto (unlike CloudFormation, which would
+    # update the tags) looks at template and parameters only and answers "No updates are to be performed".
+    body = "Parameters:\n  Name: {Type: String, Default: q1}\n" + QUEUE_TEMPLATE.format(name="!Ref Name")
+    spec = dataclasses.replace(queue_spec(body=body), parameters={"Name": "q1"})
+    deploy(clients, spec)
+    result = start(clients["cloudformation"], clients["s3"], dataclasses.replace(spec, tags={"team": "other"}))
+    assert (result.action, result.next_step) == ("unchanged", "done")
+
+
+def test_changed_template_starts_an_update_that_completes(clients):
+    cfn = clients["cloudformation"]
+    rendered = render(example_cluster("kube-1"))
+    deploy(clients, cluster_stack_spec(rendered))
+    deploy(clients, node_pool_stack_spec(rendered, "default-worker"))
+    changed = node_pool_stack_spec(
+        render(example_cluster("kube-1"), worker_ami="ami-0123456789abcdef0"), "default-worker"
+    )
+    result = start(cfn, clients["s3"], changed)
+    assert (result.action, result.status, result.next_step) == ("update_started", "CREATE_COMPLETE", "check")
+    assert check(cfn, KUBE1_POOL).status == "UPDATE_COMPLETE"
+    template = clients["ec2"].describe_launch_templates(LaunchTemplateNames=["kube-1-default-worker"])
+    assert template["LaunchTemplates"][0]["LatestVersionNumber"] == 2
+
+
+def test_template_cloudformation_rejects_is_an_error_naming_the_resource(clients):
+    body = QUEUE_TEMPLATE.format(name="!GetAtt Missing.Arn")
+    with pytest.raises(StackRejected) as info:
+        start(clients["cloudformation"], clients["s3"], queue_spec(body=body))
+    assert str(info.value) == (
+        "cluster c1: stack queues: CloudFormation rejected create: "
+        "Template error: instance of Fn::GetAtt references undefined resource Missing"
+    )
+    assert info.value.asl_name == "StackRejected"
+
+
+def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_update(clients):
+    cfn = clients["cloudformation"]
+    deploy(clients, queue_spec())
+    # moto never fails a resource by itself: record_failure writes CloudFormation's events (see its docstring).
+    start(cfn, clients["s3"], queue_spec(queue="q2"))
+    record_failure("queues", "UPDATE_ROLLBACK_COMPLETE", "Queue", "AWS::SQS::Queue", "an older failure")
+    start(cfn, clients["s3"], queue_spec(queue="q3"))
+    record_failure(
+        "queues",
+        "UPDATE_ROLLBACK_COMPLETE",
+        "Queue",
+        "AWS::SQS::Queue",
+        "Resource handler returned message: queue name q3 is taken",
+    )
+    state = check(cfn, "queues")
+    assert state.to_dict() == {
+        "stack_name": "queues",
+        "state": "failed",
+        "status": "UPDATE_ROLLBACK_COMPLETE",
+        "reason": "",
+        "failed_resource": "Queue",
+        "failed_resource_type": "AWS::SQS::Queue",
+        "failed_reason": "Resource handler returned message: queue name q3 is taken",
+    }
+    with pytest.raises(
+        StackFailed,
+        match=r"^cluster c1: stack queues: UPDATE_ROLLBACK_COMPLETE: resource Queue "
+        r"\(AWS::SQS::Queue\) UPDATE_FAILED: .*q3 is taken$",
+    ):
+        state.raise_if_failed("c1")
+    deploy(clients, queue_spec(queue="q4"))  # the next update succeeds
+    check(cfn, "queues").raise_if_failed("c1")
+
+
+def test_template_over_51200_bytes_goes_through_s3(clients):
+    clients["s3"].create_bucket(Bucket="templates", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    body = QUEUE_TEMPLATE.format(name="big") + f"Metadata:\n  Padding: {'x' * INLINE_LIMIT}\n"
+    spec = queue_spec(body=body)
+    assert deploy(clients, spec, template_bucket="templates") == "created"
+    key = f"{KEY_PREFIX}{hashlib.sha256(body.encode()).hexdigest()}.yaml"
+    assert clients["s3"].get_object(Bucket="templates", Key=key)["Body"].read() == body.encode()
+    assert clients["cloudformation"].get_template(StackName="queues")["TemplateBody"] == body
+    assert start(clients["cloudformation"], clients["s3"], spec, template_bucket="templates").action == "unchanged"
+
+
+def test_stack_in_progress_at_start_is_waited_on(clients):
+    cfn = clients["cloudformation"]
+    deploy(clients, queue_spec())
+    # moto completes every operation before the API call returns; its backend is the only way to show a stack
+    # that another execution (or a human) is still updating.
+    moto_stack("queues").status = "UPDATE_IN_PROGRESS"
+    result = start(cfn, clients["s3"], queue_spec(queue="q2"))
+    assert (result.action, result.status, result.next_step) == ("waiting", "UPDATE_IN_PROGRESS", "start")
+    assert check(cfn, "queues").state == "in_progress"
+    assert "q1" in cfn.get_template(StackName="queues")["TemplateBody"]  # nothing was submitted
+    moto_stack("queues").status = "UPDATE_COMPLETE"  # the other operation ends
+    assert start(cfn, clients["s3"], queue_spec(queue="q2")).action == "update_started"
+    assert "q2" in cfn.get_template(StackName="queues")["TemplateBody"]
+
+
+def test_termination_protection_is_turned_on_for_a_stack_created_without_it(clients, cfn_ops):
+    cfn = clients["cloudformation"]
+    spec = queue_spec()
+    cfn.create_stack(StackName="queues", TemplateBody=spec.body, Tags=spec.api_tags())  # as a migration finds it
+    assert start(cfn, clients["s3"], spec).action == "unchanged"
+    assert cfn.describe_stacks(StackName="queues")["Stacks"][0]["EnableTerminationProtection"] is True
+
+
+def test_check_of_a_stack_that_does_not_exist_is_deleted(clients):
+    assert check(clients["cloudformation"], "nothing").to_dict()["state"] == "deleted"
