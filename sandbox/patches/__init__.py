@@ -1,1 +1,17 @@
-"""Small, tested patches that fill moto 5.2.5's gaps for the sandbox (see DESIGN.md "The sandbox")."""
+"""Small, tested patches that fill moto 5.2.5's gaps for the sandbox (see DESIGN.md "The sandbox").
+
+Each module listed in ``PATCHES`` has an idempotent ``install()``. Importing this package imports nothing else
+(a Lambda child process starts from ``clm_sandbox.patches.lambda_runtime``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+PATCHES = ("lambda_invoke", "events_targets", "cfn_stepfunctions", "execution_names", "wait_scale", "codecommit")
+
+
+def apply_all() -> None:
+    """Install every patch in ``PATCHES`` into moto (calling it again changes nothing)."""
+    for name in PATCHES:
+        importlib.import_module(f"{__name__}.{name}").install()

@@ -1,0 +1,21 @@
+"""Replace an attribute of a class or module once, remembering what was there (what makes install() idempotent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ORIGINALS: dict[tuple[Any, str], Any] = {}
+
+
+def replace(owner: Any, name: str, replacement: Any) -> Any:
+    """Set ``owner.<name>`` to ``replacement`` unless done before; returns the original (raw, as in ``vars``)."""
+    key = (owner, name)
+    if key not in _ORIGINALS:
+        _ORIGINALS[key] = vars(owner)[name]
+        setattr(owner, name, replacement)
+    return _ORIGINALS[key]
+
+
+def original(owner: Any, name: str) -> Any:
+    """What ``owner.<name>`` was before :func:`replace`."""
+    return _ORIGINALS[(owner, name)]
