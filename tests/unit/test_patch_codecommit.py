@@ -26,11 +26,14 @@ from tests.conftest import REGION
 REPO = "cluster-config"
 
 
+SESSION = boto3.Session(region_name=REGION)  # shared by the tests, so that service models load once
+
+
 @pytest.fixture
 def cc(aws):
-    """A CodeCommit client on in-process moto with the patch and an empty repository REPO."""
+    """A CodeCommit client on in-process moto (`aws`) with the patch and an empty repository REPO."""
     codecommit.install()
-    client = aws.client("codecommit")
+    client = SESSION.client("codecommit")
     client.create_repository(repositoryName=REPO)
     return client
 
@@ -415,8 +418,8 @@ def test_get_blob(cc):
 # --- EventBridge --------------------------------------------------------------------------------
 
 
-def test_branch_changes_reach_eventbridge_rules(aws, cc):
-    sqs, events = aws.client("sqs"), aws.client("events")
+def test_branch_changes_reach_eventbridge_rules(cc):
+    sqs, events = SESSION.client("sqs"), SESSION.client("events")
     queue = sqs.create_queue(QueueName="config-changes")["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     events.put_rule(
