@@ -104,10 +104,7 @@ def create_commit(
     request = ChangeRequest(
         puts=tuple(_put_entry(entry) for entry in put_files or ()),
         deletes=tuple(normalize_path(entry.get("filePath"), "file path") for entry in delete_files or ()),
-        modes=tuple(
-            (normalize_path(entry.get("filePath"), "file path"), check_mode(entry.get("fileMode")) or "")
-            for entry in set_file_modes or ()
-        ),
+        modes=tuple(_mode_change(entry) for entry in set_file_modes or ()),
         keep_empty_folders=bool(keep_empty_folders),
     )
     update = git.commit_to(
@@ -135,6 +132,14 @@ def _put_entry(entry: Mapping[str, Any]) -> PutFile:
         source=normalize_path(source.get("filePath"), "source file path") if source else None,
         is_move=bool(source and source.get("isMove")),
     )
+
+
+def _mode_change(entry: Mapping[str, str]) -> tuple[str, str]:
+    path = normalize_path(entry.get("filePath"), "file path")
+    mode = check_mode(entry.get("fileMode"))
+    if mode is None:
+        raise CodeCommitError("FileModeRequiredException", f"{path}: a file mode is required.")
+    return path, mode
 
 
 def get_branch(self: CodeCommitBackend, repository_name: str, branch_name: str | None = None) -> dict[str, Any]:

@@ -12,14 +12,16 @@ import boto3
 import botocore.session
 import pytest
 from botocore.exceptions import ClientError
-from moto.codecommit.models import CodeCommitBackend
+from moto.codecommit.models import CodeCommitBackend, codecommit_backends
 from moto.codecommit.responses import CodeCommitResponse
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.utils import camelcase_to_underscores
 
 from clm_sandbox.moto_server import moto_server
 from clm_sandbox.patches import codecommit
 from clm_sandbox.patches._codecommit_backend import OPERATIONS
 from clm_sandbox.patches._codecommit_changes import EMPTY_BLOB, KEEP_FILE, MAX_FILE_ENTRIES
+from clm_sandbox.patches._codecommit_errors import CodeCommitError
 from clm_sandbox.patches._codecommit_git import FileEntry, Person, blob_id, folder_tree_ids, make_commit
 from tests.conftest import REGION
 
@@ -261,6 +263,17 @@ def test_create_commit_refuses_what_aws_refuses(cc, changes, code):
     head = seed(cc)["second"]
     assert error_code(cc.create_commit, branchName="main", parentCommitId=head, **changes) == code
     assert cc.get_branch(repositoryName=REPO, branchName="main")["branch"]["commitId"] == head
+
+
+def test_members_botocore_requires_are_checked_for_other_clients(cc):
+    head = seed(cc)["second"]
+    backend = codecommit_backends[DEFAULT_ACCOUNT_ID][REGION]
+    with pytest.raises(CodeCommitError) as caught:
+        backend.create_commit(REPO, "main", parent_commit_id=head, set_file_modes=[{"filePath": "README.md"}])
+    assert caught.value.error_type == "FileModeRequiredException"
+    with pytest.raises(CodeCommitError) as caught:
+        backend.get_branch(REPO)
+    assert caught.value.error_type == "BranchNameRequiredException"
 
 
 def test_branches_are_refs_to_commits(cc):
