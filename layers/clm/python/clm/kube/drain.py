@@ -145,7 +145,7 @@ class _Drainer:
         return _Blocked(pod, outcome.reason, pdb, any(b.settling for b in named))
 
     def force(self, observation: _Observation) -> bool:
-        """Force-delete the first blocked pod the force rules allow (the interval rule then stops the rest)."""
+        """Force-delete the blocked pods the force rules allow (after one, the interval rule stops the rest)."""
         namespace_pods: dict[str, list[Pod]] = {}
 
         def siblings(pod: Pod) -> list[Pod]:
@@ -156,6 +156,7 @@ class _Drainer:
             in_namespace = [b for b in observation.budgets if b.namespace == namespace]
             return siblings_of(pod, namespace_pods[namespace], in_namespace)
 
+        forced = False
         for blocked in [b for b in self.blocked if b.by_budget]:
             now = self.clock.now()
             decision = force_decision(
@@ -175,8 +176,8 @@ class _Drainer:
             self.blocked.remove(blocked)
             if delete_pod(self.kube, blocked.pod):
                 self.forced.append(pod_key(blocked.pod))
-            return True
-        return False
+            forced = True
+        return forced
 
     def next_step(self, observation: _Observation) -> tuple[float | None, int]:
         """When to act again within this pass (monotonic; None: not within it), and wait_seconds after it."""

@@ -1,0 +1,144 @@
+"""KubeClient over recorded API responses: JSON, typed errors, bounded retries, no credentials shown."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from clm.kube.client import KubeClient
+from clm.kube.errors import KubeApiError, KubeAuthError
+from clm.kube.transport import RawResponse, TransportFailure
+
+SECRET_TOKEN = "s3cr3t-token-value"
+
+
+def status_body(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A metav1.Status as the API server returns it for errors."""
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def response(status: int, body: Any, headers: dict[str, str] | None = None) -> RawResponse:
+    """A recorded response."""
+    return RawResponse(status, headers or {}, json.dumps(body).encode())
+
+
+class RecordedTransport:
+    """Answers requests from recorded responses keyed by (method, path); the last one of a key repeats."""
+
+    server = "https://api.example.org"
+
+    def __init__(self, recordings: dict[tuple[str, str], list[RawResponse | Exception]]):
+        self.recordings = {key: list(values) for key, values in recordings.items()}
+        self.calls: list[dict[str, Any]] = []
+
+    def send(self, method: str, path: str, query: list[tuple[str, str]], content_type: str, body: Any,
+             timeout: float) -> RawResponse:
+        self.calls.append({"method": method, "path": path, "query": dict(query), "content_type": content_type,
+                           "body": body})
+        answers = self.recordings.get((method, path))
+        if not answers:
+            return response(404, status_body(404, "NotFound", f"{path} not recorded"))
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def stream(self, path: str, query: list[tuple[str, str]], timeout: float) -> RawResponse:
+        raise AssertionError(f"no watch expected on {path}")
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def paths(self, method: str) -> list[str]:
+        """The paths requested with `method`, in order."""
+        return [call["path"] for call in self.calls if call["method"] == method]
+
+
+@pytest.fixture(autouse=True)
+def _no_sleep(monkeypatch):
+    monkeypatch.setattr("clm.kube.client.time.sleep", lambda _: None)
+
+
+def test_request_decodes_json_and_encodes_query():
+    transport = RecordedTransport({("GET", "/api/v1/pods"): [response(200, {"items": [{"a": 1}]})]})
+    client = KubeClient(transport, "c1")
+    assert client.request("GET", "/api/v1/pods", query={"fieldSelector": "spec.nodeName=n1", "watch": False,
+                                                        "limit": None}) == {"items": [{"a": 1}]}
+    assert transport.calls[0]["query"] == {"fieldSelector": "spec.nodeName=n1", "watch": "false"}
+
+
+def test_transient_statuses_are_retried_then_succeed():
+    transport = RecordedTransport({("GET", "/x"): [
+        response(503, status_body(503, "ServiceUnavailable", "etcd leader changed")),
+        TransportFailure("connection reset"),
+        response(429, status_body(429, "TooManyRequests", "slow down"), {"retry-after": "1"}),
+        response(200, {"ok": True}),
+    ]})
+    assert KubeClient(transport).request("GET", "/x") == {"ok": True}
+    assert len(transport.calls) == 4
+
+
+def test_retries_are_bounded_and_the_error_names_cluster_method_path_and_reason():
+    transport = RecordedTransport({("GET", "/x"): [response(500, status_body(500, "InternalError", "boom"))]})
+    with pytest.raises(KubeApiError) as caught:
+        KubeClient(transport, "aws:1:eu-central-1:kube-1").request("GET", "/x", retries=2)
+    assert len(transport.calls) == 3
+    assert str(caught.value) == "cluster aws:1:eu-central-1:kube-1: GET /x: 500 boom"
+    assert caught.value.status == 500 and caught.value.asl_name == "KubeApiError"
+
+
+def test_permanent_errors_are_not_retried():
+    transport = RecordedTransport({("PATCH", "/x"): [response(422, status_body(422, "Invalid", "spec.replicas: bad"))]})
+    with pytest.raises(KubeApiError, match="422 spec.replicas: bad"):
+        KubeClient(transport).request("PATCH", "/x", body={})
+    assert len(transport.calls) == 1
+
+
+def test_unauthorized_is_an_auth_error_without_the_token():
+    transport = RecordedTransport({("GET", "/version"): [response(401, status_body(401, "Unauthorized",
+                                                                                   "Unauthorized"))]})
+    with pytest.raises(KubeAuthError) as caught:
+        KubeClient(transport, "c1").request("GET", "/version")
+    assert "refused the credentials" in str(caught.value)
+    assert len(transport.calls) == 1
+
+
+def test_get_returns_none_for_not_found():
+    assert KubeClient(RecordedTransport({})).get("/api/v1/nodes/gone") is None
+
+
+def test_token_client_never_shows_the_token(tmp_path):
+    client = KubeClient.from_token("https://127.0.0.1:6443", SECRET_TOKEN, None, "c1")
+    try:
+        assert SECRET_TOKEN not in repr(client)
+        assert SECRET_TOKEN not in repr(client.transport)
+        with pytest.raises(KubeApiError) as caught:  # nothing listens there
+            client.request("GET", "/version", retries=0, timeout=2)
+        assert SECRET_TOKEN not in str(caught.value)
+        assert caught.value.status == 0
+    finally:
+        client.close()
+
+
+def test_callable_token_is_asked_for_each_request():
+    tokens = iter(["t1", "t2", "t3"])
+    client = KubeClient.from_token("https://127.0.0.1:6443", lambda: next(tokens))
+    configuration = client.transport.api_client.configuration
+    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer t2"
+    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer t3"
+
+
+def test_kubeconfig_errors_name_the_file_not_its_content(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"apiVersion: v1\nusers: [{{name: u, user: {{token: {SECRET_TOKEN}}}}}]\n")
+    with pytest.raises(KubeAuthError) as caught:
+        KubeClient.from_kubeconfig(path, cluster_id="c1")
+    assert str(path) in str(caught.value) and SECRET_TOKEN not in str(caught.value)
+    with pytest.raises(KubeAuthError, match="unreadable"):
+        KubeClient.from_kubeconfig(tmp_path / "missing")
