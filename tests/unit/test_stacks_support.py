@@ -77,14 +77,15 @@ def record_failure(
 
 
 class Clients(dict[str, Any]):
-    """boto3 clients of one session, created on first use (creating one takes a few hundred ms)."""
+    """boto3 clients of one session and region, created on first use (creating one takes a few hundred ms)."""
 
-    def __init__(self, session: boto3.Session):
+    def __init__(self, session: boto3.Session, region: str | None = None):
         super().__init__()
         self.session = session
+        self.region = region or session.region_name
 
     def __missing__(self, service: str) -> Any:
-        self[service] = client = self.session.client(service)
+        self[service] = client = self.session.client(service, region_name=self.region)
         return client
 
 
