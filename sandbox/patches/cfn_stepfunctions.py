@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import yaml
@@ -137,13 +138,14 @@ def _create(
 
     properties = cloudformation_json["Properties"]
     name = properties.get("StateMachineName", resource_name)
-    return _backend(account_id, region_name).create_state_machine(
-        name,
-        definition(properties, account_id, region_name, name),
-        properties.get("RoleArn", ""),
-        tags=cfn_to_api_tags(properties.get("Tags", [])),
-        sm_type=properties.get("StateMachineType"),
-    )
+    with _stack_error(name):
+        return _backend(account_id, region_name).create_state_machine(
+            name,
+            definition(properties, account_id, region_name, name),
+            properties.get("RoleArn", ""),
+            tags=cfn_to_api_tags(properties.get("Tags", [])),
+            sm_type=properties.get("StateMachineType"),
+        )
 
 
 def _update(
@@ -163,14 +165,32 @@ def _update(
         _delete(cls, original_resource.arn, cloudformation_json, account_id, region_name)
         return replacement
     backend = _backend(account_id, region_name)
-    state_machine = backend.update_state_machine(
-        original_resource.arn,
-        definition=definition(properties, account_id, region_name, name),
-        role_arn=properties.get("RoleArn"),
-    )
+    with _stack_error(name):
+        state_machine = backend.update_state_machine(
+            original_resource.arn,
+            definition=definition(properties, account_id, region_name, name),
+            role_arn=properties.get("RoleArn"),
+        )
     backend.tagger.tag_resource(state_machine.arn, cfn_to_api_tags(properties.get("Tags", [])))
     return state_machine
 
 
 def _delete(cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str) -> None:
     _backend(account_id, region_name).delete_state_machine(resource_name)
+
+
+@contextmanager
+def _stack_error(name: str) -> Iterator[None]:
+    """A bad definition fails the stack operation with CloudFormation's ValidationError naming the state machine.
+
+    (moto would leak Step Functions' JSON error through CloudFormation's XML API.)
+    """
+    from moto.cloudformation.exceptions import ValidationError
+    from moto.stepfunctions.parser.api import InvalidDefinition
+
+    try:
+        yield
+    except DefinitionError as exc:
+        raise ValidationError(message=str(exc)) from exc
+    except InvalidDefinition as exc:
+        raise ValidationError(message=f"state machine {name}: invalid definition: {exc.message}") from exc

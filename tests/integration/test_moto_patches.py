@@ -231,7 +231,9 @@ def test_failing_handler_is_retried_then_caught_by_its_class_name(
 ) -> None:
     wait_scale(0.01)
     machine = create_state_machine(local, "flaky", workflow(deploy_recorder(local, "flaky"), retries=2))
-    assert_retried_then_caught(local, run_workflow(local, machine, "sad", fail=True, pause=0), "sad", attempts=3)
+    execution = run_workflow(local, machine, "sad", fail=True, pause=0)
+    assert_retried_then_caught(local, execution, "sad", attempts=3)
+    assert (execution["stopDate"] - execution["startDate"]).total_seconds() < 1.5  # 2 x 1 s retry interval, scaled
 
 
 def test_workflow_with_handlers_in_child_processes_of_the_moto_server(moto_endpoint: str) -> None:
