@@ -22,24 +22,37 @@ CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 
 def presigned_url(token: str) -> str:
     assert token.startswith(EKS_TOKEN_PREFIX)
-    encoded = token[len(EKS_TOKEN_PREFIX):]
+    encoded = token[len(EKS_TOKEN_PREFIX) :]
     assert "=" not in encoded and "+" not in encoded and "/" not in encoded  # base64url without padding
     return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
 
 
 def cluster(**config_items: str) -> Cluster:
-    return Cluster(id="aws:123456789012:eu-central-1:kube-1", local_id="kube-1",
-                   infrastructure_account="aws:123456789012", region="eu-central-1", provider="zalando-aws",
-                   api_server_url="https://kube-1.example.org", config_items=dict(config_items))
+    return Cluster(
+        id="aws:123456789012:eu-central-1:kube-1",
+        local_id="kube-1",
+        infrastructure_account="aws:123456789012",
+        region="eu-central-1",
+        provider="zalando-aws",
+        api_server_url="https://kube-1.example.org",
+        config_items=dict(config_items),
+    )
 
 
 def kubeconfig(server: str = "https://kube-1.example.org") -> dict:
-    return {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "k", "cluster": {"server": server,
-                                                   "certificate-authority-data": base64.b64encode(
-                                                       CA_PEM.encode()).decode()}}],
-            "users": [{"name": "u", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [
+            {
+                "name": "k",
+                "cluster": {"server": server, "certificate-authority-data": base64.b64encode(CA_PEM.encode()).decode()},
+            }
+        ],
+        "users": [{"name": "u", "user": {"token": TOKEN}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }
 
 
 def test_eks_token_is_a_presigned_regional_get_caller_identity_signing_the_cluster_header(aws):
@@ -65,12 +78,15 @@ def test_eks_token_source_reuses_a_token_briefly_and_hides_it(aws, monkeypatch):
     assert presigned_url(source()).startswith("https://sts.eu-central-1.amazonaws.com/")
 
 
-@pytest.mark.parametrize(("secret", "expected"), [
-    (yaml.safe_dump(kubeconfig()), "kubeconfig"),
-    (json.dumps(kubeconfig()), "kubeconfig"),
-    (f"{TOKEN}\n", "token"),
-    (json.dumps({"token": TOKEN}), "token"),
-])
+@pytest.mark.parametrize(
+    ("secret", "expected"),
+    [
+        (yaml.safe_dump(kubeconfig()), "kubeconfig"),
+        (json.dumps(kubeconfig()), "kubeconfig"),
+        (f"{TOKEN}\n", "token"),
+        (json.dumps({"token": TOKEN}), "token"),
+    ],
+)
 def test_secret_holds_a_kubeconfig_or_a_token(aws, secret, expected):
     aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=secret)
     credentials = read_secret_credentials(aws, "clm/kube-1")

@@ -22,21 +22,39 @@ def _decision(*, drain_start=NOW - 7 * H, last_forced=None, pod_created=OLD, sib
     return force_decision(pod, SETTINGS, NOW, drain_start, last_forced, lambda: list(siblings))
 
 
-@pytest.mark.parametrize(("case", "kwargs", "allowed", "blocking_rule", "not_before"), [
-    ("all rules allow", {}, True, None, None),
-    ("drain grace period not over", {"drain_start": NOW - 5 * H}, False, "drain grace period 6h", NOW + H),
-    ("grace period just over", {"drain_start": NOW - 6 * H}, True, None, None),
-    ("forced recently", {"last_forced": NOW - 2 * M}, False, "force-evict interval 5m", NOW + 3 * M),
-    ("forced long ago", {"last_forced": NOW - 6 * M}, True, None, None),
-    ("pod too young", {"pod_created": NOW - 71 * H}, False, "minimum pod lifetime 72h", NOW + H),
-    ("healthy sibling too young", {"siblings": [make_pod("s", created=NOW - 30 * M)]}, False,
-     "healthy sibling app/s younger than 1h", NOW + 30 * M),
-    ("healthy sibling old enough", {"siblings": [make_pod("s", created=NOW - 2 * H)]}, True, None, None),
-    ("unhealthy sibling too young", {"siblings": [make_pod("s", created=NOW - 2 * H, ready=False)]}, False,
-     "unhealthy sibling app/s younger than 6h", NOW + 4 * H),
-    ("unhealthy sibling old enough", {"siblings": [make_pod("s", created=NOW - 7 * H, ready=False)]}, True, None,
-     None),
-])
+@pytest.mark.parametrize(
+    ("case", "kwargs", "allowed", "blocking_rule", "not_before"),
+    [
+        ("all rules allow", {}, True, None, None),
+        ("drain grace period not over", {"drain_start": NOW - 5 * H}, False, "drain grace period 6h", NOW + H),
+        ("grace period just over", {"drain_start": NOW - 6 * H}, True, None, None),
+        ("forced recently", {"last_forced": NOW - 2 * M}, False, "force-evict interval 5m", NOW + 3 * M),
+        ("forced long ago", {"last_forced": NOW - 6 * M}, True, None, None),
+        ("pod too young", {"pod_created": NOW - 71 * H}, False, "minimum pod lifetime 72h", NOW + H),
+        (
+            "healthy sibling too young",
+            {"siblings": [make_pod("s", created=NOW - 30 * M)]},
+            False,
+            "healthy sibling app/s younger than 1h",
+            NOW + 30 * M,
+        ),
+        ("healthy sibling old enough", {"siblings": [make_pod("s", created=NOW - 2 * H)]}, True, None, None),
+        (
+            "unhealthy sibling too young",
+            {"siblings": [make_pod("s", created=NOW - 2 * H, ready=False)]},
+            False,
+            "unhealthy sibling app/s younger than 6h",
+            NOW + 4 * H,
+        ),
+        (
+            "unhealthy sibling old enough",
+            {"siblings": [make_pod("s", created=NOW - 7 * H, ready=False)]},
+            True,
+            None,
+            None,
+        ),
+    ],
+)
 def test_force_rules_table(case, kwargs, allowed, blocking_rule, not_before):
     decision = _decision(**kwargs)
     assert decision.allowed is allowed, case
@@ -64,8 +82,11 @@ def test_siblings_are_pods_of_the_namespace_covered_by_a_budget_covering_the_pod
     same_app = make_pod("web-2", labels={"app": "web"})
     same_tier = make_pod("api-1", labels={"app": "api", "tier": "front"})
     unrelated = make_pod("db-1", labels={"app": "db"})
-    budgets = [make_pdb("web", {"matchLabels": {"app": "web"}}), make_pdb("front", {"matchLabels": {"tier": "front"}}),
-               make_pdb("db", {"matchLabels": {"app": "db"}})]
+    budgets = [
+        make_pdb("web", {"matchLabels": {"app": "web"}}),
+        make_pdb("front", {"matchLabels": {"tier": "front"}}),
+        make_pdb("db", {"matchLabels": {"app": "db"}}),
+    ]
     found = siblings_of(victim, [victim, same_app, same_tier, unrelated], budgets)
     assert [p["metadata"]["name"] for p in found] == ["web-2", "api-1"]
     assert siblings_of(make_pod("lonely", labels={"app": "x"}), [victim, same_app], budgets) == []

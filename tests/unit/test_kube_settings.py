@@ -10,10 +10,24 @@ from clm.errors import ValidationError
 from clm.kube.settings import DrainSettings, format_duration, parse_duration
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("6h", 21600), ("72h", 259200), ("5m", 300), ("30s", 30), ("1h30m", 5400), ("1.5h", 5400),
-    ("250ms", 0.25), ("0", 0), ("0s", 0), (" 2m ", 120), ("1h0m10s", 3610), ("10us", 1e-5), ("3ns", 3e-9),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("6h", 21600),
+        ("72h", 259200),
+        ("5m", 300),
+        ("30s", 30),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("250ms", 0.25),
+        ("0", 0),
+        ("0s", 0),
+        (" 2m ", 120),
+        ("1h0m10s", 3610),
+        ("10us", 1e-5),
+        ("3ns", 3e-9),
+    ],
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -31,14 +45,20 @@ def test_format_and_parse_round_trip(seconds):
 
 def test_defaults_are_clms():
     settings = DrainSettings.from_config_items({})
-    assert settings == DrainSettings(grace_period=6 * 3600, min_pod_lifetime=72 * 3600,
-                                     min_healthy_sibling_lifetime=3600, min_unhealthy_sibling_lifetime=6 * 3600,
-                                     force_evict_interval=300, poll_interval=30)
+    assert settings == DrainSettings(
+        grace_period=6 * 3600,
+        min_pod_lifetime=72 * 3600,
+        min_healthy_sibling_lifetime=3600,
+        min_unhealthy_sibling_lifetime=6 * 3600,
+        force_evict_interval=300,
+        poll_interval=30,
+    )
 
 
 def test_config_items_override_defaults():
-    settings = DrainSettings.from_config_items({"drain_grace_period": "2s", "drain_force_evict_interval": "1m",
-                                                "unrelated": "x"})
+    settings = DrainSettings.from_config_items(
+        {"drain_grace_period": "2s", "drain_force_evict_interval": "1m", "unrelated": "x"}
+    )
     assert (settings.grace_period, settings.force_evict_interval, settings.poll_interval) == (2, 60, 30)
 
 

@@ -86,7 +86,7 @@ class _Applier:
         self.dry_run = dry_run
         self.crd_timeout = crd_timeout
         self.report = ApplyReport(dry_run)
-        self.new_api_versions: set[str] = set()  # served by CRDs this run established
+        self.new_kinds: set[tuple[str, str]] = set()  # (apiVersion, kind) of CRDs this run established
         self.pending_kinds: set[tuple[str, str]] = set()  # dry run: defined by CRDs not installed yet
         self.pending_namespaces: set[str] = set()  # dry run: Namespaces not created yet
 
@@ -95,7 +95,7 @@ class _Applier:
         discovery = self.kube.discovery
         found = discovery.resource(api_version, kind)
         deadline = time.monotonic() + DISCOVERY_SETTLE
-        while found is None and api_version in self.new_api_versions and time.monotonic() < deadline:
+        while found is None and (api_version, kind) in self.new_kinds and time.monotonic() < deadline:
             time.sleep(0.1)
             discovery.forget(api_version)
             found = discovery.resource(api_version, kind)
@@ -149,9 +149,10 @@ class _Applier:
                 self.pending_kinds.add(crd_kind(manifest.body))
             return
         wait_established(self.kube, manifest.name, self.crd_timeout, _where(manifest))
+        kind = crd_kind(manifest.body)[1]
         for api_version in crd_api_versions(manifest.body):
             self.kube.discovery.forget(api_version)
-            self.new_api_versions.add(api_version)
+            self.new_kinds.add((api_version, kind))
 
 
 def apply_manifests(

@@ -43,8 +43,13 @@ class KubeApiError(KubeError):
 
     @property
     def transient(self) -> bool:
-        """Whether retrying the same request later may succeed (throttling, server or network trouble)."""
-        return self.status in (0, 429, 500, 502, 503, 504)
+        """Whether retrying the same request later may succeed: network trouble, throttling, an unavailable
+        server, or a 500 the server marks as a timeout or retryable (other 500s are bugs or bad input)."""
+        if self.status == 500:
+            return self.body.get("reason") in ("ServerTimeout", "Timeout") or bool(
+                (self.body.get("details") or {}).get("retryAfterSeconds")
+            )
+        return self.status in (0, 429, 502, 503, 504)
 
 
 class UnknownKindError(KubeError):
