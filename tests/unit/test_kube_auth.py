@@ -142,7 +142,7 @@ def test_connect_eks_uses_iam_tokens_for_the_named_cluster(aws):
 
 
 def test_connect_eks_without_ca_asks_eks_and_names_the_cluster_when_it_is_missing(aws):
-    with pytest.raises(KubeAuthError, match="EKS cluster kube-1 .*eks_cluster_name.* cannot be described"):
+    with pytest.raises(KubeAuthError, match=r"EKS cluster kube-1 .*eks_cluster_name.* cannot be described"):
         connect_cluster(cluster(), aws)
 
 
