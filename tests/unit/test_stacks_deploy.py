@@ -152,6 +152,16 @@ def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_
     check(cfn, "queues").raise_if_failed("c1")
 
 
+def test_failure_of_the_stack_itself_is_reported_when_no_resource_failed(clients):
+    deploy(clients, queue_spec())
+    record_failure("queues", "ROLLBACK_COMPLETE", "", "", "No export named kube-1-subnets found. Rollback requested.")
+    failure = check(clients["cloudformation"], "queues").failure
+    assert failure.describe() == (
+        "resource queues (AWS::CloudFormation::Stack) ROLLBACK_IN_PROGRESS: "
+        "No export named kube-1-subnets found. Rollback requested."
+    )
+
+
 def test_template_over_51200_bytes_goes_through_s3(clients):
     clients["s3"].create_bucket(Bucket="templates", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
     body = QUEUE_TEMPLATE.format(name="big") + f"Metadata:\n  Padding: {'x' * INLINE_LIMIT}\n"

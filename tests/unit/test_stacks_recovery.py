@@ -65,6 +65,16 @@ def test_update_rollback_failed_gets_continue_update_rollback(clients, cfn_ops):
     assert check(cfn, "queues").status == "UPDATE_ROLLBACK_COMPLETE"
 
 
+def test_a_continued_rollback_that_fails_again_needs_a_human(clients, cfn_ops):
+    cfn = clients["cloudformation"]
+    start(cfn, clients["s3"], queue_spec())
+    record_failure("queues", "UPDATE_ROLLBACK_FAILED", "Queue", "AWS::SQS::Queue", "queue is being deleted")
+    assert start(cfn, clients["s3"], queue_spec()).action == "rollback_continued"
+    record_failure("queues", "UPDATE_ROLLBACK_FAILED", "Queue", "AWS::SQS::Queue", "queue is still being deleted")
+    with pytest.raises(StackNeedsAttention, match=r"UPDATE_ROLLBACK_FAILED: resource Queue .*queue is being deleted"):
+        start(cfn, clients["s3"], queue_spec())
+
+
 @pytest.mark.parametrize("status", ["ROLLBACK_FAILED", "DELETE_FAILED", "REVIEW_IN_PROGRESS"])
 def test_states_clm_does_not_repair_need_a_human(clients, status):
     cfn = clients["cloudformation"]

@@ -50,7 +50,8 @@ def moto_stack(name: str, region: str = "eu-central-1") -> Stack:
 def record_failure(
     name: str, final_status: str, resource: str, resource_type: str, reason: str, region: str = "eu-central-1"
 ) -> None:
-    """Give a stack the events and final status CloudFormation writes when a resource fails.
+    """Give a stack the events and final status CloudFormation writes when a resource (or, with resource "",
+    the stack itself) fails.
 
     moto creates and updates synchronously and never records a failed resource: an error while creating a
     resource fails the API call and leaves the stack CREATE_IN_PROGRESS. Only moto's backend can show
@@ -58,21 +59,20 @@ def record_failure(
     """
     stack = moto_stack(name, region)
     operation = "CREATE" if final_status.startswith("ROLLBACK") else "UPDATE"
-    for logical_id, kind, status, why in (
-        (resource, resource_type, f"{operation}_FAILED", reason),
+    rollback = "ROLLBACK" if operation == "CREATE" else "UPDATE_ROLLBACK"
+    events = [(resource, resource_type, f"{operation}_FAILED", reason)] if resource else []
+    events += [
         (
             name,
             STACK_TYPE,
-            f"{'ROLLBACK' if operation == 'CREATE' else 'UPDATE_ROLLBACK'}_IN_PROGRESS",
-            f"The following resource(s) failed to {operation.lower()}: [{resource}].",
+            f"{rollback}_IN_PROGRESS",
+            f"The following resource(s) failed to {operation.lower()}: [{resource}]." if resource else reason,
         ),
         (name, STACK_TYPE, final_status, None),
-    ):
-        stack.events.append(
-            Event(
-                stack.stack_id, name, logical_id, stack.stack_id if kind == STACK_TYPE else "", kind, status, why, None
-            )
-        )
+    ]
+    for logical_id, kind, status, why in events:
+        physical_id = stack.stack_id if kind == STACK_TYPE else ""
+        stack.events.append(Event(stack.stack_id, name, logical_id, physical_id, kind, status, why, None))
     stack.status = final_status
 
 

@@ -1,8 +1,10 @@
-"""The first failed resource of a stack's latest operation, read from its events."""
+"""The first failure of a stack's latest operation, read from its events."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 STACK_TYPE = "AWS::CloudFormation::Stack"
@@ -13,7 +15,7 @@ MAX_EVENT_PAGES = 10  # bounds the Lambda time on stacks with a long history
 
 @dataclass(frozen=True)
 class Failure:
-    """A resource that failed: logical id, type, status and CloudFormation's reason."""
+    """A failed resource (or the stack itself): logical id, type, status and CloudFormation's reason."""
 
     resource: str
     resource_type: str
@@ -24,36 +26,50 @@ class Failure:
         """`resource X (Type) CREATE_FAILED: reason`."""
         return f"resource {self.resource} ({self.resource_type}) {self.status}: {self.reason}"
 
-    def to_dict(self) -> dict[str, str]:
-        """Plain dict for Step Functions payloads."""
-        return asdict(self)
-
 
 def first_failure(cfn: Any, stack: dict[str, Any]) -> Failure | None:
-    """The oldest failed resource event of the stack's latest operation, or None when no resource failed.
+    """The first failure of the stack's latest operation, or None when nothing failed.
 
-    `stack` is the stack as describe_stacks returns it.
+    That is the oldest failed resource; when no resource failed, the stack's own reason for failing or rolling
+    back (a missing export, for one). `stack` is the stack as describe_stacks returns it.
     """
-    found: Failure | None = None
-    stack_name = stack["StackName"]
+    resource_failure = stack_failure = None
+    for event in _latest_operation(cfn, stack):  # newest first, so the last match is the oldest
+        status, reason = event.get("ResourceStatus", ""), event.get("ResourceStatusReason", "")
+        failing = status.endswith("_FAILED")
+        if not _is_stack_itself(event, stack["StackName"]):
+            resource_failure = _failure(event) if failing else resource_failure
+        elif reason and (failing or status.endswith("ROLLBACK_IN_PROGRESS")):
+            stack_failure = _failure(event)
+    return resource_failure or stack_failure
+
+
+def stack_status_count(cfn: Any, stack: dict[str, Any], status: str) -> int:
+    """How often the stack itself reached `status` since its latest operation started."""
+    return sum(
+        1
+        for event in _latest_operation(cfn, stack)
+        if _is_stack_itself(event, stack["StackName"]) and event.get("ResourceStatus") == status
+    )
+
+
+def _latest_operation(cfn: Any, stack: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The stack's events since its latest operation started, newest first."""
     pages = cfn.get_paginator("describe_stack_events").paginate(StackName=stack["StackId"])
-    for number, page in enumerate(pages):
-        for event in page["StackEvents"]:  # newest first
-            status = event.get("ResourceStatus", "")
-            if _is_stack_itself(event, stack_name):
-                if status in OPERATION_STARTS:
-                    return found
-                continue
-            if status.endswith("_FAILED"):
-                found = Failure(
-                    resource=event["LogicalResourceId"],
-                    resource_type=event.get("ResourceType", ""),
-                    status=status,
-                    reason=event.get("ResourceStatusReason", ""),
-                )
-        if number + 1 >= MAX_EVENT_PAGES:
-            break
-    return found
+    for page in itertools.islice(pages, MAX_EVENT_PAGES):
+        for event in page["StackEvents"]:
+            if _is_stack_itself(event, stack["StackName"]) and event.get("ResourceStatus") in OPERATION_STARTS:
+                return
+            yield event
+
+
+def _failure(event: dict[str, Any]) -> Failure:
+    return Failure(
+        resource=event["LogicalResourceId"],
+        resource_type=event.get("ResourceType", ""),
+        status=event.get("ResourceStatus", ""),
+        reason=event.get("ResourceStatusReason", ""),
+    )
 
 
 def _is_stack_itself(event: dict[str, Any], stack_name: str) -> bool:

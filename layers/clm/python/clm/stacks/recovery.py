@@ -1,8 +1,9 @@
 """What `start` does with a stack left broken by an earlier run.
 
 A node-pool stack in ROLLBACK_COMPLETE (its create failed) is deleted and created again on the next call;
-UPDATE_ROLLBACK_FAILED gets continue_update_rollback. Anything else, the cluster stack in ROLLBACK_COMPLETE
-included, is reported for a human.
+UPDATE_ROLLBACK_FAILED gets continue_update_rollback, once per failed update (when the continued rollback
+fails too, the stack is UPDATE_ROLLBACK_FAILED a second time). Anything else, the cluster stack in
+ROLLBACK_COMPLETE included, is reported for a human.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from botocore.exceptions import ClientError
 from clm.stacks.cfn import error_message
 from clm.stacks.delete import start_delete
 from clm.stacks.errors import ClusterStackRolledBack, StackNeedsAttention, StackRejected
-from clm.stacks.events import first_failure
+from clm.stacks.events import first_failure, stack_status_count
 from clm.stacks.results import StartResult
 from clm.stacks.spec import StackSpec
 from clm.stacks.status import ROLLBACK_FAILED_UPDATE, ROLLED_BACK_CREATE
@@ -26,7 +27,7 @@ def recover(cfn: Any, spec: StackSpec, stack: dict[str, Any]) -> StartResult:
     if status == ROLLED_BACK_CREATE and spec.node_pool is not None:
         start_delete(cfn, spec.name, spec.cluster_id)
         return StartResult(spec.name, "recreating", status, stack["StackId"])
-    if status == ROLLBACK_FAILED_UPDATE:
+    if status == ROLLBACK_FAILED_UPDATE and stack_status_count(cfn, stack, status) < 2:
         try:
             cfn.continue_update_rollback(StackName=stack["StackId"])
         except ClientError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from clm.stacks.errors import StackFailed
@@ -42,13 +42,7 @@ class StartResult:
 
     def to_dict(self) -> dict[str, str]:
         """Plain dict for Step Functions payloads."""
-        return {
-            "stack_name": self.stack_name,
-            "action": self.action,
-            "status": self.status,
-            "stack_id": self.stack_id,
-            "next_step": self.next_step,
-        }
+        return {**asdict(self), "next_step": self.next_step}
 
 
 @dataclass(frozen=True)
@@ -66,12 +60,7 @@ class DeleteResult:
 
     def to_dict(self) -> dict[str, str]:
         """Plain dict for Step Functions payloads."""
-        return {
-            "stack_name": self.stack_name,
-            "action": self.action,
-            "status": self.status,
-            "next_step": self.next_step,
-        }
+        return {**asdict(self), "next_step": self.next_step}
 
 
 @dataclass(frozen=True)
