@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,7 +46,8 @@ def definition(properties: Mapping[str, Any], account_id: str, region: str, reso
     if "DefinitionString" in properties:
         return substitute(properties["DefinitionString"], substitutions)
     if "Definition" in properties:
-        return substitute(json.dumps(_restore_nulls(properties["Definition"])), substitutions)
+        restored = _map_scalars(properties["Definition"], lambda value: None if value == _NULL else value)
+        return substitute(json.dumps(restored), substitutions)
     if "DefinitionS3Location" in properties:
         location = properties["DefinitionS3Location"]
         text, where = _s3_text(location, account_id, region, resource)
@@ -100,29 +101,19 @@ def _parse_resource(resource_json: dict[str, Any], resources_map: Any) -> Any:
 
     properties = resource_json.get("Properties") or {}
     if resource_json.get("Type") == RESOURCE_TYPE and "Definition" in properties:
-        protected = {**properties, "Definition": _protect_nulls(properties["Definition"])}
+        nulls_kept = _map_scalars(properties["Definition"], lambda value: _NULL if value is None else value)
+        protected = {**properties, "Definition": nulls_kept}
         resource_json = {**resource_json, "Properties": protected}
     return original(parsing, "parse_resource")(resource_json, resources_map)
 
 
-def _protect_nulls(value: Any) -> Any:
-    if value is None:
-        return _NULL
+def _map_scalars(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``value`` with ``convert`` applied to every scalar inside its dicts and lists."""
     if isinstance(value, dict):
-        return {key: _protect_nulls(item) for key, item in value.items()}
+        return {key: _map_scalars(item, convert) for key, item in value.items()}
     if isinstance(value, list):
-        return [_protect_nulls(item) for item in value]
-    return value
-
-
-def _restore_nulls(value: Any) -> Any:
-    if value == _NULL:
-        return None
-    if isinstance(value, dict):
-        return {key: _restore_nulls(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_restore_nulls(item) for item in value]
-    return value
+        return [_map_scalars(item, convert) for item in value]
+    return convert(value)
 
 
 def _backend(account_id: str, region: str) -> Any:

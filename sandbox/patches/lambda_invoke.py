@@ -19,42 +19,25 @@ name>, "errorMessage", "stackTrace"}``, so Step Functions' Retry/Catch match the
 from __future__ import annotations
 
 import base64
-import hashlib
+import dataclasses
 import json
 import os
-import subprocess
-import sys
-import threading
 import time
-import types
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from clm_sandbox.patches import lambda_runtime
+from clm_sandbox.patches._lambda_child import run_child
 from clm_sandbox.patches._lambda_code import FunctionCode, FunctionCodeError, unpack
+from clm_sandbox.patches._lambda_inprocess import run_here
 from clm_sandbox.patches._patching import replace
+from clm_sandbox.patches.lambda_runtime import Invocation
 
 MODE_ENV = "CLM_SANDBOX_LAMBDA_MODE"
 MODES = ("inprocess", "subprocess")
-INIT_ALLOWANCE_SECONDS = 10.0  # Lambda's init phase limit, on top of the function's timeout
 LOG_RESULT_BYTES = 4096  # what x-amz-log-result carries: the last 4 KB of the log
 SANDBOX_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sandbox", "AWS_SECRET_ACCESS_KEY": "sandbox"}
 
 _mode: str | None = None
-_inprocess_lock = threading.RLock()
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """The outcome of one call: response payload, whether it is a function error, and the log text."""
-
-    payload: bytes
-    failed: bool
-    log: str
 
 
 def install() -> None:
@@ -90,7 +73,7 @@ def run(function: Any, event: Any) -> Invocation:
     except FunctionCodeError as exc:
         raise _client_error(str(exc)) from exc
     request_id = str(uuid.uuid4())
-    endpoint = None if botocore_stubber.enabled else moto_endpoint()
+    endpoint = None if botocore_stubber.enabled else server_endpoint()
     env = lambda_environment(function, code, request_id, endpoint)
     started = time.monotonic()
     if mode() == "subprocess":
@@ -99,18 +82,18 @@ def run(function: Any, event: Any) -> Invocation:
                 f"Lambda function {function.function_name}: subprocess mode needs moto running as a server "
                 "(a child process cannot reach in-process mock_aws)"
             )
-        payload, failed, output = _run_child(function, code, env, event, request_id)
+        outcome = run_child(function, code, env, event, request_id)
     else:
-        payload, failed, output = _run_here(function, code, env, event, request_id)
+        outcome = run_here(function, code, env, event, request_id)
     duration_ms = (time.monotonic() - started) * 1000
     log = (
-        f"START RequestId: {request_id} Version: {function.version}\n{output}"
+        f"START RequestId: {request_id} Version: {function.version}\n{outcome.log}"
         f"END RequestId: {request_id}\nREPORT RequestId: {request_id}\tDuration: {duration_ms:.2f} ms\n"
     )
-    return Invocation(payload=payload, failed=failed, log=log)
+    return dataclasses.replace(outcome, log=log)
 
 
-def moto_endpoint() -> str:
+def server_endpoint() -> str:
     """This process's moto server, as moto itself addresses it (``MOTO_PORT``)."""
     from moto import settings
 
@@ -172,90 +155,3 @@ def _client_error(message: str, code: str = "ServiceException") -> Exception:
     from moto.awslambda.exceptions import LambdaClientError
 
     return LambdaClientError(code, message)
-
-
-def _run_here(
-    function: Any, code: FunctionCode, env: dict[str, str], event: Any, request_id: str
-) -> tuple[bytes, bool, str]:
-    with _inprocess_lock, _environment(env), _import_paths(code.import_paths):
-        try:
-            handler = lambda_runtime.load_handler(function.handler, package=_package_for(function, code))
-        except lambda_runtime.HandlerError as exc:
-            return lambda_runtime.failure(exc, request_id), True, f"{exc.error_type}: {exc}\n"
-        context = lambda_runtime.context_from_environment(request_id, function.function_arn, float(function.timeout))
-        payload, failed = lambda_runtime.invoke(handler, event, context)
-    return payload, failed, (payload.decode() + "\n") if failed else ""
-
-
-def _package_for(function: Any, code: FunctionCode) -> str:
-    """A package whose path is the function's root, named after the function, its code and its configuration."""
-    identity = json.dumps(
-        [function.function_arn, str(code.root), [str(p) for p in code.layer_paths], function.environment_vars],
-        sort_keys=True,
-        default=str,
-    )
-    safe_name = "".join(c if c.isalnum() else "_" for c in function.function_name)
-    name = f"_clm_lambda_{safe_name}_{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
-    if name not in sys.modules:
-        package = types.ModuleType(name)
-        package.__path__ = [str(code.root)]
-        sys.modules[name] = package
-    return name
-
-
-@contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextmanager
-def _import_paths(paths: list[Path]) -> Iterator[None]:
-    added = [str(path) for path in paths if str(path) not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for entry in added:
-            sys.path.remove(entry)
-
-
-def _run_child(
-    function: Any, code: FunctionCode, env: dict[str, str], event: Any, request_id: str
-) -> tuple[bytes, bool, str]:
-    child_env = {
-        **{key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ},
-        **env,
-        "PYTHONPATH": os.pathsep.join(str(path) for path in code.import_paths),
-        "TZ": ":UTC",
-    }
-    timeout = float(function.timeout)
-    command = [sys.executable, "-m", lambda_runtime.__name__, request_id, function.function_arn, str(timeout)]
-    try:
-        done = subprocess.run(
-            command,
-            input=json.dumps(event).encode(),
-            capture_output=True,
-            env=child_env,
-            cwd=code.root,
-            timeout=timeout + INIT_ALLOWANCE_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stderr or b"").decode(errors="replace")
-        return lambda_runtime.timeout_failure(request_id, timeout), True, output
-    output = done.stderr.decode(errors="replace")
-    if done.returncode in (0, lambda_runtime.EXIT_FUNCTION_ERROR) and done.stdout:
-        return done.stdout, done.returncode != 0, output
-    exit_error = lambda_runtime.HandlerError(
-        "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: exit status {done.returncode}"
-    )
-    return lambda_runtime.failure(exit_error, request_id), True, output

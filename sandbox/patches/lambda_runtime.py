@@ -44,6 +44,15 @@ class LambdaContext:
         return max(self.deadline_ms - int(time.time() * 1000), 0)
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """The outcome of one call: response payload, whether it is a function error, and the log text."""
+
+    payload: bytes
+    failed: bool
+    log: str
+
+
 class HandlerError(Exception):
     """The runtime could not load the handler (AWS's ``Runtime.*`` errors)."""
 

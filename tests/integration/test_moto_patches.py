@@ -337,6 +337,32 @@ def test_state_machine_target_input(local: Client, target: dict[str, Any], expec
         datetime.strptime(received["time"], "%Y-%m-%dT%H:%M:%SZ")
 
 
+def test_s3_object_created_event_starts_a_state_machine(local: Client) -> None:
+    """The config trigger: S3 sends Object Created to EventBridge, a rule on the prefix starts the workflow."""
+    machine = create_state_machine(
+        local, "reconcile", {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}}
+    )
+    s3 = local("s3")
+    s3.create_bucket(Bucket="clm-config", CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_bucket_notification_configuration(
+        Bucket="clm-config", NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
+    pattern = {
+        "source": ["aws.s3"],
+        "detail-type": ["Object Created"],
+        "detail": {"bucket": {"name": ["clm-config"]}, "object": {"key": [{"prefix": "config/"}]}},
+    }
+    local("events").put_rule(Name="config-changed", EventPattern=json.dumps(pattern))
+    target = {"Id": "reconcile", "Arn": machine, "InputPath": "$.detail.object.key"}
+    local("events").put_targets(Rule="config-changed", Targets=[target])
+
+    s3.put_object(Bucket="clm-config", Key="elsewhere/readme.txt", Body=b"not config")
+    s3.put_object(Bucket="clm-config", Key="config/cluster/stack.yaml", Body=b"Resources: {}")
+
+    [execution] = executions(local, machine)
+    assert json.loads(execution["input"]) == "config/cluster/stack.yaml"
+
+
 def cfn_state_machine(definition: dict[str, Any]) -> dict[str, Any]:
     """A template with one state machine calling ``${Recorder}``, then waiting ``${Pause}`` seconds."""
     return {
