@@ -39,8 +39,11 @@ class DeletionReport:
         }
 
 
-def _delete_options(deletion: Deletion) -> dict[str, Any]:
+def _delete_options(deletion: Deletion, dry_run: bool) -> dict[str, Any]:
+    """The DeleteOptions body (the server reads dryRun from it, not from the query, when a body is sent)."""
     options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if dry_run:
+        options["dryRun"] = ["All"]
     if deletion.propagation_policy:
         options["propagationPolicy"] = deletion.propagation_policy
     if deletion.grace_period_seconds is not None:
@@ -84,10 +87,7 @@ class _Deleter:
     def delete_one(self, resource: Resource, deletion: Deletion, name: str) -> None:
         try:
             self.kube.request(
-                "DELETE",
-                resource.path(deletion.namespace, name),
-                body=_delete_options(deletion),
-                query={"dryRun": "All" if self.dry_run else None},
+                "DELETE", resource.path(deletion.namespace, name), body=_delete_options(deletion, self.dry_run)
             )
         except KubeApiError as exc:
             if exc.status == 404:
