@@ -214,8 +214,10 @@ class NodeSimulator:
                 self._nodes[instance.node_name] = instance_id
                 self._retired.discard(instance.node_name)
             try:
+                registering = time.monotonic()
                 self._kubelet.register_node(instance, time.time())
-                self._record(EventKind.NODE_REGISTERED, instance.node_name, instance_id)
+                self._record(EventKind.NODE_REGISTERED, instance.node_name, instance_id, registering)
+                readying = time.monotonic()
                 self._kubelet.set_node_ready(instance, time.time())
             except Exception:
                 log.exception("cluster %s: registering node %s failed", self.cluster_id, instance.node_name)
@@ -226,7 +228,7 @@ class NodeSimulator:
             with self._state:
                 self._ready.add(instance.node_name)
                 self._state.notify_all()
-        self._record(EventKind.NODE_READY, instance.node_name, instance_id)
+        self._record(EventKind.NODE_READY, instance.node_name, instance_id, readying)
         self._schedule_heartbeat(instance.node_name)
         self._adopt_pods(instance.node_name)
 
@@ -265,12 +267,13 @@ class NodeSimulator:
             self._retired.add(name)
         self._timers.cancel(("heartbeat", name))
         self._pods.forget_node(name)
+        deleting = time.monotonic()
         if self._kubelet.delete_node(name):
-            self._record(EventKind.NODE_DELETED, name)
+            self._record(EventKind.NODE_DELETED, name, "", deleting)
         for pod in self._kubelet.pods_on_node(name):
-            meta = pod["metadata"]
+            meta, deleting = pod["metadata"], time.monotonic()
             if self._kubelet.delete_pod_now(meta["namespace"], meta["name"], meta["uid"]):
-                self._record(EventKind.POD_FORCE_DELETED, pod_ref(pod), name)
+                self._record(EventKind.POD_FORCE_DELETED, pod_ref(pod), name, deleting)
 
     def _schedule_heartbeat(self, name: str) -> None:
         self._timers.schedule(
@@ -302,7 +305,7 @@ class NodeSimulator:
         with self._state:
             return node in self._retired and node not in self._nodes
 
-    def _record(self, kind: EventKind, subject: str, detail: str = "") -> None:
-        """Append to the timeline."""
-        self.events.append(SimEvent(time.monotonic(), kind, subject, detail))
+    def _record(self, kind: EventKind, subject: str, detail: str = "", at: float | None = None) -> None:
+        """Append to the timeline; ``at`` (default: now) is when the API write that did it was sent."""
+        self.events.append(SimEvent(time.monotonic() if at is None else at, kind, subject, detail))
         log.debug("cluster %s: %s %s %s", self.cluster_id, kind, subject, detail)

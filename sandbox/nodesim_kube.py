@@ -1,6 +1,7 @@
 """The Kubernetes calls of the simulated kubelets: register Nodes, report status, finish pods.
 
-Every call has a request timeout; 409 conflicts of read-modify-write updates are retried;
+Patches with a dict body are strategic merge patches (the client's default for dicts). Every call
+has a request timeout; 409 conflicts of read-modify-write updates are retried;
 "already gone" answers are not errors.
 """
 
@@ -25,15 +26,9 @@ from clm_sandbox.nodesim_model import (
 
 log = logging.getLogger(__name__)
 
-STRATEGIC_MERGE = "application/strategic-merge-patch+json"  # client 36 sends JSON Patch for dicts otherwise
 REQUEST_TIMEOUT = 10.0
 CONFLICT_ATTEMPTS = 5
 T = TypeVar("T")
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of a Kubernetes API error, None for other errors."""
-    return exc.status if isinstance(exc, ApiException) else None
 
 
 def retry_on_conflict(action: Callable[[], T], what: str, attempts: int = CONFLICT_ATTEMPTS) -> T:
@@ -83,7 +78,6 @@ class KubeletApi:
         self.core.patch_node_status(
             instance.node_name,
             {"status": node_status(instance, wall, ready=True)},
-            _content_type=STRATEGIC_MERGE,
             _request_timeout=REQUEST_TIMEOUT,
         )
         retry_on_conflict(lambda: self._remove_taint(instance.node_name, NOT_READY_TAINT), f"node {instance.node_name}")
@@ -91,9 +85,7 @@ class KubeletApi:
     def heartbeat(self, name: str, wall: float) -> bool:
         """Renew the node's condition heartbeats; False when the Node is gone."""
         try:
-            self.core.patch_node_status(
-                name, heartbeat_patch(wall), _content_type=STRATEGIC_MERGE, _request_timeout=REQUEST_TIMEOUT
-            )
+            self.core.patch_node_status(name, heartbeat_patch(wall), _request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return False
@@ -116,7 +108,7 @@ class KubeletApi:
         )
 
     def _patch_node(self, name: str, patch: dict[str, Any]) -> None:
-        self.core.patch_node(name, patch, _content_type=STRATEGIC_MERGE, _request_timeout=REQUEST_TIMEOUT)
+        self.core.patch_node(name, patch, _request_timeout=REQUEST_TIMEOUT)
 
     # ------------------------------------------------------------------- pods
     def pods_on_node(self, name: str) -> list[dict[str, Any]]:
@@ -129,9 +121,7 @@ class KubeletApi:
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> bool:
         """Apply a status patch; False when the pod is gone or was replaced by one with another uid."""
         return self._gone_ok(
-            lambda: self.core.patch_namespaced_pod_status(
-                name, namespace, patch, _content_type=STRATEGIC_MERGE, _request_timeout=REQUEST_TIMEOUT
-            ),
+            lambda: self.core.patch_namespaced_pod_status(name, namespace, patch, _request_timeout=REQUEST_TIMEOUT),
             also=(409, 422),
         )
 

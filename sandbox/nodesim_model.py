@@ -39,7 +39,11 @@ class EventKind(StrEnum):
 
 @dataclass(frozen=True)
 class SimEvent:
-    """One entry of the simulator's timeline; ``at`` is ``time.monotonic()``."""
+    """One entry of the simulator's timeline.
+
+    ``at`` is ``time.monotonic()``: for what the simulator observed, when it noticed; for what it
+    did, just before the API write that did it, so no effect of it is seen before ``at``.
+    """
 
     at: float
     kind: EventKind

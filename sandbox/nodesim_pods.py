@@ -29,7 +29,7 @@ RETRY_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 0.2
 _FINISHED_PHASES = ("Succeeded", "Failed")
 
-Recorder = Callable[[EventKind, str, str], None]  # (kind, subject, detail)
+Recorder = Callable[[EventKind, str, str, float | None], None]  # (kind, subject, detail, at or None for now)
 NodeLookup = Callable[[str], str | None]  # node name -> its host IP when it is one of ours and Ready-able
 OrphanCheck = Callable[[str], bool]  # node name -> whether it is one of ours that was removed
 
@@ -130,7 +130,9 @@ class PodKeeper:
         self._later(("delete", uid), at, functools.partial(self._delete, pod, EventKind.POD_DELETED))
         if tracked is None or tracked.stage != "deleting":
             grace = pod["metadata"].get("deletionGracePeriodSeconds")
-            self._record(EventKind.POD_DELETION_SEEN, pod_ref(pod), f"grace {grace} s, due in {at - noticed:.2f} s")
+            self._record(
+                EventKind.POD_DELETION_SEEN, pod_ref(pod), f"grace {grace} s, due in {at - noticed:.2f} s", noticed
+            )
 
     def _track_start(self, uid: str, node: str, pod: dict[str, Any]) -> None:
         ready = pod_is_ready(pod)  # e.g. running from before the simulator (re)started
@@ -143,7 +145,7 @@ class PodKeeper:
         noticed, wall = time.monotonic(), time.time()
         at = noticed + bound_at(pod, wall) + self._pod_ready_delay - wall
         self._later(("ready", uid), at, functools.partial(self._make_ready, pod))
-        self._record(EventKind.POD_BOUND, pod_ref(pod), node)
+        self._record(EventKind.POD_BOUND, pod_ref(pod), node, noticed)
 
     def _make_ready(self, pod: dict[str, Any]) -> None:
         uid, node = pod["metadata"]["uid"], pod["spec"]["nodeName"]
@@ -155,18 +157,19 @@ class PodKeeper:
         if host_ip is None:
             return
         patch = pod_ready_patch(pod, host_ip, pod_ip(next(self._pod_ips)), time.time())
+        patching = time.monotonic()
         if not self._kubelet.patch_pod_status(pod["metadata"]["namespace"], pod["metadata"]["name"], patch):
             return
         with self._lock:
             if tracked.stage == "starting":
                 tracked.stage = "ready"
-        self._record(EventKind.POD_READY, pod_ref(pod), node)
+        self._record(EventKind.POD_READY, pod_ref(pod), node, patching)
 
     def _delete(self, pod: dict[str, Any], kind: EventKind) -> None:
         """Delete the pod for good (grace 0, only while its uid matches) and record ``kind``."""
-        meta = pod["metadata"]
+        meta, deleting = pod["metadata"], time.monotonic()
         if self._kubelet.delete_pod_now(meta["namespace"], meta["name"], meta["uid"]):
-            self._record(kind, pod_ref(pod), pod["spec"]["nodeName"])
+            self._record(kind, pod_ref(pod), pod["spec"]["nodeName"], deleting)
 
     def _later(self, key: Hashable, at: float, action: Callable[[], None], attempt: int = 1) -> None:
         """Schedule ``action``; when it raises, retry it with exponential backoff, then log and give up."""

@@ -41,12 +41,6 @@ class TimerHeap:
         with self._cond:
             self._pending.pop(key, None)
 
-    def deadline(self, key: Hashable) -> float | None:
-        """When ``key``'s pending action is due, or None when nothing is pending."""
-        with self._cond:
-            entry = self._pending.get(key)
-            return entry[1] if entry else None
-
     def start(self) -> None:
         """Start the thread."""
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)

@@ -247,7 +247,6 @@ def test_timer_heap_runs_in_deadline_order_with_replace_and_cancel() -> None:
         timers.cancel("c")
         timers.schedule("boom", now + 0.01, lambda: 1 / 0)  # logged, the thread carries on
         timers.schedule("end", now + 0.08, done.set)
-        assert timers.deadline("end") == now + 0.08 and timers.deadline("c") is None
         assert done.wait(2)
         assert ran == ["a", "b"]
         assert time.monotonic() - now >= 0.08
