@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("lambda_invoke", "events_targets", "cfn_stepfunctions", "execution_names", "wait_scale", "codecommit")
+PATCHES = (
+    "lambda_invoke",
+    "events_targets",
+    "events_cfn",
+    "cfn_stepfunctions",
+    "execution_names",
+    "wait_scale",
+    "codecommit",
+)
 
 
 def apply_all() -> None:

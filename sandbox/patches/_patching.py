@@ -8,10 +8,13 @@ _ORIGINALS: dict[tuple[Any, str], Any] = {}
 
 
 def replace(owner: Any, name: str, replacement: Any) -> Any:
-    """Set ``owner.<name>`` to ``replacement`` unless done before; returns the original (raw, as in ``vars``)."""
+    """Set ``owner.<name>`` to ``replacement`` unless done before; returns the original (raw, as in ``vars``).
+
+    The original is None when ``owner`` itself had no such attribute (it may inherit one).
+    """
     key = (owner, name)
     if key not in _ORIGINALS:
-        _ORIGINALS[key] = vars(owner)[name]
+        _ORIGINALS[key] = vars(owner).get(name)
         setattr(owner, name, replacement)
     return _ORIGINALS[key]
 

@@ -5,7 +5,8 @@ only ``DefinitionString``. ``install()`` replaces the resource's create/update/d
 that the Step Functions API uses (the interpreter when ``execute_state_machine`` is on) and build the definition
 from ``DefinitionString``, ``Definition`` (an object) or ``DefinitionS3Location`` (a JSON or YAML object in moto's
 S3), with ``${Placeholders}`` from ``DefinitionSubstitutions`` replaced (CDK's way of passing ARNs). Nulls in a
-``Definition`` object (``"ResultPath": null``) survive moto's template cleaning, which drops null values.
+``Definition`` object (``"ResultPath": null``) survive moto's template cleaning, which drops null values, and
+``Fn::GetAtt [Machine, Arn]`` works.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def install() -> None:
     replace(StateMachine, "create_from_cloudformation_json", classmethod(_create))
     replace(StateMachine, "update_from_cloudformation_json", classmethod(_update))
     replace(StateMachine, "delete_from_cloudformation_json", classmethod(_delete))
+    replace(StateMachine, "has_cfn_attr", classmethod(_has_cfn_attr))
+    replace(StateMachine, "get_cfn_attribute", _get_cfn_attribute)
     replace(parsing, "parse_resource", _parse_resource)
 
 
@@ -168,6 +171,19 @@ def _update(
 
 def _delete(cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str) -> None:
     _backend(account_id, region_name).delete_state_machine(resource_name)
+
+
+def _has_cfn_attr(cls: Any, attribute: str) -> bool:
+    from moto.stepfunctions.models import StateMachine
+
+    return attribute == "Arn" or original(StateMachine, "has_cfn_attr").__func__(cls, attribute)
+
+
+def _get_cfn_attribute(self: Any, attribute: str) -> Any:
+    """``Fn::GetAtt [Machine, Arn]`` as in AWS (moto knows only Name and a few others)."""
+    from moto.stepfunctions.models import StateMachine
+
+    return self.arn if attribute == "Arn" else original(StateMachine, "get_cfn_attribute")(self, attribute)
 
 
 @contextmanager

@@ -457,6 +457,49 @@ def test_cloudformation_stack_update_changes_the_executed_definition(local: Clie
     assert json.loads(finished(local, started["executionArn"])["output"]) == {"v": "two"}
 
 
+def test_bus_rule_and_state_machine_deployed_by_cloudformation_work_together(local: Client) -> None:
+    """How CDK wires the product's trigger: its own bus (Ref), a rule on it, the state machine as target (GetAtt)."""
+    role = local("iam").create_role(RoleName="cfn-trigger", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    template = {
+        "Resources": {
+            "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "clm-events"}},
+            "Provision": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {
+                    "RoleArn": role,
+                    "DefinitionString": json.dumps(
+                        {"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": {"r": "${R}"}, "End": True}}}
+                    ),
+                    "DefinitionSubstitutions": {"R": "provisioned"},
+                },
+            },
+            "ClusterChanged": {
+                "Type": "AWS::Events::Rule",
+                "Properties": {
+                    "EventBusName": {"Ref": "Bus"},
+                    "EventPattern": {"source": ["clm.registry"], "detail-type": ["Cluster Changed"]},
+                    "Targets": [
+                        {
+                            "Id": "provision",
+                            "Arn": {"Fn::GetAtt": ["Provision", "Arn"]},
+                            "RoleArn": role,
+                            "InputPath": "$.detail",
+                        }
+                    ],
+                },
+            },
+        }
+    }
+    local("cloudformation").create_stack(StackName="triggers", TemplateBody=json.dumps(template))
+    [machine] = local("stepfunctions").list_state_machines()["stateMachines"]
+
+    put_cluster_changed(local, bus="clm-events")
+
+    [execution] = executions(local, machine["stateMachineArn"])
+    assert json.loads(execution["input"]) == {"cluster_id": "kube-1"}
+    assert json.loads(execution["output"]) == {"r": "provisioned"}
+
+
 def wait_machine(local: Client, name: str, wait: dict[str, Any]) -> str:
     return create_state_machine(local, name, {"StartAt": "W", "States": {"W": {"Type": "Wait", **wait, "End": True}}})
 
