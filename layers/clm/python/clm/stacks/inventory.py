@@ -35,6 +35,7 @@ class InstanceInfo:
     launch_template_version: str
     outdated: bool
     outdated_reasons: list[str] = field(default_factory=list)
+    launch_time: str = ""  # ISO 8601, "" when EC2 no longer knows the instance
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for Step Functions payloads."""
@@ -206,6 +207,7 @@ def _instance(record: dict[str, Any], described: dict[str, Any] | None, target: 
         launch_template_version=version,
         outdated=bool(reasons),
         outdated_reasons=reasons,
+        launch_time=launch_time.isoformat() if (launch_time := (described or {}).get("LaunchTime")) else "",
     )
 
 
