@@ -12,6 +12,7 @@ from clm.render.artefacts import summary
 from clm.render.renderer import RenderedCluster, Renderer
 
 PREFIX = "renderings/"
+APPLY_PHASES = ("pre_apply", "manifests", "post_apply")
 
 
 def rendering_key(cluster_id: str, version: str) -> str:
@@ -23,12 +24,19 @@ def rendering_key(cluster_id: str, version: str) -> str:
 def render_to_s3(s3: Any, bucket: str, tree: ConfigTree, cluster: Cluster) -> dict[str, Any]:
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it.
 
-    Returns the key and a small summary for the workflow payload.
+    Returns the key, a small summary, `stack_stages` for the workflow (the cluster stack first, then the
+    node-pool stacks together) and the `apply_phases` in order.
     """
     rendered = Renderer(tree).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    return {"rendering": key, **summary(rendered)}
+    stages = [[{"node_pool": ""}], [{"node_pool": pool} for pool in sorted(rendered.node_pool_stacks)]]
+    return {
+        "rendering": key,
+        **summary(rendered),
+        "stack_stages": [stage for stage in stages if stage],
+        "apply_phases": list(APPLY_PHASES),
+    }
 
 
 def load_rendering(s3: Any, bucket: str, key: str) -> RenderedCluster:
