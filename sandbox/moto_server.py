@@ -1,6 +1,6 @@
 """moto in server mode on a free loopback port, with the sandbox's patches and Step Functions execution on.
 
-In a thread (:func:`moto_server`, for the demo) or as a process of its own::
+In a thread (:func:`moto_server`, for the demo) or as a process of its own (:func:`moto_server_process`)::
 
     python -m clm_sandbox.moto_server [--port N] [--lambda-mode inprocess|subprocess] [--wait-scale F]
 
@@ -14,8 +14,11 @@ import argparse
 import json
 import logging
 import os
+import selectors
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -31,6 +34,7 @@ SANDBOX_ENV = {
 }
 SERVER_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 READY_LINE = "moto server at "
+MODULE = "clm_sandbox.moto_server"
 
 
 def free_port() -> int:
@@ -69,6 +73,43 @@ def moto_server(port: int | None = None) -> Iterator[str]:
             os.environ.pop("MOTO_PORT", None)
         else:
             os.environ["MOTO_PORT"] = saved_port
+
+
+@contextmanager
+def moto_server_process(
+    lambda_mode: str | None = None, wait_scale: float | None = None, start_timeout: float = 60.0
+) -> Iterator[str]:
+    """Run ``python -m clm_sandbox.moto_server`` as a child process; yields its endpoint and always stops it.
+
+    The child has moto's global state to itself, apart from this process's (e.g. a test session's mock_aws).
+    """
+    command = [sys.executable, "-m", MODULE]
+    command += ["--lambda-mode", lambda_mode] if lambda_mode else []
+    command += ["--wait-scale", str(wait_scale)] if wait_scale is not None else []
+    env = {**os.environ, **SANDBOX_ENV}
+    env.pop("AWS_ENDPOINT_URL", None)
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        line = _first_line(server, start_timeout)
+        if not line.startswith(READY_LINE):
+            raise RuntimeError(f"moto server ({' '.join(command)}) did not start within {start_timeout} s: {line!r}")
+        yield line.removeprefix(READY_LINE).strip()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The process's first line on stdout, or an empty string when it exits or ``timeout`` passes first."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return ""
+    return process.stdout.readline()
 
 
 def _post_config(endpoint: str, config: dict[str, object]) -> None:

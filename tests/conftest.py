@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from clm_sandbox.moto_server import READY_LINE, SANDBOX_ENV, SERVER_CONFIG
+from clm_sandbox.moto_server import SERVER_CONFIG, moto_server_process
 from clm_sandbox.patches import apply_all
 from clm_sandbox.patches import wait_scale as wait_scaling
 
 REGION = "eu-central-1"
-MOTO_SERVER_START_SECONDS = 60
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # CDK's jsii on Node 20
 
 
@@ -62,30 +59,5 @@ def moto_endpoint() -> Iterator[str]:
 
     Shared by the session: tests use unique resource names. Clients need `endpoint_url=moto_endpoint`.
     """
-    command = [sys.executable, "-m", "clm_sandbox.moto_server", "--lambda-mode", "subprocess"]
-    env = {**os.environ, **SANDBOX_ENV}
-    env.pop("AWS_ENDPOINT_URL", None)
-    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        line = _first_line(server, MOTO_SERVER_START_SECONDS)
-        if not line.startswith(READY_LINE):
-            raise RuntimeError(f"moto server ({' '.join(command)}) did not start: {line!r}")
-        yield line.removeprefix(READY_LINE).strip()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
-    """The process's first stdout line, or an empty string when it exits or `timeout` passes first."""
-    import selectors
-
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            return ""
-    return process.stdout.readline()
+    with moto_server_process(lambda_mode="subprocess") as endpoint:
+        yield endpoint

@@ -19,6 +19,9 @@ from typing import Any
 import boto3
 import pytest
 
+from clm_sandbox.moto_server import moto_server
+from clm_sandbox.patches import wait_scale as wait_scaling
+
 pytestmark = pytest.mark.integration
 
 LAMBDAS = Path(__file__).resolve().parents[1] / "fixtures" / "lambdas"
@@ -250,6 +253,21 @@ def test_workflow_with_handlers_in_child_processes_of_the_moto_server(moto_endpo
     pids = [call["pid"] for call in calls(remote, happy) + calls(remote, sad)]
     assert len(set(pids)) == len(pids)  # a fresh process per call
     assert os.getpid() not in pids
+
+
+def test_thread_server_runs_handlers_in_process_with_scaled_waits() -> None:
+    """What the demo uses: moto_server() in a thread; the interpreter reaches it over HTTP (MOTO_PORT)."""
+    session = boto3.Session(region_name=REGION, aws_access_key_id="sandbox", aws_secret_access_key="sandbox")
+    with moto_server() as endpoint, wait_scaling.scaled(0.001):
+
+        def remote(name: str) -> Any:
+            return session.client(name, endpoint_url=endpoint)
+
+        machine = create_state_machine(remote, "threaded", workflow(deploy_recorder(remote, "threaded"), retries=1))
+        execution = run_workflow(remote, machine, "threaded", fail=False, pause=60)
+        assert_succeeded_through_every_state(remote, execution, "threaded", "threaded")
+        assert {call["pid"] for call in calls(remote, "threaded")} == {os.getpid()}
+    assert "MOTO_PORT" not in os.environ
 
 
 def put_cluster_changed(client: Client, bus: str | None = None) -> None:
