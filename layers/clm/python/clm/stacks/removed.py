@@ -24,25 +24,16 @@ class RemovedNodePool:
         return asdict(self)
 
 
-def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
-    """Stacks tagged as node pools of the cluster whose pool the cluster no longer has, by stack name.
-
-    Delete each with `start_delete` (after draining its nodes) and wait with `check` for `deleted`.
-    """
-    cluster_tag = cluster_tag_key(cluster.id)
-    current = {pool.name for pool in cluster.node_pools}
-    removed = []
+def node_pool_stacks(cfn: Any, cluster_id: str) -> list[RemovedNodePool]:
+    """Every existing stack tagged as a node pool of the cluster, by stack name."""
+    cluster_tag = cluster_tag_key(cluster_id)
+    found = []
     for page in cfn.get_paginator("describe_stacks").paginate():
         for stack in page["Stacks"]:
             tags = {tag["Key"]: tag["Value"] for tag in stack.get("Tags", [])}
             pool = tags.get(NODE_POOL_TAG)
-            if (
-                tags.get(cluster_tag) == OWNED
-                and pool is not None
-                and pool not in current
-                and stack["StackStatus"] != DELETED
-            ):
-                removed.append(
+            if tags.get(cluster_tag) == OWNED and pool is not None and stack["StackStatus"] != DELETED:
+                found.append(
                     RemovedNodePool(
                         stack_name=stack["StackName"],
                         node_pool=pool,
@@ -50,4 +41,13 @@ def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
                         status=stack["StackStatus"],
                     )
                 )
-    return sorted(removed, key=lambda item: item.stack_name)
+    return sorted(found, key=lambda item: item.stack_name)
+
+
+def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
+    """Stacks tagged as node pools of the cluster whose pool the cluster no longer has, by stack name.
+
+    Delete each with `start_delete` (after draining its nodes) and wait with `check` for `deleted`.
+    """
+    current = {pool.name for pool in cluster.node_pools}
+    return [stack for stack in node_pool_stacks(cfn, cluster.id) if stack.node_pool not in current]
