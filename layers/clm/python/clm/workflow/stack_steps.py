@@ -6,33 +6,26 @@ Every step is one bounded call; the state machine waits between `check`s and fol
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from clm.aws import client
 from clm.registry.dynamodb import DynamoRegistry
-from clm.render.renderer import RenderedCluster
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
-from clm.stacks.removed import removed_node_pools
-from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
+from clm.stacks.names import cluster_stack_name, node_pool_stack_name
+from clm.stacks.removed import node_pool_stacks, removed_node_pools
+from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from clm.workflow.render_step import load_rendering
 from clm.workflow.settings import Settings
 
 
-def start_cluster_stack(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering}` -> create or update the cluster stack (StartResult)."""
-    return _start(event, cluster_stack_spec)
-
-
-def start_node_pool_stack(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool}` -> create or update that node pool's stack (StartResult)."""
-    return _start(event, lambda rendered: node_pool_stack_spec(rendered, event["node_pool"]))
-
-
-def _start(event: dict[str, Any], make_spec: Callable[[RenderedCluster], StackSpec]) -> dict[str, Any]:
+def start_stack(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, node_pool?}` -> create or update the node pool's stack, or without a node pool
+    the cluster stack (a StartResult: follow its `next_step`)."""
     settings = Settings.from_env()
-    spec = make_spec(load_rendering(client("s3"), settings.artefact_bucket, event["rendering"]))
+    rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
+    pool = event.get("node_pool")
+    spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
     return start(client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket).to_dict()
 
 
@@ -43,11 +36,25 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
     return state.to_dict()
 
 
-def list_removed_node_pools(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id}` -> the node-pool stacks of pools no longer in the registry."""
+def pools(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, decommission}` -> the pools to work on, in order, as `{node_pool, stack_name, removing, drain}`.
+
+    Provision: every registry pool is rolled, then the stacks of removed pools are drained and deleted.
+    Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
+    """
     settings = Settings.from_env()
     cluster = DynamoRegistry(client("dynamodb"), settings.registry_table).get(event["cluster_id"])
-    return {"removed": [pool.to_dict() for pool in removed_node_pools(client("cloudformation"), cluster)]}
+    cfn = client("cloudformation")
+    if event.get("decommission"):
+        items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
+        return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
+    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in cluster.node_pools]
+    removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
+    return {"pools": rolled + removed}
+
+
+def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool) -> dict[str, Any]:
+    return {"node_pool": node_pool, "stack_name": stack_name, "removing": removing, "drain": drain}
 
 
 def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
@@ -56,9 +63,8 @@ def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
 
 
 STEPS = {
-    "start_cluster_stack": start_cluster_stack,
-    "start_node_pool_stack": start_node_pool_stack,
+    "start_stack": start_stack,
     "check_stack": check_stack,
-    "list_removed_node_pools": list_removed_node_pools,
+    "pools": pools,
     "delete_stack": delete_stack,
 }

@@ -1,0 +1,87 @@
+"""Join a node pool's auto scaling group (clm.stacks inventory) with its Kubernetes Nodes into a PoolState."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from clm.rolling.pool import LIFECYCLE_READY, Member, NodeState, PoolState
+from clm.stacks.inventory import NodePoolInventory
+
+LIFECYCLE_LABEL = "lifecycle-status"
+
+
+def instance_id_of(node: dict[str, Any]) -> str:
+    """The EC2 instance id in a Node's providerID (`aws:///<az>/<instance-id>`), or ""."""
+    provider_id = (node.get("spec") or {}).get("providerID", "")
+    return provider_id.rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
+
+
+def _ready_condition(node: dict[str, Any]) -> dict[str, Any]:
+    """The Node's Ready condition ({} when it has none)."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Ready"), {})
+
+
+def _ready_since(node: dict[str, Any]) -> datetime | None:
+    """When the Node last turned Ready; None when it is not Ready or the time is unknown."""
+    condition = _ready_condition(node)
+    return _parse_time(condition.get("lastTransitionTime", "")) if condition.get("status") == "True" else None
+
+
+def node_state(node: dict[str, Any]) -> NodeState:
+    """The planner's view of a Node object."""
+    metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    return NodeState(
+        name=metadata.get("name", ""),
+        ready=_ready_condition(node).get("status") == "True",
+        unschedulable=bool(spec.get("unschedulable")),
+        lifecycle_status=(metadata.get("labels") or {}).get(LIFECYCLE_LABEL, LIFECYCLE_READY),
+        volumes_attached=bool(status.get("volumesAttached")),
+    )
+
+
+def pool_state(
+    name: str, inventory: NodePoolInventory, nodes: Iterable[dict[str, Any]], baseline: int | None, now: datetime
+) -> PoolState:
+    """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`."""
+    by_instance = {instance_id_of(node): node for node in nodes}
+    members, boot_times = [], []
+    for instance in inventory.instances:
+        launched = _parse_time(instance.launch_time)
+        node = by_instance.get(instance.id)
+        members.append(
+            Member(
+                instance_id=instance.id,
+                az=instance.az,
+                lifecycle_state=instance.lifecycle_state,
+                outdated=instance.outdated,
+                seconds_since_launch=(now - launched).total_seconds() if launched else 0.0,
+                node=node_state(node) if node else None,
+            )
+        )
+        ready_since = _ready_since(node) if node else None
+        if launched and ready_since and not instance.outdated:
+            boot_times.append(max((ready_since - launched).total_seconds(), 0.0))
+    return PoolState(
+        name=name,
+        asg_name=inventory.asg_name,
+        desired=inventory.desired,
+        min_size=inventory.min,
+        max_size=inventory.max,
+        members=members,
+        baseline_desired=baseline,
+        typical_boot_seconds=statistics.median(boot_times) if boot_times else None,
+    )
+
+
+def _parse_time(text: str) -> datetime | None:
+    """An ISO 8601 / RFC 3339 timestamp (Kubernetes' `Z` suffix included), or None."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

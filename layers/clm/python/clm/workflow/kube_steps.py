@@ -1,0 +1,29 @@
+"""The steps of the `kube` function: deletions and manifests of a stored rendering, one phase per call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.render_step import APPLY_PHASES
+
+
+def apply(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, phase}` -> apply one phase: pre_apply deletions, manifests, post_apply deletions."""
+    from clm.kube.apply import apply_manifests
+    from clm.kube.deletions import run_deletions
+
+    phase = event["phase"]
+    if phase not in APPLY_PHASES:
+        raise ValueError(f"unknown apply phase {phase!r} (expected one of {', '.join(APPLY_PHASES)})")
+    rendered = rendering(event["rendering"])
+    with kube_client(rendered.cluster) as kube:
+        if phase == "manifests":
+            manifests = [manifest for component in rendered.components for manifest in component.manifests]
+            report = apply_manifests(kube, manifests).to_dict()
+        else:
+            report = run_deletions(kube, getattr(rendered.deletions, phase), phase=phase).to_dict()
+    return {"done": True, "wait_seconds": 0, "phase": phase, **report}
+
+
+STEPS = {"apply": apply}

@@ -1,0 +1,146 @@
+"""The steps of the `roll` function: one node pool's rolling update, each step one bounded call.
+
+suspend -> (plan -> wait | scale | drain passes + terminate)* -> resume. Everything a step needs is observed
+again (group, instances, Nodes, node annotations), so an execution can die at any step and the next continues.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from clm.aws import client
+from clm.rolling.observe import pool_state
+from clm.rolling.planner import plan as plan_next
+from clm.rolling.settings import roll_settings
+from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
+from clm.stacks.names import node_pool_stack_name
+from clm.stacks.removed import node_pool_stacks
+from clm.workflow.cluster_access import kube_client, rendering
+
+# Processes that would replace or move instances behind the roll's back.
+ROLL_SUSPENDED = ["AZRebalance", "ReplaceUnhealthy"]
+BASELINE_TAG = "clm:roll-baseline-desired"
+
+
+def _inventory(cluster_id: str, pool: str) -> NodePoolInventory:
+    return node_pool_inventory(
+        client("cloudformation"), client("autoscaling"), client("ec2"), node_pool_stack_name(cluster_id, pool)
+    )
+
+
+def suspend(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, node_pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group."""
+    group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
+    client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
+    return {"asg": group, "suspended": ROLL_SUSPENDED}
+
+
+def resume(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, node_pool}` -> resume the suspended processes and forget the surge baseline."""
+    return {"asg": _resume(node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
+
+
+def resume_all(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> resume every node pool of the cluster (after a failure; errors are reported, not raised)."""
+    resumed, failed = [], []
+    for stack in node_pool_stacks(client("cloudformation"), event["cluster_id"]):
+        try:
+            resumed.append(_resume(stack.stack_name))
+        except Exception as exc:  # one pool's trouble must not keep the others suspended
+            failed.append(f"{stack.node_pool}: {type(exc).__name__}: {exc}"[:300])
+    return {"resumed": resumed, "failed": failed}
+
+
+def _resume(stack_name: str) -> str:
+    autoscaling = client("autoscaling")
+    group = node_pool_inventory(client("cloudformation"), autoscaling, client("ec2"), stack_name).asg_name
+    autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
+    autoscaling.delete_tags(Tags=[_tag(group, "")])
+    return group
+
+
+def plan(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace)."""
+    cluster = rendering(event["rendering"]).cluster
+    pool = event["node_pool"]
+    inventory = _inventory(cluster.id, pool)
+    removing = bool(event.get("removing"))
+    pool_items = {} if removing else cluster.node_pool(pool).config_items
+    settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    with kube_client(cluster) as kube:
+        nodes = (kube.get("/api/v1/nodes") or {}).get("items", [])
+    state = pool_state(pool, inventory, nodes, _baseline(inventory.asg_name), datetime.now(UTC))
+    return plan_next(state, settings, removing=removing).to_dict()
+
+
+def scale(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, node_pool, decision}` -> set the group's desired (and min) size; keep the surge baseline."""
+    decision = event["decision"]
+    group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
+    autoscaling = client("autoscaling")
+    if decision.get("baseline") is not None:
+        autoscaling.create_or_update_tags(Tags=[_tag(group, str(decision["baseline"]))])
+    sizes = {"DesiredCapacity": decision["desired"]}
+    if decision.get("min_size") is not None:
+        sizes["MinSize"] = decision["min_size"]
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, **sizes)
+    return {"asg": group, **sizes}
+
+
+def drain(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, replacement}` -> one drain pass over the replacement's node (cordons it first)."""
+    from clm.kube.drain import drain_pass
+    from clm.kube.settings import DrainSettings
+
+    node = event["replacement"].get("node")
+    if not node:
+        return {"node": None, "done": True, "wait_seconds": 0}
+    cluster = rendering(event["rendering"]).cluster
+    settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
+    with kube_client(cluster) as kube:
+        return drain_pass(kube, node, settings)
+
+
+def terminate(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, replacement}` -> terminate the instance through its group (idempotent)."""
+    replacement = event["replacement"]
+    try:
+        activity = client("autoscaling").terminate_instance_in_auto_scaling_group(
+            InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
+        )["Activity"]
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ValidationError":  # not in a group any more: already terminated
+            raise
+        return {"instance_id": replacement["instance_id"], "terminated": "already"}
+    return {"instance_id": replacement["instance_id"], "terminated": activity.get("StatusCode", "")}
+
+
+def _baseline(group: str) -> int | None:
+    tags = client("autoscaling").describe_tags(
+        Filters=[{"Name": "auto-scaling-group", "Values": [group]}, {"Name": "key", "Values": [BASELINE_TAG]}]
+    )["Tags"]
+    return int(tags[0]["Value"]) if tags else None
+
+
+def _tag(group: str, value: str) -> dict[str, Any]:
+    return {
+        "ResourceId": group,
+        "ResourceType": "auto-scaling-group",
+        "Key": BASELINE_TAG,
+        "Value": value,
+        "PropagateAtLaunch": False,
+    }
+
+
+STEPS = {
+    "suspend": suspend,
+    "plan": plan,
+    "scale": scale,
+    "drain": drain,
+    "terminate": terminate,
+    "resume": resume,
+    "resume_all": resume_all,
+}
