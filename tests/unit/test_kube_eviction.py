@@ -281,13 +281,13 @@ def test_drain_pass_forces_a_blocked_pod_when_the_rules_allow_and_records_it_fir
     methods = [(c["method"], c["path"]) for c in transport.calls if c["method"] in ("PATCH", "DELETE")]
     assert methods == [("PATCH", "/api/v1/nodes/n1"), ("DELETE", "/api/v1/namespaces/app/pods/web-1")]
     patch = next(c for c in transport.calls if c["method"] == "PATCH")
-    assert patch["body"]["metadata"]["annotations"] == {LAST_FORCED: "2024-05-11T10:00:00Z"}
+    assert patch["body"]["metadata"]["annotations"] == {LAST_FORCED: "2024-05-11T10:00:01Z"}  # rounded up
     assert patch["body"]["metadata"]["resourceVersion"] == "7"
     delete = next(c for c in transport.calls if c["method"] == "DELETE")
     assert delete["body"] == {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "uid-web-1"}}
     # The interval rule now holds back the second pod, and says until when.
     assert [b["pod"] for b in result["blocked"]] == ["app/web-2"]
     assert (
-        "force-evict interval 5m since the last forced deletion at 2024-05-11T10:00:00Z"
+        "force-evict interval 5m since the last forced deletion at 2024-05-11T10:00:01Z"
         in result["blocked"][0]["reason"]
     )

@@ -1,6 +1,8 @@
-"""Drain settings: Go durations, CLM's defaults, errors naming the config item."""
+"""Drain settings: Go durations, CLM's defaults, errors naming the config item; annotation timestamps."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -8,6 +10,7 @@ from hypothesis import strategies as st
 
 from clm.errors import ValidationError
 from clm.kube.settings import DrainSettings, format_duration, parse_duration
+from clm.kube.timestamps import format_time, parse_time
 
 
 @pytest.mark.parametrize(
@@ -70,3 +73,12 @@ def test_every_bad_item_is_named_with_the_cluster():
         "config_items.drain_poll_interval: 'x' is not a duration like 6h, 5m, 30s or 1h30m",
     ]
     assert "cluster kube-1" in str(caught.value)
+
+
+def test_timestamps_are_whole_seconds_rounded_up_only_when_asked():
+    moment = datetime(2024, 5, 1, 10, 0, 59, 1, tzinfo=UTC)
+    assert format_time(moment) == "2024-05-01T10:00:59Z"
+    assert format_time(moment, round_up=True) == "2024-05-01T10:01:00Z"
+    assert format_time(moment.replace(microsecond=0), round_up=True) == "2024-05-01T10:00:59Z"
+    assert parse_time("2024-05-01T12:00:00+02:00") == datetime(2024, 5, 1, 10, tzinfo=UTC)
+    assert parse_time("2024-05-01T10:00:00.5Z") == datetime(2024, 5, 1, 10, 0, 0, 500000, tzinfo=UTC)

@@ -171,8 +171,8 @@ class _Drainer:
                 blocked.reason = f"{blocked.reason}; {decision.reason}"
                 blocked.force_at = decision.not_before
                 continue
-            record_forced_deletion(self.kube, self.node, now)  # first: a crash never loses the interval
-            self.last_forced = now
+            # Recorded first, so a crash never loses the interval.
+            self.last_forced = record_forced_deletion(self.kube, self.node, now)
             self.blocked.remove(blocked)
             if delete_pod(self.kube, blocked.pod):
                 self.forced.append(pod_key(blocked.pod))

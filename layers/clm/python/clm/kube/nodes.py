@@ -2,7 +2,8 @@
 
 - label `lifecycle-status`: ready, decommission-pending (marked for replacement), draining;
 - taint `decommission-pending=rolling-upgrade:NoSchedule` and spec.unschedulable (cordoned);
-- annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339).
+- annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339,
+  whole seconds rounded up, so the clocks they start never run short).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def cordon(kube: KubeClient, name: str, now: datetime) -> DrainClock:
         if not (node.get("spec") or {}).get("unschedulable"):
             patch.setdefault("spec", {})["unschedulable"] = True
         if drain_clock(node) is None:
-            patch.setdefault("metadata", {})["annotations"] = {DRAIN_START: format_time(now)}
+            patch.setdefault("metadata", {})["annotations"] = {DRAIN_START: format_time(now, round_up=True)}
         return patch
 
     clock = drain_clock(_patch_node(kube, name, change))
@@ -127,7 +128,9 @@ def cordon(kube: KubeClient, name: str, now: datetime) -> DrainClock:
     return clock
 
 
-def record_forced_deletion(kube: KubeClient, name: str, now: datetime) -> None:
-    """Write the last-forced-drain annotation (CLM wrote it into drain-start by mistake; this does not)."""
-    stamp = format_time(now)
+def record_forced_deletion(kube: KubeClient, name: str, now: datetime) -> datetime:
+    """Write the last-forced-drain annotation and return the time stored (CLM wrote it into drain-start by
+    mistake; this does not)."""
+    stamp = format_time(now, round_up=True)
     _patch_node(kube, name, lambda node: {"metadata": {"annotations": {LAST_FORCED: stamp}}})
+    return parse_time(stamp)

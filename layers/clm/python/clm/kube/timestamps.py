@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def parse_time(text: str) -> datetime:
@@ -10,8 +10,13 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with whole seconds, as Go's time.RFC3339 and Kubernetes print it."""
+def format_time(moment: datetime, *, round_up: bool = False) -> str:
+    """RFC 3339 in UTC with whole seconds, as Go's time.RFC3339 and Kubernetes print it.
+
+    `round_up` rounds a fraction up: a clock start stored so never makes a wait shorter.
+    """
+    if round_up and moment.microsecond:
+        moment += timedelta(microseconds=1_000_000 - moment.microsecond)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
