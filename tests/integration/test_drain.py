@@ -24,6 +24,7 @@ from clm.kube.apply import apply_manifests
 from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, TAINT
+from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
 from clm.kube.timestamps import parse_time
 from clm.render.manifests import split_manifests
@@ -232,12 +233,22 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata: {{name: bare, labels: {{app: bare}}}}
-spec: {{nodeName: {sandbox.victim}, terminationGracePeriodSeconds: 1, containers: [{{name: c, image: {IMAGE}}}]}}
+spec:
+  nodeName: {sandbox.victim}
+  terminationGracePeriodSeconds: 1
+  containers: [{{name: c, image: {IMAGE}}}]
+  volumes: [{{name: scratch, emptyDir: {{}}}}]
 """,
         {"app=web": 3, "app=agent": 1, "app=bare": 1},
     )
     wait_for("the PDB to allow one disruption", lambda: sandbox.budget_settled("web", 1))
     (agent,) = sandbox.pods("app=agent", sandbox.victim)
+    plan = preflight(sandbox.kube, sandbox.victim)
+    assert plan["evictable"] == 4 and plan["blockers"] == []
+    assert plan["warnings"] == [
+        {"pod": f"{ns}/bare", "reason": "no controller: nothing recreates it"},
+        {"pod": f"{ns}/bare", "reason": "emptyDir volume: its data is lost"},
+    ]
     counter = HealthyCounter(sandbox.api, ns, "app=web")
     counter.start()
     wait_for("the watcher to see 3 healthy pods", lambda: counter.healthy == 3)
@@ -272,6 +283,13 @@ def test_max_unavailable_zero_blocks_until_the_force_rules_allow(sandbox: Sandbo
     wait_for("the PDB to settle", lambda: sandbox.budget_settled("locked", 0))
     settings = DrainSettings.from_config_items(
         {**QUICK, "drain_grace_period": "4s", "drain_force_evict_interval": "2s"}
+    )
+
+    plan = preflight(sandbox.kube, sandbox.victim)
+    assert [b["pdb"] for b in plan["blockers"]] == [f"{ns}/locked"] * 2
+    assert (
+        plan["blockers"][0]["reason"]
+        == f"PodDisruptionBudget {ns}/locked allows 0 disruptions (2 healthy of 2, 2 needed)"
     )
 
     called = time.monotonic()

@@ -9,9 +9,10 @@ import pytest
 
 from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
-from clm.kube.errors import DrainError
+from clm.kube.errors import DrainError, NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, GONE, evict
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, TAINT
+from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 from tests.unit.test_kube_pods import T0, make_pod
@@ -291,3 +292,20 @@ def test_drain_pass_forces_a_blocked_pod_when_the_rules_allow_and_records_it_fir
         "force-evict interval 5m since the last forced deletion at 2024-05-11T10:00:01Z"
         in result["blocked"][0]["reason"]
     )
+
+
+def test_preflight_names_pods_several_budgets_cover():
+    second = {**web_pdb(1), "metadata": {"name": "web-too", "namespace": "app", "generation": 1}}
+    transport = node_transport("2024-05-11T09:00:00Z", 1, {})
+    transport.recordings[("GET", "/apis/policy/v1/poddisruptionbudgets")] = [
+        response(200, {"metadata": {"resourceVersion": "1"}, "items": [web_pdb(1), second]})
+    ]
+    plan = preflight(KubeClient(transport), "n1")
+    assert plan["evictable"] == 2 and plan["warnings"] == []
+    assert plan["blockers"][0] == {
+        "pod": "app/web-1",
+        "pdb": "app/web",
+        "reason": "covered by several PodDisruptionBudgets (app/web, app/web-too): the eviction API refuses it",
+    }
+    with pytest.raises(NodeNotFound, match="node n2 does not exist"):
+        preflight(KubeClient(transport), "n2")
