@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -180,3 +181,73 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     again = deployment.run()
     assert again["status"] == "SUCCEEDED"
     assert json.loads(again["output"])["plan"]["action"] == "skip"
+
+
+class HealthyPods(threading.Thread):
+    """Counts the Ready pods of `app=web` every few milliseconds; `lowest` is the least seen."""
+
+    def __init__(self, api: k8s.ApiClient):
+        super().__init__(daemon=True)
+        self.core = k8s.CoreV1Api(api)
+        self.lowest: int | None = None
+        self.samples = 0
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.wait(0.02):
+            pods = self.core.list_namespaced_pod("example", label_selector="app=web").items
+            ready = sum(
+                1
+                for pod in pods
+                if pod.metadata.deletion_timestamp is None
+                and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+            )
+            self.lowest = ready if self.lowest is None else min(self.lowest, ready)
+            self.samples += 1
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join()
+
+
+def _instances(session: boto3.Session) -> set[str]:
+    groups = session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    return {instance["InstanceId"] for group in groups for instance in group["Instances"]}
+
+
+def test_config_change_rolls_every_node_without_breaking_the_pdb(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    assert deployment.run()["status"] == "SUCCEEDED"
+    nodes.wait_for_ready_nodes(3, timeout=30)
+    _wait_for_ready_pods(kube_api, 3)
+    before = _instances(deployment.session)
+    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
+    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    deployment.session.client("s3").put_object(
+        Bucket="clm-config", Key="config/cluster/config-defaults.yaml", Body=changed.encode()
+    )
+    watcher = HealthyPods(kube_api)
+    watcher.start()
+    try:
+        execution = deployment.run()
+    finally:
+        watcher.stop()
+    assert execution["status"] == "SUCCEEDED", execution.get("error") or execution
+    after = _instances(deployment.session)
+    assert len(after) == 3 and not after & before, (before, after)
+    assert watcher.samples > 10 and watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2
+    states = deployment.states(execution["executionArn"])
+    assert states.count("Terminate") == 3
+    assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
+
+
+def _wait_for_ready_pods(api: k8s.ApiClient, count: int, timeout: float = 30.0) -> None:
+    core = k8s.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = core.list_namespaced_pod("example", label_selector="app=web").items
+        if sum(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods) >= count:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"fewer than {count} Ready web pods after {timeout} s")
