@@ -9,6 +9,7 @@ import click
 from clm.cli.context import DEFAULT_TABLE, CliContext
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
+from clm.cli.sandbox_cmd import sandbox
 
 EPILOG = """\b
 Examples:
@@ -16,6 +17,7 @@ Examples:
   clm registry list                              clusters, lifecycle and versions
   clm render CLUSTER_ID --config examples/config --out rendered/
                                                  render a cluster's stacks and manifests
+  clm sandbox up                                 start the local sandbox (moto, Kubernetes, nodes)
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL).
 """
@@ -39,6 +41,7 @@ def cli(ctx: click.Context, profile: str | None, region: str | None, endpoint_ur
 
 cli.add_command(registry)
 cli.add_command(render)
+cli.add_command(sandbox)
 
 
 def describe_error(exc: BaseException) -> str | None:
