@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 PASS_BUDGET = 5.0
 # A pod still terminating this long after its grace period ended is left behind (CLM's podEvictionHeadroom).
 TERMINATION_HEADROOM = 30.0
-OVERDUE_WAIT = 2.0
+# deletionTimestamp has whole seconds: a pod's grace period ends within a second after it.
+STAMP_PRECISION = 1.0
+# Waits for a pod past its grace period grow with how late it is, up to this.
+MAX_OVERDUE_WAIT = 5.0
 SETTLING_WAIT = 1.0
 MAX_LISTED = 20
 EVICTION_WORKERS = 8
@@ -187,9 +190,10 @@ class _Drainer:
         watch = False
         timer: float | None = None
         for pod in observation.waiting_for:
-            left = ((deletion_deadline(pod) or now) - now).total_seconds()
-            waits.append(left if left > 0 else OVERDUE_WAIT)
-            watch = watch or left <= remaining
+            earliest = ((deletion_deadline(pod) or now) - now).total_seconds()
+            latest = earliest + STAMP_PRECISION
+            waits.append(latest if latest > 0 else min(MAX_OVERDUE_WAIT, -latest))
+            watch = watch or earliest <= remaining
         age = (now - self.drain_start).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
         for blocked in self.blocked:
