@@ -1,0 +1,103 @@
+"""Reconcile: which clusters need a run, in Zalando CLM's priority order, and starting their provision runs.
+
+Priority: interrupted updates first (a run started and did not finish), then decommission requests, then
+clusters whose desired version differs from their current one. Executions are named from the cluster, its
+desired version and a time window, so triggers that arrive together collapse into one run, and a failed run
+is tried again in the next window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from clm.model import Cluster
+from clm.version import desired_version
+
+INTERRUPTED, DECOMMISSION, OUTDATED = "interrupted update", "decommission requested", "outdated"
+_PRIORITY = {INTERRUPTED: 0, DECOMMISSION: 1, OUTDATED: 2}
+WINDOW_SECONDS = 900
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A cluster that needs a run, why, and the execution name for it."""
+
+    cluster_id: str
+    reason: str
+    desired_version: str
+    execution_name: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-able."""
+        return asdict(self)
+
+
+def execution_name(cluster: Cluster, desired: str, now: float) -> str:
+    """`<local id>-<version hash>-<window>`: at most 80 characters of [A-Za-z0-9_-], as Step Functions wants."""
+    digest = hashlib.sha256(f"{cluster.id}\n{desired}".encode()).hexdigest()[:12]
+    suffix = f"-{digest}-{int(now // WINDOW_SECONDS)}"
+    return _NAME_UNSAFE.sub("-", cluster.local_id)[: 80 - len(suffix)] + suffix
+
+
+def select(clusters: Iterable[Cluster], config_version: str, now: float) -> list[Selection]:
+    """The clusters needing a run, highest priority first (then by id)."""
+    selected = []
+    for cluster in clusters:
+        reason = _reason(cluster, config_version)
+        if reason:
+            desired = str(desired_version(cluster, config_version))
+            selected.append(Selection(cluster.id, reason, desired, execution_name(cluster, desired, now)))
+    return sorted(selected, key=lambda s: (_PRIORITY[s.reason], s.cluster_id))
+
+
+def _reason(cluster: Cluster, config_version: str) -> str | None:
+    if cluster.lifecycle_status == "decommissioned" or cluster.update_blocked:
+        return None
+    status = cluster.status
+    if status.next_version and status.next_version != status.current_version:
+        return INTERRUPTED
+    if cluster.lifecycle_status == "decommission-requested":
+        return DECOMMISSION
+    if status.current_version != str(desired_version(cluster, config_version)):
+        return OUTDATED
+    return None
+
+
+def start_runs(sfn: Any, state_machine_arn: str, selections: list[Selection], max_running: int) -> dict[str, Any]:
+    """Start provision runs for the selections, keeping at most `max_running` executions running.
+
+    Returns what was started, what was already started (same name), and what waits for the next reconcile.
+    """
+    running_names = _running_names(sfn, state_machine_arn)
+    running = len(running_names)
+    started, duplicates, deferred = [], [], []
+    for selection in selections:
+        if selection.execution_name in running_names:  # AWS would answer with the running one, not an error
+            duplicates.append(selection.cluster_id)
+            continue
+        if running >= max_running:
+            deferred.append(selection.cluster_id)
+            continue
+        try:
+            sfn.start_execution(
+                stateMachineArn=state_machine_arn,
+                name=selection.execution_name,
+                input=json.dumps({"cluster_id": selection.cluster_id, "reason": selection.reason}),
+            )
+        except sfn.exceptions.ExecutionAlreadyExists:
+            duplicates.append(selection.cluster_id)
+            continue
+        started.append(selection.cluster_id)
+        running += 1
+    return {"started": started, "already_started": duplicates, "deferred": deferred}
+
+
+def _running_names(sfn: Any, state_machine_arn: str) -> set[str]:
+    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING")
+    return {execution["name"] for page in pages for execution in page["executions"]}

@@ -1,0 +1,89 @@
+"""Reconcile: selection in CLM's priority order, execution names that collapse duplicates, bounded starts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import boto3
+import pytest
+
+from clm.model import Cluster, ClusterStatus
+from clm.version import desired_version
+from clm.workflow.reconcile import DECOMMISSION, INTERRUPTED, OUTDATED, execution_name, select, start_runs
+
+NOW = 1_790_000_000.0
+
+
+def variant(base: Cluster, name: str, **changes: object) -> Cluster:
+    return dataclasses.replace(base, id=f"aws:123456789012:eu-central-1:{name}", local_id=name, **changes)
+
+
+def test_selection_order_and_exclusions(example_clusters) -> None:
+    base = example_clusters[0]
+    up_to_date = variant(base, "e-current")
+    up_to_date = dataclasses.replace(
+        up_to_date, status=ClusterStatus(current_version=str(desired_version(up_to_date, "v2")))
+    )
+    clusters = [
+        variant(base, "a-outdated", status=ClusterStatus(current_version="v1#x")),
+        variant(base, "b-decommission", lifecycle_status="decommission-requested"),
+        variant(base, "c-interrupted", status=ClusterStatus(current_version="v1#x", next_version="v2#y")),
+        variant(base, "d-gone", lifecycle_status="decommissioned"),
+        up_to_date,
+        variant(base, "f-blocked", config_items={"cluster_update_block": "maintenance"}),
+    ]
+    selected = select(clusters, "v2", NOW)
+    assert [(s.cluster_id.rsplit(":", 1)[1], s.reason) for s in selected] == [
+        ("c-interrupted", INTERRUPTED),
+        ("b-decommission", DECOMMISSION),
+        ("a-outdated", OUTDATED),
+    ]
+
+
+def test_execution_names_collapse_within_a_window_and_are_valid(example_clusters) -> None:
+    cluster = variant(example_clusters[0], "kube.1:" + "x" * 100)
+    name = execution_name(cluster, "v2#h", NOW)
+    assert len(name) <= 80 and all(c.isalnum() or c in "-_" for c in name)
+    assert execution_name(cluster, "v2#h", NOW + 1) == name
+    assert execution_name(cluster, "v3#h", NOW) != name
+    assert execution_name(cluster, "v2#h", NOW + 900) != name
+
+
+@pytest.fixture
+def sfn(aws: boto3.Session):
+    client = aws.client("stepfunctions")
+    role = "arn:aws:iam::123456789012:role/clm"
+    arn = client.create_state_machine(
+        name="provision", definition='{"StartAt":"x","States":{"x":{"Type":"Pass","End":true}}}', roleArn=role
+    )["stateMachineArn"]
+    return client, arn
+
+
+def test_runs_are_started_once_and_bounded(sfn, example_clusters) -> None:
+    client, arn = sfn
+    clusters = [variant(example_clusters[0], f"k{n}") for n in range(4)]
+    selections = select(clusters, "v1", NOW)
+    first = start_runs(client, arn, selections, max_running=3)
+    assert first == {
+        "started": [s.cluster_id for s in selections[:3]],
+        "already_started": [],
+        "deferred": [selections[3].cluster_id],
+    }
+    inputs = [
+        json.loads(client.describe_execution(executionArn=e["executionArn"])["input"])
+        for e in client.list_executions(stateMachineArn=arn)["executions"]
+    ]
+    assert {i["cluster_id"] for i in inputs} == set(first["started"])
+    again = start_runs(client, arn, selections, max_running=10)
+    assert again["already_started"] == first["started"]
+    assert again["started"] == [selections[3].cluster_id]
+
+
+def test_a_finished_run_of_the_same_window_is_not_started_again(sfn, example_clusters) -> None:
+    client, arn = sfn
+    selections = select([variant(example_clusters[0], "k0")], "v1", NOW)
+    start_runs(client, arn, selections, max_running=10)
+    execution = client.list_executions(stateMachineArn=arn)["executions"][0]["executionArn"]
+    client.stop_execution(executionArn=execution)
+    assert start_runs(client, arn, selections, max_running=10)["already_started"] == [selections[0].cluster_id]
