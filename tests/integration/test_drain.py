@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client, watch
 
 from clm.kube.apply import apply_manifests
-from clm.kube.client import KubeClient
+from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, TAINT
 from clm.kube.preflight import preflight
@@ -120,28 +120,25 @@ class Sandbox:
         query = {"labelSelector": selector or None, "fieldSelector": node and f"spec.nodeName={node}"}
         return self.kube.request("GET", f"/api/v1/namespaces/{self.namespace}/pods", query=query)["items"]
 
-    def place_on_victim(self, manifests: str, ready: dict[str, int]) -> None:
-        """Apply with the other nodes cordoned, so the pods land on the victim; wait for them Ready."""
-        for node in self.nodes[1:]:
+    def set_unschedulable(self, nodes: list[str], unschedulable: bool) -> None:
+        for node in nodes:
             self.kube.request(
                 "PATCH",
                 f"/api/v1/nodes/{node}",
-                body={"spec": {"unschedulable": True}},
-                content_type="application/merge-patch+json",
+                body={"spec": {"unschedulable": unschedulable}},
+                content_type=MERGE_PATCH,
             )
+
+    def place_on_victim(self, manifests: str, ready: dict[str, int]) -> None:
+        """Apply with the other nodes cordoned, so the pods land on the victim; wait for them Ready."""
+        self.set_unschedulable(self.nodes[1:], True)
         self.apply(manifests)
         for selector, count in ready.items():
             wait_for(
                 f"{count} Ready pods {selector} on the victim",
                 lambda s=selector, c=count: len([p for p in self.pods(s, self.victim) if healthy(p)]) == c,
             )
-        for node in self.nodes[1:]:
-            self.kube.request(
-                "PATCH",
-                f"/api/v1/nodes/{node}",
-                body={"spec": {"unschedulable": False}},
-                content_type="application/merge-patch+json",
-            )
+        self.set_unschedulable(self.nodes[1:], False)
 
     def budget_settled(self, name: str, allowed: int) -> bool:
         pdb = self.kube.request("GET", f"/apis/policy/v1beta1/namespaces/{self.namespace}/poddisruptionbudgets/{name}")
@@ -313,7 +310,7 @@ def test_max_unavailable_zero_blocks_until_the_force_rules_allow(sandbox: Sandbo
 
 RESUME_SCRIPT = """
 import json, sys
-from clm.kube.client import KubeClient
+from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.settings import DrainSettings
 kubeconfig, node, items, budget, passes = sys.argv[1:]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from clm.kube.errors import DeletionError
 from clm.render.deletions import parse_deletions
 from clm.render.manifests import split_manifests
 from clm_sandbox.controlplane import ControlPlane
+from tests.integration.test_drain import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -54,14 +54,6 @@ def configmap(ns: str, name: str, labels: dict[str, str] | None = None, owner: d
 
 def names(kube: KubeClient, path: str) -> set[str]:
     return {item["metadata"]["name"] for item in kube.request("GET", path).get("items") or []}
-
-
-def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return result
 
 
 def test_by_name_selector_and_labels_in_a_namespace(kube, ns):

@@ -120,21 +120,9 @@ class KubeClient:
         reason = str(body.get("message") or body.get("reason") or "")
         return KubeApiError(method, path, response.status, reason, self.cluster_id, body)
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = JSON,
-        timeout: float = REQUEST_TIMEOUT,
-        retries: int = RETRIES,
-    ) -> dict[str, Any]:
-        """Send one request and return the decoded JSON body (see `exchange`)."""
-        return self.exchange(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout, retries=retries
-        )[1]
+    def request(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        """Send one request and return the decoded JSON body; `options` as for `exchange`."""
+        return self.exchange(method, path, **options)[1]
 
     def exchange(
         self,
