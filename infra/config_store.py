@@ -6,14 +6,17 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.nag import acknowledge
+
 
 class ConfigStore(Construct):
-    """S3 bucket holding config repositories under a prefix, and CLM's rendered artefacts."""
+    """S3 bucket holding configuration repositories under a prefix."""
 
     def __init__(self, scope: Construct, construct_id: str):
         super().__init__(scope, construct_id)
         self.bucket = s3.Bucket(
-            self, "Bucket",
+            self,
+            "Bucket",
             versioned=True,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -23,5 +26,5 @@ class ConfigStore(Construct):
         # Object Created events go to EventBridge (config change -> reconcile). Set on the resource
         # itself: `event_bridge_enabled=True` would add a custom-resource Lambda for the same thing.
         cfn_bucket = self.bucket.node.default_child
-        cfn_bucket.add_property_override(
-            "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
+        cfn_bucket.add_property_override("NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
+        acknowledge(self, "S1", "object versions record every change of the configuration; CloudTrail audits access")

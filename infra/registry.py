@@ -13,13 +13,15 @@ class RegistryTable(Construct):
     def __init__(self, scope: Construct, construct_id: str, table_name: str | None = None):
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
-            self, "Table",
+            self,
+            "Table",
             table_name=table_name,
             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True),
+                point_in_time_recovery_enabled=True
+            ),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             removal_policy=RemovalPolicy.RETAIN,
         )

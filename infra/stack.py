@@ -1,14 +1,30 @@
-"""The CLM stack. For now: the registry table and the config bucket; the workflows come next."""
+"""The CLM stack: registry, configuration, artefacts, the `clm` layer, the step functions, the workflows, the
+triggers and alarms, with the settings of infra.context."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_events as events
 from constructs import Construct
 
+from infra import permissions
+from infra.alarms import executions_failed_alarm
+from infra.artefacts import ArtefactBucket
+from infra.cluster_stack_role import ClusterStackRole
+from infra.config_source import ConfigSource
 from infra.config_store import ConfigStore
+from infra.context import ClmContext
+from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunction
+from infra.layer import ClmLayer
+from infra.network import FunctionNetwork
 from infra.registry import RegistryTable
+from infra.triggers import ReconcileTriggers, RegistryTrigger
+from infra.workflow import Workflow, definition_file
+
+BUS_NAME = "clm"
+RECONCILE_STATE_MACHINE = "clm-reconcile"
 
 
 class ClmStack(Stack):
@@ -16,8 +32,87 @@ class ClmStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any):
         super().__init__(scope, construct_id, **kwargs)
-        table_name = self.node.try_get_context("clm:registryTableName")
-        self.registry = RegistryTable(self, "Registry", table_name=table_name)
+        context = ClmContext.of(self)
+        self.registry = RegistryTable(self, "Registry", table_name=context.registry_table_name)
         self.config = ConfigStore(self, "Config")
+        self.config_source = ConfigSource(self, "ConfigSource", self.config.bucket, context)
+        self.artefacts = ArtefactBucket(self, "Artefacts")
+        self.bus = events.EventBus(self, "Bus", event_bus_name=BUS_NAME)
+        self.cluster_stack_role = ClusterStackRole(self, "ClusterStackRole", context.cluster_stack_policy_arns)
+
+        layer = ClmLayer(self, "Layer").layer
+        network = FunctionNetwork(self, "Network", context) if context.vpc_id else None
+        environment = {
+            "CLM_REGISTRY_TABLE": self.registry.table.table_name,
+            "CLM_CONFIG_SOURCE": self.config_source.uri,
+            "CLM_ARTEFACT_BUCKET": self.artefacts.bucket.bucket_name,
+        }
+        self.functions = {
+            spec.folder: ClmFunction(
+                self,
+                spec.folder.title().replace("_", "") + "Function",
+                spec=spec,
+                layer=layer,
+                environment=environment,
+                context=context,
+                network=network,
+            )
+            for spec in (*STEP_FUNCTIONS, RECONCILE, REGISTRY_EVENTS)
+        }
+        self.functions["stacks"].function.add_environment(
+            "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
+        )
+        self.functions["registry_events"].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
+        self._grant(context)
+
+        step_functions = {spec.folder.title(): self.functions[spec.folder].function for spec in STEP_FUNCTIONS}
+        self.provision = Workflow(
+            self,
+            "Provision",
+            definition=definition_file("provision"),
+            state_machine_name=context.state_machine_name,
+            context=context,
+            functions=step_functions,
+        )
+        RegistryTrigger(
+            self,
+            "RegistryTrigger",
+            registry=self.registry.table,
+            publisher=self.functions["registry_events"],
+            bus=self.bus,
+            provision=self.provision.state_machine,
+        )
+        # Configuration changes and the schedule start reconcile, never provision directly (a config change
+        # concerns every cluster; reconcile starts provision for those that need it, bounded by CLM_MAX_RUNNING).
+        reconciler = self.functions["reconcile"]
+        reconciler.function.add_environment(
+            "CLM_PROVISION_STATE_MACHINE", self.provision.state_machine.state_machine_arn
+        )
+        reconciler.function.add_environment("CLM_MAX_RUNNING", str(context.max_running))
+        permissions.grant_reconcile(reconciler, self.registry.table, self.config_source, self.provision.state_machine)
+        self.reconcile = Workflow(
+            self,
+            "Reconcile",
+            definition=definition_file("reconcile"),
+            state_machine_name=RECONCILE_STATE_MACHINE,
+            context=context,
+            functions={"Reconcile": reconciler.function},
+        )
+        ReconcileTriggers(self, "ReconcileTriggers", config=self.config_source, reconcile=self.reconcile.state_machine)
+        executions_failed_alarm(self, "ProvisionFailed", self.provision.state_machine)
+        executions_failed_alarm(self, "ReconcileFailed", self.reconcile.state_machine)
+
         CfnOutput(self, "RegistryTableName", value=self.registry.table.table_name)
         CfnOutput(self, "ConfigBucketName", value=self.config.bucket.bucket_name)
+        CfnOutput(self, "ConfigSourceUri", value=self.config_source.uri)
+        CfnOutput(self, "ArtefactBucketName", value=self.artefacts.bucket.bucket_name)
+        CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
+        CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
+        CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
+
+    def _grant(self, context: ClmContext) -> None:
+        table, artefacts = self.registry.table, self.artefacts.bucket
+        permissions.grant_run(self.functions["run"], table, self.config_source, artefacts, context.state_machine_name)
+        permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
+        permissions.grant_kube(self.functions["kube"], artefacts, context.kube_secret_prefix)
+        permissions.grant_roll(self.functions["roll"], artefacts, context.kube_secret_prefix)

@@ -1,0 +1,28 @@
+"""The `clm` Lambda layer: the core library and its pinned runtime dependencies (built by infra.layer_build)."""
+
+from __future__ import annotations
+
+from aws_cdk import AssetHashType, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.layer_build import build_layer
+
+RUNTIME = lambda_.Runtime.PYTHON_3_11
+
+
+class ClmLayer(Construct):
+    """One layer version for every CLM function; its asset is the cached layer directory."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        directory, digest = build_layer()
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Layer",
+            code=lambda_.Code.from_asset(str(directory), asset_hash_type=AssetHashType.CUSTOM, asset_hash=digest),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="CLM core library (clm) with its pinned runtime dependencies",
+            removal_policy=RemovalPolicy.RETAIN,  # running executions may still use the previous version
+        )

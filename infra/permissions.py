@@ -1,0 +1,146 @@
+"""Least-privilege permissions of each CLM function: exactly the calls its steps make (see clm.workflow).
+
+Scoping notes:
+- CloudFormation: cluster stacks are named by the cluster's local_id (any name), node-pool stacks
+  `nodepool-<pool>-<cluster>`, so no name pattern covers them all: the stacks function may manage any stack of
+  this account and region (`stack/*`), and deploys them with the ClusterStackRole, not with its own rights.
+- Auto scaling: IAM condition keys cannot hold a wildcard tag key (`kubernetes.io/cluster/*`), so changes are
+  allowed on groups carrying the fixed tag `node-pool`, which every node-pool stack has (clm.stacks.names;
+  CloudFormation copies stack tags to the group).
+- Describe/List calls of EC2 and auto scaling, and sts:GetCallerIdentity, support no resource scoping.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+
+from infra.artefacts import RENDERINGS_PREFIX, TEMPLATES_PREFIX
+from infra.config_source import ConfigSource
+from infra.functions import ClmFunction
+
+NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
+STACK_READ = [
+    "cloudformation:DescribeStacks",
+    "cloudformation:DescribeStackResources",
+    "cloudformation:ListStackResources",
+]
+STACK_MANAGE = [
+    *STACK_READ,
+    "cloudformation:CreateStack",
+    "cloudformation:UpdateStack",
+    "cloudformation:DeleteStack",
+    "cloudformation:DescribeStackEvents",
+    "cloudformation:GetTemplate",
+    "cloudformation:UpdateTerminationProtection",
+    "cloudformation:ContinueUpdateRollback",
+]
+ASG_CHANGES = [
+    "autoscaling:SuspendProcesses",
+    "autoscaling:ResumeProcesses",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+    "autoscaling:UpdateAutoScalingGroup",
+    "autoscaling:CreateOrUpdateTags",
+    "autoscaling:DeleteTags",
+]
+_COLON = ArnFormat.COLON_RESOURCE_NAME
+RENDERINGS = "renderings are content-addressed objects under renderings/"
+STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
+UNSCOPED_READS = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeTags",
+    "ec2:DescribeInstances",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribeLaunchTemplateVersions",
+]
+
+
+def grant_run(
+    function: ClmFunction, registry: dynamodb.ITable, config: ConfigSource, artefacts: s3.IBucket, state_machine: str
+) -> None:
+    """Registry read/write, configuration read, renderings write, and whether a lock holder still runs."""
+    registry.grant_read_write_data(function.role)
+    config.grant_read(function.role)
+    function.allow(["s3:PutObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    executions = Stack.of(function).format_arn(
+        service="states", resource="execution", resource_name=f"{state_machine}:*", arn_format=_COLON
+    )
+    function.allow(
+        ["states:DescribeExecution"], [executions], reason="a lock is taken over once its execution no longer runs"
+    )
+
+
+def grant_reconcile(
+    function: ClmFunction, registry: dynamodb.ITable, config: ConfigSource, provision: sfn.IStateMachine
+) -> None:
+    """Registry read, the configuration's version, and starting (and counting running) provision executions."""
+    registry.grant_read_data(function.role)
+    config.grant_read(function.role)
+    function.allow(["states:StartExecution", "states:ListExecutions"], [provision.state_machine_arn])
+
+
+def grant_stacks(
+    function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.IBucket, cloudformation_role: iam.IRole
+) -> None:
+    """Manage stacks through CloudFormation's role; read renderings, store (and let CloudFormation read) templates."""
+    registry.grant_read_data(function.role)
+    function.allow(STACK_MANAGE, [_stacks(function)], reason=STACKS)
+    function.allow(
+        ["iam:PassRole"],
+        [cloudformation_role.role_arn],
+        {"StringEquals": {"iam:PassedToService": "cloudformation.amazonaws.com"}},
+    )
+    function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    function.allow(
+        ["s3:PutObject", "s3:GetObject"],
+        [artefacts.arn_for_objects(f"{TEMPLATES_PREFIX}*")],
+        reason="templates over CloudFormation's inline limit, named by content hash",
+    )
+
+
+def grant_kube(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
+    """Read renderings and reach the cluster's API server."""
+    function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    _grant_cluster_access(function, secret_prefix)
+
+
+def grant_roll(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
+    """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server."""
+    grant_kube(function, artefacts, secret_prefix)
+    function.allow(STACK_READ, [_stacks(function)], reason=STACKS)
+    function.allow(UNSCOPED_READS, ["*"], reason="Describe calls of EC2 and auto scaling support no resource scoping")
+    groups = Stack.of(function).format_arn(
+        service="autoscaling", resource="autoScalingGroup", resource_name="*", arn_format=_COLON
+    )
+    function.allow(
+        ASG_CHANGES,
+        [groups],
+        {"Null": {f"aws:ResourceTag/{NODE_POOL_TAG}": "false"}},
+        reason=f"groups are named by CloudFormation; only groups tagged {NODE_POOL_TAG} (node-pool stacks)",
+    )
+
+
+def _grant_cluster_access(function: ClmFunction, secret_prefix: str) -> None:
+    """Kubeconfigs/tokens in Secrets Manager under the prefix, or EKS IAM tokens (presigned GetCallerIdentity)."""
+    stack = Stack.of(function)
+    secrets = stack.format_arn(
+        service="secretsmanager", resource="secret", resource_name=f"{secret_prefix}*", arn_format=_COLON
+    )
+    function.allow(
+        ["secretsmanager:GetSecretValue"],
+        [secrets],
+        reason=f"cluster credentials are the secrets named under {secret_prefix} (config item kube_auth_secret)",
+    )
+    function.allow(
+        ["eks:DescribeCluster"],
+        [stack.format_arn(service="eks", resource="cluster", resource_name="*")],
+        reason="the EKS cluster is named by each cluster's config (eks_cluster_name)",
+    )
+    function.allow(["sts:GetCallerIdentity"], ["*"], reason="sts:GetCallerIdentity supports no resource scoping")
+
+
+def _stacks(function: ClmFunction) -> str:
+    return Stack.of(function).format_arn(service="cloudformation", resource="stack", resource_name="*")
