@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from clm.kube.client import KubeClient
 from clm.kube.errors import KubeApiError, KubeAuthError
 from clm.kube.transport import RawResponse, TransportFailure
+from clm.kube.waiting import WatchSpec, wait_for_event
 
 SECRET_TOKEN = "s3cr3t-token-value"
 
@@ -40,8 +44,13 @@ class RecordedTransport:
 
     server = "https://api.example.org"
 
-    def __init__(self, recordings: dict[tuple[str, str], list[RawResponse | Exception]]):
+    def __init__(
+        self,
+        recordings: dict[tuple[str, str], list[RawResponse | Exception]],
+        streams: dict[str, list[dict[str, Any]] | RawResponse] | None = None,
+    ):
         self.recordings = {key: list(values) for key, values in recordings.items()}
+        self.streams = streams or {}
         self.calls: list[dict[str, Any]] = []
 
     def send(
@@ -58,8 +67,12 @@ class RecordedTransport:
             raise answer
         return answer
 
-    def stream(self, path: str, query: list[tuple[str, str]], timeout: float) -> RawResponse:
-        raise AssertionError(f"no watch expected on {path}")
+    def stream(self, path: str, query: list[tuple[str, str]], timeout: float) -> RecordedStream | RawResponse:
+        self.calls.append({"method": "WATCH", "path": path, "query": dict(query)})
+        recorded = self.streams.get(path)
+        if recorded is None:
+            raise AssertionError(f"no watch expected on {path}")
+        return recorded if isinstance(recorded, RawResponse) else RecordedStream(recorded)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -67,6 +80,21 @@ class RecordedTransport:
     def paths(self, method: str) -> list[str]:
         """The paths requested with `method`, in order."""
         return [call["path"] for call in self.calls if call["method"] == method]
+
+
+class RecordedStream:
+    """A watch that sends recorded events, then stays open until closed."""
+
+    def __init__(self, events: list[dict[str, Any]]):
+        self.events = events
+        self.closed = threading.Event()
+
+    def lines(self) -> Iterator[str]:
+        yield from (json.dumps(event) + "\n" for event in self.events)
+        self.closed.wait(30)
+
+    def close(self) -> None:
+        self.closed.set()
 
 
 @pytest.fixture(autouse=True)
@@ -166,3 +194,46 @@ def test_kubeconfig_errors_name_the_file_not_its_content(tmp_path):
     assert str(path) in str(caught.value) and SECRET_TOKEN not in str(caught.value)
     with pytest.raises(KubeAuthError, match="unreadable"):
         KubeClient.from_kubeconfig(tmp_path / "missing")
+
+
+def pdb_event(kind: str, allowed: int) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "object": {"metadata": {"name": "web", "namespace": "app"}, "status": {"disruptionsAllowed": allowed}},
+    }
+
+
+def opened(kind: str, pdb: dict[str, Any]) -> bool:
+    return pdb["status"]["disruptionsAllowed"] > 0
+
+
+def test_wait_for_event_wakes_on_the_first_relevant_event_from_the_list_version():
+    transport = RecordedTransport(
+        {},
+        streams={"/pdbs": [pdb_event("BOOKMARK", 1), pdb_event("MODIFIED", 0), pdb_event("MODIFIED", 1)], "/pods": []},
+    )
+    specs = [
+        WatchSpec("/pdbs", "41", opened),
+        WatchSpec("/pods", "42", lambda kind, _: kind == "DELETED", (("fieldSelector", "spec.nodeName=n1"),)),
+    ]
+    started = time.monotonic()
+    assert wait_for_event(KubeClient(transport), specs, time.monotonic() + 10) == "MODIFIED web"
+    assert time.monotonic() - started < 2
+    watches = {c["path"]: c["query"] for c in transport.calls}
+    assert watches["/pdbs"]["resourceVersion"] == "41" and watches["/pdbs"]["watch"] == "true"
+    assert watches["/pods"] == {
+        "fieldSelector": "spec.nodeName=n1",
+        "resourceVersion": "42",
+        "watch": "true",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "10",
+    }
+
+
+def test_wait_for_event_falls_back_to_the_deadline_when_a_watch_cannot_open():
+    forbidden = response(403, status_body(403, "Forbidden", "cannot watch"))
+    transport = RecordedTransport({}, streams={"/pdbs": forbidden})
+    started = time.monotonic()
+    assert wait_for_event(KubeClient(transport), [WatchSpec("/pdbs", "1", opened)], started + 0.3) is None
+    assert 0.25 <= time.monotonic() - started < 1.5
+    assert len(transport.calls) == 1  # no busy loop

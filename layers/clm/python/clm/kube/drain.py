@@ -140,10 +140,10 @@ class _Drainer:
 
     @staticmethod
     def _blocked_by_server(pod: Pod, outcome: EvictionOutcome, budgets: list[Budget]) -> _Blocked:
-        covering = budgets_for(pod, budgets)
-        named = [b for b in covering if b.key == outcome.pdb] or covering
         if not outcome.by_budget:
             return _Blocked(pod, outcome.reason, None, settling=True, by_budget=False)
+        covering = budgets_for(pod, budgets)
+        named = [b for b in covering if b.key == outcome.pdb] or covering
         pdb = outcome.pdb or (named[0].key if named else None)
         return _Blocked(pod, outcome.reason, pdb, any(b.settling for b in named))
 
@@ -207,7 +207,7 @@ class _Drainer:
                 timer = min(timer if timer is not None else math.inf, mono + max(until_force, 0.0))
         wait_seconds = max(1, math.ceil(min(waits, default=SETTLING_WAIT)))
         if watch:
-            return self.deadline, wait_seconds
+            return min(self.deadline, timer if timer is not None else math.inf), wait_seconds
         return timer, wait_seconds
 
     def watches(self, observation: _Observation) -> list[WatchSpec]:

@@ -1,12 +1,14 @@
 """Wait, within a deadline, for the first relevant event on any of several watches (one thread each).
 
 A watch starts at the resourceVersion of the list it follows, so nothing between list and watch is
-missed. A watch that ends, errors or expires (410) also wakes the waiter: the caller lists again.
+missed. A watch that ends or reports an error (410: expired) also wakes the waiter: the caller lists
+again. A watch that cannot be opened at all is logged and left out, so the wait falls back to its deadline.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 import time
@@ -18,6 +20,8 @@ from clm.kube.errors import KubeError
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient, WatchStream
+
+log = logging.getLogger(__name__)
 
 Relevant = Callable[[str, dict[str, Any]], bool]
 _JOIN_SECONDS = 1.0
@@ -47,8 +51,8 @@ class _Watcher(threading.Thread):
             stream = self.kube.watch(
                 self.spec.path, {**dict(self.spec.query), "resourceVersion": self.spec.resource_version}, self.timeout
             )
-        except KubeError as exc:
-            self.wake.put(f"watch {self.spec.path} failed: {exc.message}")
+        except KubeError as exc:  # no wake-up: a watch that cannot open must not turn the wait into a busy loop
+            log.warning("cannot watch %s, waiting without it: %s", self.spec.path, exc.message)
             return
         with self.lock:
             self.stream = stream
