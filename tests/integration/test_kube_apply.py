@@ -122,7 +122,7 @@ def state(kube: KubeClient, names: Names) -> dict[str, dict]:
 
 def test_crd_custom_object_namespace_and_deployment_in_one_go_then_reapply_and_change(kube, names):
     report = apply_manifests(kube, render(names))
-    assert report.to_dict() == {"dry_run": False, "created": 5, "configured": 0, "skipped": []}
+    assert report.to_dict() == {"dry_run": False, "created": 5, "configured": 0, "skipped_count": 0, "skipped": []}
     assert [o.object for o in report.objects] == [
         f"Namespace {names.namespace}",
         f"CustomResourceDefinition {names.crd}",
@@ -199,6 +199,6 @@ def test_dry_run_changes_nothing_and_skips_what_needs_objects_of_the_same_run(ku
     apply_manifests(kube, render(names))
     before = state(kube, names)
     changed = apply_manifests(kube, render(names, replicas=3, colour="green"), dry_run=True)
-    assert changed.to_dict() == {"dry_run": True, "created": 0, "configured": 5, "skipped": []}
+    assert changed.to_dict() == {"dry_run": True, "created": 0, "configured": 5, "skipped_count": 0, "skipped": []}
     assert state(kube, names)["deployment"]["spec"]["replicas"] == before["deployment"]["spec"]["replicas"]
     assert state(kube, names)["widget"]["spec"] == {"colour": "blue"}

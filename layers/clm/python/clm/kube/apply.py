@@ -25,6 +25,7 @@ FIELD_MANAGER = "clm"
 CRD_TIMEOUT = 60.0
 # After a CRD is established the server's discovery may trail it by a moment.
 DISCOVERY_SETTLE = 10.0
+MAX_LISTED = 50
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,14 @@ class ApplyReport:
         return sum(1 for o in self.objects if o.action == action)
 
     def to_dict(self) -> dict[str, Any]:
-        """A small JSON-able summary: counts, and the skipped objects with their reason."""
+        """A small JSON-able summary: counts, and (at most MAX_LISTED) skipped objects with their reason."""
+        skipped = [o for o in self.objects if o.action == "skipped"]
         return {
             "dry_run": self.dry_run,
             "created": self.count("created"),
             "configured": self.count("configured"),
-            "skipped": [
-                {"object": o.object, "file": o.file, "reason": o.reason} for o in self.objects if o.action == "skipped"
-            ],
+            "skipped_count": len(skipped),
+            "skipped": [{"object": o.object, "file": o.file, "reason": o.reason} for o in skipped[:MAX_LISTED]],
         }
 
 
