@@ -1,0 +1,61 @@
+"""CloudFormation API calls moto 5.2.5 lacks or gets wrong, for the stacks CLM creates, updates and deletes.
+
+- ``UpdateTerminationProtection`` and ``ContinueUpdateRollback`` exist (moto raises NotImplementedError).
+- ``DeleteStack`` refuses a stack with termination protection on, as CloudFormation does.
+- ``CreateStack`` and ``UpdateStack`` succeed when a resource fails and the stack rolls back, with events naming
+  the resource and the reason; updates change what really changed, in dependency order; ``UpdateStack`` is
+  refused while the stack is busy or broken, and answers "No updates are to be performed." when nothing changes
+  (cloudformation_operations, cloudformation_updates, cloudformation_resources).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clm_sandbox.patches import cloudformation_operations, cloudformation_updates
+from clm_sandbox.patches._patching import original, replace
+
+
+def install() -> None:
+    """Install the calls and the failure handling into moto's CloudFormation (idempotent)."""
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.cloudformation.responses import CloudFormationResponse
+
+    cloudformation_updates.install()
+    replace(CloudFormationBackend, "create_stack", cloudformation_operations.create_stack)
+    replace(CloudFormationBackend, "update_stack", cloudformation_operations.update_stack)
+    replace(CloudFormationBackend, "delete_stack", _delete_stack)
+    for name, handler in (
+        ("update_termination_protection", _update_termination_protection),
+        ("continue_update_rollback", _continue_update_rollback),
+    ):
+        if name not in vars(CloudFormationResponse):  # new actions: moto dispatches to methods by name
+            setattr(CloudFormationResponse, name, handler)
+
+
+def _delete_stack(self: Any, name_or_stack_id: str) -> None:
+    """moto's delete_stack, refused while the stack's termination protection is on."""
+    from moto.cloudformation.exceptions import ValidationError
+    from moto.cloudformation.models import CloudFormationBackend
+
+    for stack in self.stacks.values():
+        if name_or_stack_id in (stack.name, stack.stack_id) and stack.enable_termination_protection:
+            raise ValidationError(
+                message=f"Stack [{stack.name}] cannot be deleted while TerminationProtection is enabled"
+            )
+    original(CloudFormationBackend, "delete_stack")(self, name_or_stack_id)
+
+
+def _update_termination_protection(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+
+    stack = self.cloudformation_backend.get_stack(self._get_param("StackName"))
+    stack.enable_termination_protection = self._get_bool_param("EnableTerminationProtection", False)
+    return ActionResult({"StackId": stack.stack_id})
+
+
+def _continue_update_rollback(self: Any) -> Any:
+    from moto.core.responses import EmptyResult
+
+    cloudformation_operations.continue_update_rollback(self.cloudformation_backend, self._get_param("StackName"))
+    return EmptyResult()
