@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client, config
 
+from clm.kube.client import KubeClient
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 
 
@@ -25,3 +26,10 @@ def control_plane() -> Iterator[ControlPlane]:
 def kube_api(control_plane: ControlPlane) -> client.ApiClient:
     """An admin API client for the session's control plane."""
     return config.new_client_from_config(str(control_plane.kubeconfig_path))
+
+
+@pytest.fixture
+def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
+    """CLM's own Kubernetes client for the session's control plane."""
+    with KubeClient.from_kubeconfig(control_plane.kubeconfig_path, cluster_id="sandbox") as client:
+        yield client

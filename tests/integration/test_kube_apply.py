@@ -12,7 +12,6 @@ from clm.kube.apply import FIELD_MANAGER, apply_manifests
 from clm.kube.client import KubeClient
 from clm.kube.errors import ApplyError, UnknownKindError
 from clm.render.manifests import Manifest, split_manifests
-from clm_sandbox.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
@@ -27,12 +26,6 @@ class Names:
     @property
     def crd(self) -> str:
         return f"widgets.{self.group}"
-
-
-@pytest.fixture
-def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
-    with KubeClient.from_kubeconfig(control_plane.kubeconfig_path, cluster_id="sandbox") as client:
-        yield client
 
 
 @pytest.fixture

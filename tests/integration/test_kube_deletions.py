@@ -14,16 +14,9 @@ from clm.kube.deletions import run_deletions
 from clm.kube.errors import DeletionError
 from clm.render.deletions import parse_deletions
 from clm.render.manifests import split_manifests
-from clm_sandbox.controlplane import ControlPlane
 from tests.integration.test_drain import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
-    with KubeClient.from_kubeconfig(control_plane.kubeconfig_path, cluster_id="sandbox") as client:
-        yield client
 
 
 @pytest.fixture
