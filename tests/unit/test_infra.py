@@ -1,44 +1,527 @@
-"""CDK assertions on the synthesized CLM stack."""
+"""CDK assertions on the synthesized CLM stack, cdk-nag's AwsSolutions checks and cfn-lint on its template.
+
+Two apps are synthesized (~10 s each, asset staging off): the defaults of cdk.json, and a variant with a CodeCommit
+repository, Lambdas in a VPC and other context values. The layer directory is built once (cached by content).
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
+from infra.context import ClmContext, ContextError
+from infra.layer_build import build_layer
+from infra.nag import add_checks
 from infra.stack import ClmStack
+from infra.workflow import Workflow, WorkflowError
+
+DEFAULTS = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
+NO_STAGING = {"aws:cdk:disable-asset-staging": True}
+VARIANT = {
+    "clm:codeCommitRepository": "clm-config",
+    "clm:codeCommitBranch": "live",
+    "clm:vpcId": "vpc-0123456789abcdef0",
+    "clm:subnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210",
+    "clm:logRetentionDays": 90,
+    "clm:kubeSecretPrefix": "kube/",
+    "clm:stateMachineName": "fleet-provision",
+    "clm:clusterStackPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
+}
+STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
+# CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
+CFN_LINT_IGNORED = ["W3005"]
+
+
+def synthesized(context: dict[str, Any], outdir: Path) -> tuple[Template, dict[str, Any], Path]:
+    """Synthesize with cdk-nag's checks (an unacknowledged finding fails the synthesis)."""
+    app = cdk.App(context={**context, **NO_STAGING}, outdir=str(outdir))
+    stack = ClmStack(app, "Clm")
+    add_checks(app)
+    assembly = app.synth()
+    path = Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
+    template = json.loads(path.read_text())
+    return Template.from_json(template), template, path
 
 
 @pytest.fixture(scope="module")
-def template() -> Template:
-    app = cdk.App(context={"clm:registryTableName": "clm-registry"})
-    return Template.from_stack(ClmStack(app, "Clm"))
+def default(tmp_path_factory) -> tuple[Template, dict[str, Any], Path]:
+    return synthesized(DEFAULTS, tmp_path_factory.mktemp("cdk-default"))
+
+
+@pytest.fixture(scope="module")
+def template(default) -> Template:
+    return default[0]
+
+
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory) -> tuple[Template, dict[str, Any], Path]:
+    return synthesized({**DEFAULTS, **VARIANT}, tmp_path_factory.mktemp("cdk-variant"))
+
+
+def resources(raw: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: body for name, body in raw["Resources"].items() if body["Type"] == kind}
+
+
+def function_named(raw: dict[str, Any], folder: str) -> tuple[str, dict[str, Any]]:
+    prefix = folder.title().replace("_", "") + "Function"
+    [(name, body)] = [
+        (name, body)
+        for name, body in resources(raw, "AWS::Lambda::Function").items()
+        if name.startswith(prefix) and "Role" not in name
+    ]
+    return name, body
+
+
+def policy_statements(raw: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    """The statements of the inline policies attached to the role whose logical id starts with `role_prefix`."""
+    statements = []
+    for body in resources(raw, "AWS::IAM::Policy").values():
+        if any(role["Ref"].startswith(role_prefix) for role in body["Properties"]["Roles"]):
+            statements += body["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def actions_of(statements: list[dict[str, Any]]) -> set[str]:
+    found: set[str] = set()
+    for statement in statements:
+        actions = statement["Action"]
+        found |= {actions} if isinstance(actions, str) else set(actions)
+    return found
+
+
+def statement_for(statements: list[dict[str, Any]], action: str) -> dict[str, Any]:
+    [statement] = [s for s in statements if action in actions_of([s])]
+    return statement
+
+
+# --- storage ------------------------------------------------------------------------------------------------------
 
 
 def test_registry_table_has_stream_pitr_and_encryption(template):
-    template.has_resource("AWS::DynamoDB::Table", {
-        "DeletionPolicy": "Retain",
-        "Properties": {
-            "TableName": "clm-registry",
-            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-            "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "SSESpecification": {"SSEEnabled": True},
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionPolicy": "Retain",
+            "Properties": {
+                "TableName": "clm-registry",
+                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST",
+                "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                "SSESpecification": {"SSEEnabled": True},
+            },
         },
-    })
+    )
 
 
 def test_config_bucket_is_versioned_private_and_tls_only(template):
-    template.has_resource_properties("AWS::S3::Bucket", {
-        "VersioningConfiguration": {"Status": "Enabled"},
-        "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
-                                           "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
-        "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
-    })
-    template.has_resource_properties("AWS::S3::BucketPolicy", {
-        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
-            "Effect": "Deny", "Action": "s3:*",
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        })])},
-    })
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Action": "s3:*",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+
+
+def test_artefact_bucket_is_private_encrypted_tls_only_and_renderings_expire(default):
+    template, raw, _ = default
+    [(name, _body)] = [(n, b) for n, b in resources(raw, "AWS::S3::Bucket").items() if n.startswith("Artefacts")]
+    template.has_resource(
+        "AWS::S3::Bucket",
+        {
+            "DeletionPolicy": "Retain",
+            "Properties": {
+                "BucketEncryption": {
+                    "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+                },
+                "PublicAccessBlockConfiguration": Match.object_like({"BlockPublicAcls": True}),
+                "LifecycleConfiguration": {
+                    "Rules": Match.array_with(
+                        [Match.object_like({"Prefix": "renderings/", "ExpirationInDays": 30, "Status": "Enabled"})]
+                    )
+                },
+            },
+        },
+    )
+    policies = [p for p in resources(raw, "AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"]["Ref"] == name]
+    [tls] = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+# --- layer and functions ------------------------------------------------------------------------------------------
+
+
+def test_layer_holds_clm_and_every_pinned_requirement():
+    directory, digest = build_layer()  # cached: the synthesis above built it
+    site = directory / "python"
+    assert (site / "clm" / "workflow" / "registry_events.py").is_file()
+    assert not list(site.glob("clm/**/__pycache__"))
+    requirements = Path(__file__).parents[2] / "requirements.txt"
+    for line in requirements.read_text().splitlines():
+        requirement = line.split("#")[0].strip()
+        if requirement:
+            name, version = requirement.split("==")
+            normalized = name.lower().replace("-", "_")
+            assert list(site.glob(f"{normalized}-{version}.dist-info")) or list(
+                site.glob(f"{name.replace('-', '_')}-{version}.dist-info")
+            ), f"{requirement} missing from the layer"
+    assert build_layer() == (directory, digest)  # unchanged inputs: the same directory, not rebuilt
+
+
+@pytest.mark.parametrize("folder", [*STEP_FOLDERS, "reconcile", "registry_events"])
+def test_function_runtime_layer_environment_tracing_and_logs(default, folder):
+    _, raw, _ = default
+    _, body = function_named(raw, folder)
+    properties = body["Properties"]
+    assert properties["Runtime"] == "python3.11"
+    assert properties["Handler"] == "handler.handler"
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    [layer] = properties["Layers"]
+    assert layer["Ref"].startswith("Layer")
+    variables = properties["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "clm"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "CLM"
+    assert variables["CLM_REGISTRY_TABLE"] == {"Ref": next(iter(resources(raw, "AWS::DynamoDB::Table")))}
+    assert variables["CLM_ARTEFACT_BUCKET"]["Ref"].startswith("ArtefactsBucket")
+    [scheme, bucket, prefix] = variables["CLM_CONFIG_SOURCE"]["Fn::Join"][1]
+    assert (scheme, bucket["Ref"][: len("ConfigBucket")], prefix) == ("s3://", "ConfigBucket", "/config/")
+    if folder in STEP_FOLDERS:
+        assert (properties["Timeout"], properties["MemorySize"]) == STEP_FOLDERS[folder]
+    log_group = properties["LoggingConfig"]["LogGroup"]["Ref"]
+    assert raw["Resources"][log_group]["Properties"]["RetentionInDays"] == 30
+    assert raw["Resources"][log_group]["DeletionPolicy"] == "Retain"
+
+
+def test_functions_have_special_environment(default):
+    _, raw, _ = default
+    stacks = function_named(raw, "stacks")[1]["Properties"]["Environment"]["Variables"]
+    assert stacks["CLM_CLOUDFORMATION_ROLE_ARN"]["Fn::GetAtt"][0].startswith("ClusterStackRole")
+    reconcile = function_named(raw, "reconcile")[1]["Properties"]["Environment"]["Variables"]
+    assert reconcile["CLM_PROVISION_STATE_MACHINE"]["Ref"].startswith("ProvisionStateMachine")
+    assert reconcile["CLM_MAX_RUNNING"] == "10"
+    events = function_named(raw, "registry_events")[1]["Properties"]["Environment"]["Variables"]
+    assert events["CLM_EVENT_BUS"]["Ref"].startswith("Bus")
+
+
+# --- permissions --------------------------------------------------------------------------------------------------
+
+
+def test_no_policy_grants_a_wildcard_action(variant, default):
+    for _, raw, _ in (default, variant):
+        documents = [p["Properties"]["PolicyDocument"] for p in resources(raw, "AWS::IAM::Policy").values()]
+        for role in resources(raw, "AWS::IAM::Role").values():
+            documents += [p["PolicyDocument"] for p in role["Properties"].get("Policies", [])]
+        actions = actions_of([s for document in documents for s in document["Statement"]])
+        assert actions
+        assert not [action for action in actions if action == "*" or action.endswith(":*")]
+
+
+def test_run_function_permissions(default):
+    _, raw, _ = default
+    statements = policy_statements(raw, "RunFunctionRole")
+    assert {"dynamodb:UpdateItem", "dynamodb:GetItem", "s3:GetBucketVersioning", "s3:PutObject"} <= actions_of(
+        statements
+    )
+    described = statement_for(statements, "states:DescribeExecution")
+    assert described["Resource"]["Fn::Join"][1][-1] == ":execution:clm-provision:*"
+    put = statement_for(statements, "s3:PutObject")
+    assert put["Resource"]["Fn::Join"][1][-1] == "/renderings/*"
+    listing = statement_for(statements, "s3:ListBucketVersions")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["config/*"]}}
+    assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
+
+
+def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):
+    _, raw, _ = default
+    statements = policy_statements(raw, "StacksFunctionRole")
+    manage = statement_for(statements, "cloudformation:CreateStack")
+    assert manage["Resource"]["Fn::Join"][1][-1] == ":stack/*"
+    pass_role = statement_for(statements, "iam:PassRole")
+    assert pass_role["Resource"]["Fn::GetAtt"][0].startswith("ClusterStackRole")
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "cloudformation.amazonaws.com"}}
+    assert "dynamodb:UpdateItem" not in actions_of(statements)  # registry: read only
+    cluster_role = next(b for n, b in resources(raw, "AWS::IAM::Role").items() if n.startswith("ClusterStackRole"))
+    assert cluster_role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "cloudformation.amazonaws.com"
+    }
+
+
+def test_kube_and_roll_reach_clusters_through_prefixed_secrets_and_eks(default, variant):
+    for (_, raw, _), prefix in ((default, "clm/"), (variant, "kube/")):
+        for role in ("KubeFunctionRole", "RollFunctionRole"):
+            statements = policy_statements(raw, role)
+            secret = statement_for(statements, "secretsmanager:GetSecretValue")
+            assert secret["Resource"]["Fn::Join"][1][-1] == f":secret:{prefix}*"
+            assert statement_for(statements, "eks:DescribeCluster")["Resource"]["Fn::Join"][1][-1] == ":cluster/*"
+            assert statement_for(statements, "sts:GetCallerIdentity")["Resource"] == "*"
+
+
+def test_roll_changes_only_node_pool_groups(default):
+    _, raw, _ = default
+    statements = policy_statements(raw, "RollFunctionRole")
+    change = statement_for(statements, "autoscaling:TerminateInstanceInAutoScalingGroup")
+    assert {
+        "autoscaling:SuspendProcesses",
+        "autoscaling:ResumeProcesses",
+        "autoscaling:UpdateAutoScalingGroup",
+        "autoscaling:CreateOrUpdateTags",
+        "autoscaling:DeleteTags",
+    } <= actions_of([change])
+    assert change["Condition"] == {"Null": {"aws:ResourceTag/node-pool": "false"}}
+    assert change["Resource"]["Fn::Join"][1][-1] == ":autoScalingGroup:*"
+    assert statement_for(statements, "ec2:DescribeInstances")["Resource"] == "*"
+    assert "cloudformation:CreateStack" not in actions_of(statements)
+
+
+def test_state_machine_roles_invoke_only_their_functions(default):
+    _, raw, _ = default
+    for role, functions in (("ProvisionRole", STEP_FOLDERS), ("ReconcileRole", {"reconcile": None})):
+        statements = policy_statements(raw, role)
+        invokes = [s for s in statements if "lambda:InvokeFunction" in actions_of([s])]
+        assert actions_of(invokes) == {"lambda:InvokeFunction"}
+        targets = {r["Fn::GetAtt"][0] for s in invokes for r in s["Resource"] if "Fn::GetAtt" in r}
+        assert targets == {function_named(raw, folder)[0] for folder in functions}
+        others = actions_of([s for s in statements if s not in invokes])
+        assert all(action.startswith(("logs:", "xray:")) for action in others), others
+
+
+# --- workflows, triggers, alarms, outputs -------------------------------------------------------------------------
+
+
+def test_provision_state_machine(default):
+    template, raw, _ = default
+    template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "StateMachineName": "clm-provision",
+            "StateMachineType": "STANDARD",
+            "TracingConfiguration": {"Enabled": True},
+            "LoggingConfiguration": {
+                "Level": "ERROR",
+                "IncludeExecutionData": False,
+                "Destinations": Match.any_value(),
+            },
+            "DefinitionS3Location": Match.any_value(),
+        },
+    )
+    [provision] = [
+        b["Properties"]
+        for b in resources(raw, "AWS::StepFunctions::StateMachine").values()
+        if b["Properties"]["StateMachineName"] == "clm-provision"
+    ]
+    substitutions = provision["DefinitionSubstitutions"]
+    assert substitutions == {
+        f"{folder.title()}Function": {"Fn::GetAtt": [function_named(raw, folder)[0], "Arn"]} for folder in STEP_FOLDERS
+    }
+
+
+def test_cluster_changed_rule_starts_provision_with_cluster_id_and_reason(default):
+    template, raw, _ = default
+    template.has_resource_properties("AWS::Events::EventBus", {"Name": "clm"})
+    [rule] = [b for b in resources(raw, "AWS::Events::Rule").values() if "EventBusName" in b["Properties"]]
+    properties = rule["Properties"]
+    assert properties["EventPattern"] == {"source": ["clm.registry"], "detail-type": ["Cluster Changed"]}
+    [target] = properties["Targets"]
+    assert target["Arn"]["Ref"].startswith("ProvisionStateMachine")
+    transformer = target["InputTransformer"]
+    assert json.loads(
+        transformer["InputTemplate"].replace("<detail-cluster_id>", '"c"').replace("<detail-reason>", '"r"')
+    ) == {"cluster_id": "c", "reason": "r"}
+    assert sorted(transformer["InputPathsMap"].values()) == ["$.detail.cluster_id", "$.detail.reason"]
+    starter = policy_statements(raw, target["RoleArn"]["Fn::GetAtt"][0])
+    assert actions_of(starter) == {"states:StartExecution"}
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": {"Fn::GetAtt": [Match.any_value(), "StreamArn"]},
+            "FunctionName": {"Ref": function_named(raw, "registry_events")[0]},
+            "StartingPosition": "LATEST",
+            "BisectBatchOnFunctionError": True,
+        },
+    )
+    assert actions_of(policy_statements(raw, "RegistryEventsFunctionRole")) >= {"events:PutEvents"}
+
+
+def test_config_change_and_schedule_start_reconcile(default, variant):
+    for (_, raw, _), pattern in (
+        (
+            default,
+            {
+                "source": ["aws.s3"],
+                "detail-type": ["Object Created"],
+                "detail": {"bucket": {"name": [Match.any_value()]}, "object": {"key": [{"prefix": "config/"}]}},
+            },
+        ),
+        (
+            variant,
+            {
+                "source": ["aws.codecommit"],
+                "detail-type": ["CodeCommit Repository State Change"],
+                "resources": [Match.any_value()],
+                "detail": {"referenceType": ["branch"], "referenceName": ["live"]},
+            },
+        ),
+    ):
+        template = Template.from_json(raw)
+        for rule in ({"EventPattern": pattern}, {"ScheduleExpression": "rate(15 minutes)"}):
+            template.has_resource_properties(
+                "AWS::Events::Rule",
+                {**rule, "Targets": [Match.object_like({"Arn": {"Ref": Match.string_like_regexp("^Reconcile")}})]},
+            )
+
+
+def test_alarms_on_failed_executions(template):
+    template.resource_count_is("AWS::CloudWatch::Alarm", 2)
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/States",
+            "MetricName": "ExecutionsFailed",
+            "Dimensions": [{"Name": "StateMachineArn", "Value": {"Ref": Match.string_like_regexp("^Provision")}}],
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        },
+    )
+
+
+def test_outputs(default):
+    _, raw, _ = default
+    assert set(raw["Outputs"]) == {
+        "RegistryTableName",
+        "ConfigBucketName",
+        "ConfigSourceUri",
+        "ArtefactBucketName",
+        "ProvisionStateMachineArn",
+        "ReconcileStateMachineArn",
+        "EventBusName",
+    }
+
+
+# --- context variants ---------------------------------------------------------------------------------------------
+
+
+def test_codecommit_vpc_and_retention_from_context(variant):
+    template, raw, _ = variant
+    template.has_resource_properties("AWS::CodeCommit::Repository", {"RepositoryName": "clm-config"})
+    _, run = function_named(raw, "run")
+    uri = run["Properties"]["Environment"]["Variables"]["CLM_CONFIG_SOURCE"]
+    assert uri["Fn::Join"][1][0] == "codecommit://" and uri["Fn::Join"][1][-1] == "@live"
+    assert actions_of(policy_statements(raw, "RunFunctionRole")) >= {
+        "codecommit:GetBranch",
+        "codecommit:GetCommit",
+        "codecommit:GetFolder",
+        "codecommit:GetFile",
+    }
+    for folder in (*STEP_FOLDERS, "reconcile", "registry_events"):
+        properties = function_named(raw, folder)[1]["Properties"]
+        assert properties["VpcConfig"]["SubnetIds"] == [
+            "subnet-0123456789abcdef0",
+            "subnet-0fedcba9876543210",
+        ]
+        log_group = properties["LoggingConfig"]["LogGroup"]["Ref"]
+        assert raw["Resources"][log_group]["Properties"]["RetentionInDays"] == 90
+    template.has_resource_properties("AWS::StepFunctions::StateMachine", {"StateMachineName": "fleet-provision"})
+    template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": Match.object_like(
+                {"Statement": [Match.object_like({"Principal": {"Service": "cloudformation.amazonaws.com"}})]}
+            ),
+            "ManagedPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"clm:logRetentionDays": 31}, "clm:logRetentionDays: 31 is not one of 1, 3"),
+        ({"clm:logRetentionDays": "a month"}, "clm:logRetentionDays: expected a whole number"),
+        ({"clm:vpcId": "vpc-1"}, "clm:vpcId and clm:subnetIds: give both"),
+        ({"clm:configPrefix": "/config/"}, "clm:configPrefix: '/config/' must not start with '/'"),
+        ({"clm:subnetIds": 5, "clm:vpcId": "vpc-1"}, "clm:subnetIds: expected a list of strings"),
+        ({"clm:maxRunning": 0}, "clm:maxRunning: 0 must be at least 1"),
+    ],
+)
+def test_unusable_context_is_an_error_naming_the_key(context, message):
+    with pytest.raises(ContextError, match=message):
+        ClmContext.of(cdk.App(context=context))
+
+
+def test_workflow_with_a_placeholder_nobody_provides_names_the_file(tmp_path):
+    definition = tmp_path / "odd.asl.json"
+    definition.write_text(
+        '{"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "${OddFunction}", "End": true}}}'
+    )
+    stack = cdk.Stack(cdk.App())
+    with pytest.raises(WorkflowError, match=r"odd\.asl\.json: no value for OddFunction \(known: none\)"):
+        Workflow(stack, "Odd", definition=definition, state_machine_name="odd", context=ClmContext(), functions={})
+
+
+# --- linters ------------------------------------------------------------------------------------------------------
+
+
+def test_cdk_nag_checks_fail_the_synthesis_on_an_unacknowledged_finding(tmp_path):
+    """Why the two synthesized apps above prove zero unacknowledged findings: a finding fails synthesis."""
+    app = cdk.App(outdir=str(tmp_path))
+    s3.Bucket(cdk.Stack(app, "Plain"), "Bucket")
+    add_checks(app)
+    with pytest.raises(RuntimeError, match=r"(?s)ValidationFailed: .*AwsSolutions-S1"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert "AwsSolutions-S1" in {
+        violation["ruleName"] for plugin in report["pluginReports"] for violation in plugin["violations"]
+    }
+
+
+def test_cdk_nag_has_no_unacknowledged_findings(default, variant):
+    for _, _, path in (default, variant):
+        report = path.parent / "validation-report.json"
+        assert not report.exists() or all(
+            plugin["conclusion"] == "success" for plugin in json.loads(report.read_text())["pluginReports"]
+        )
+
+
+def test_cfn_lint_is_clean(default, variant):
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    for _, _, path in (default, variant):
+        result = subprocess.run(
+            [str(cfn_lint), "--ignore-checks", *CFN_LINT_IGNORED, "--", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
