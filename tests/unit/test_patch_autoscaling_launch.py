@@ -114,7 +114,7 @@ def test_a_spot_launch_template_launches_spot_instances(clients) -> None:
 
 @pytest.mark.parametrize(
     ("base", "percent", "on_demand"),
-    [(0, 0, 0), (0, 100, 4), (1, 0, 1), (0, 50, 2), (2, 50, 3)],
+    [(0, 0, 0), (0, 100, 4), (2, 50, 3)],
 )
 def test_a_mixed_instances_policy_launches_its_share_of_spot_and_its_first_override(
     clients, base: int, percent: int, on_demand: int

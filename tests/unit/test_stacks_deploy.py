@@ -1,5 +1,5 @@
-"""start/check on moto's real CloudFormation, EC2 and Auto Scaling state: create, update, no-op, rejection,
-failure reasons, templates through S3, and stacks found busy."""
+"""start/check on moto's real CloudFormation, EC2 and Auto Scaling state (with the sandbox's patches): create,
+update, no-op, rejection, failure reasons, templates through S3, and stacks found busy."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import hashlib
 
 import pytest
 
+from clm.registry.clusters_yaml import load_clusters
 from clm.stacks.deploy import check, start
 from clm.stacks.errors import StackFailed, StackRejected
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from clm.stacks.template import INLINE_LIMIT, KEY_PREFIX
-from tests.unit.test_stacks_support import cfn_ops, clients, example_cluster, moto_stack, record_failure, render
+from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, moto_stack, render, stacks_aws
 
-__all__ = ["cfn_ops", "clients"]  # fixtures
+__all__ = ["clients", "stacks_aws"]  # fixtures
 
 KUBE1_POOL = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
 QUEUE_TEMPLATE = """\
@@ -72,6 +73,16 @@ def test_create_gives_complete_stacks_and_running_instances(clients):
     assert {i["State"]["Name"] for r in reservations for i in r["Instances"]} == {"running"}
 
 
+def test_every_stack_of_the_example_clusters_is_created_complete(stacks_aws):
+    for cluster in load_clusters((EXAMPLES / "clusters.yaml").read_text()):
+        clients = Clients(stacks_aws, cluster.region)
+        rendered = render(cluster)
+        specs = [cluster_stack_spec(rendered), *(node_pool_stack_spec(rendered, p.name) for p in cluster.node_pools)]
+        for spec in specs:
+            assert start(clients["cloudformation"], clients["s3"], spec).action == "created"
+            assert check(clients["cloudformation"], spec.name).status == "CREATE_COMPLETE", spec.name
+
+
 def test_same_template_again_is_unchanged_and_touches_nothing(clients):
     cfn = clients["cloudformation"]
     spec = cluster_stack_spec(render(example_cluster("kube-1")))
@@ -83,13 +94,20 @@ def test_same_template_again_is_unchanged_and_touches_nothing(clients):
 
 
 def test_cloudformations_no_updates_answer_is_unchanged(clients):
-    # Only the tags differ, so the pre-check submits the update; moto (unlike CloudFormation, which would
-    # update the tags) looks at template and parameters only and answers "No updates are to be performed".
+    # Only the template's formatting differs, so the pre-check (which compares the text) submits the update;
+    # CloudFormation compares the parsed template and answers "No updates are to be performed".
     body = "Parameters:\n  Name: {Type: String, Default: q1}\n" + QUEUE_TEMPLATE.format(name="!Ref Name")
     spec = dataclasses.replace(queue_spec(body=body), parameters={"Name": "q1"})
     deploy(clients, spec)
-    result = start(clients["cloudformation"], clients["s3"], dataclasses.replace(spec, tags={"team": "other"}))
+    result = start(clients["cloudformation"], clients["s3"], dataclasses.replace(spec, body=f"# comment\n{body}"))
     assert (result.action, result.next_step) == ("unchanged", "done")
+
+
+def test_changed_tags_alone_start_an_update(clients):
+    deploy(clients, queue_spec())
+    assert deploy(clients, dataclasses.replace(queue_spec(), tags={"team": "other"})) == "update_started"
+    stack = clients["cloudformation"].describe_stacks(StackName="queues")["Stacks"][0]
+    assert stack["Tags"] == [{"Key": "team", "Value": "other"}]
 
 
 def test_changed_template_starts_an_update_that_completes(clients):
@@ -121,31 +139,26 @@ def test_template_cloudformation_rejects_is_an_error_naming_the_resource(clients
 def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_update(clients):
     cfn = clients["cloudformation"]
     deploy(clients, queue_spec())
-    # moto never fails a resource by itself: record_failure writes CloudFormation's events (see its docstring).
-    start(cfn, clients["s3"], queue_spec(queue="q2"))
-    record_failure("queues", "UPDATE_ROLLBACK_COMPLETE", "Queue", "AWS::SQS::Queue", "an older failure")
-    start(cfn, clients["s3"], queue_spec(queue="q3"))
-    record_failure(
-        "queues",
-        "UPDATE_ROLLBACK_COMPLETE",
-        "Queue",
-        "AWS::SQS::Queue",
-        "Resource handler returned message: queue name q3 is taken",
-    )
+    clients["sqs"].create_queue(QueueName="q3", Attributes={"VisibilityTimeout": "10"})  # created outside the stack
+    with_other = QUEUE_TEMPLATE.format(name="q1") + "  Other:\n    Type: AWS::SQS::Queue\n    Properties:\n{}"
+    start(cfn, clients["s3"], queue_spec(body=with_other.format("      QueueName: bad name!\n")))
+    assert check(cfn, "queues").failure.reason.startswith('Resource handler returned message: "Can only include')
+    start(cfn, clients["s3"], queue_spec(body=with_other.format("      QueueName: q3\n      VisibilityTimeout: 20\n")))
     state = check(cfn, "queues")
     assert state.to_dict() == {
         "stack_name": "queues",
         "state": "failed",
         "status": "UPDATE_ROLLBACK_COMPLETE",
         "reason": "",
-        "failed_resource": "Queue",
+        "failed_resource": "Other",
         "failed_resource_type": "AWS::SQS::Queue",
-        "failed_reason": "Resource handler returned message: queue name q3 is taken",
+        "failed_reason": 'Resource handler returned message: "The specified queue already exists." '
+        "(ErrorCode: QueueAlreadyExists)",
     }
     with pytest.raises(
         StackFailed,
-        match=r"^cluster c1: stack queues: UPDATE_ROLLBACK_COMPLETE: resource Queue "
-        r"\(AWS::SQS::Queue\) UPDATE_FAILED: .*q3 is taken$",
+        match=r"^cluster c1: stack queues: UPDATE_ROLLBACK_COMPLETE: resource Other "
+        r"\(AWS::SQS::Queue\) CREATE_FAILED: .*The specified queue already exists.*$",
     ):
         state.raise_if_failed("c1")
     deploy(clients, queue_spec(queue="q4"))  # the next update succeeds
@@ -153,12 +166,14 @@ def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_
 
 
 def test_failure_of_the_stack_itself_is_reported_when_no_resource_failed(clients):
-    deploy(clients, queue_spec())
-    record_failure("queues", "ROLLBACK_COMPLETE", "", "", "No export named kube-1-subnets found. Rollback requested.")
-    failure = check(clients["cloudformation"], "queues").failure
-    assert failure.describe() == (
-        "resource queues (AWS::CloudFormation::Stack) ROLLBACK_IN_PROGRESS: "
-        "No export named kube-1-subnets found. Rollback requested."
+    # A node pool before its cluster stack: the exports it imports do not exist yet.
+    spec = node_pool_stack_spec(render(example_cluster("kube-1")), "default-worker")
+    assert start(clients["cloudformation"], clients["s3"], spec).action == "created"
+    state = check(clients["cloudformation"], KUBE1_POOL)
+    assert (state.state, state.status) == ("failed", "ROLLBACK_COMPLETE")
+    assert state.failure.describe() == (
+        f"resource {KUBE1_POOL} (AWS::CloudFormation::Stack) ROLLBACK_IN_PROGRESS: "
+        "No export named kube-1-node-instance-profile found. Rollback requested by user."
     )
 
 
@@ -188,7 +203,7 @@ def test_stack_in_progress_at_start_is_waited_on(clients):
     assert "q2" in cfn.get_template(StackName="queues")["TemplateBody"]
 
 
-def test_termination_protection_is_turned_on_for_a_stack_created_without_it(clients, cfn_ops):
+def test_termination_protection_is_turned_on_for_a_stack_created_without_it(clients):
     cfn = clients["cloudformation"]
     spec = queue_spec()
     cfn.create_stack(StackName="queues", TemplateBody=spec.body, Tags=spec.api_tags())  # as a migration finds it

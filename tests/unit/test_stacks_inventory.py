@@ -1,10 +1,9 @@
 """Node-pool inventory on moto's real Auto Scaling and EC2 state: sizes, launch template, outdated instances.
 
-moto 5.2.5 facts these tests rely on: an instance launched by a group carries the EC2 tags
-aws:ec2launchtemplate:id/version with the template's *default* version at launch; the group's instance
-records always show the template's current default version (so they cannot tell old from new instances);
-groups never launch spot instances (not for a spot launch template, not for a mixed instances policy),
-and a mixed instances policy launches the launch template's instance type, not an override.
+With the sandbox's patches, as in AWS: a stack update gives the launch template a new default version and
+updates the group in place (its instances stay); a group launches the version it names (the EC2 tag
+aws:ec2launchtemplate:version and the group's instance record say which), spot instances for a spot launch
+template or a mixed instances policy's spot share, and a mixed instances policy's first override.
 """
 
 from __future__ import annotations
@@ -19,9 +18,9 @@ from clm.stacks.deploy import check, start
 from clm.stacks.errors import NodePoolInventoryError
 from clm.stacks.inventory import node_pool_inventory
 from clm.stacks.spec import StackSpec, cluster_stack_spec, explicit_parameters, node_pool_stack_spec
-from tests.unit.test_stacks_support import Clients, clients, example_cluster, render
+from tests.unit.test_stacks_support import Clients, clients, example_cluster, render, stacks_aws
 
-__all__ = ["clients"]  # fixture
+__all__ = ["clients", "stacks_aws"]  # fixtures
 
 KUBE1_POOL = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
 POOL_TEMPLATE = """\
@@ -49,7 +48,7 @@ Resources:
 {group}
 """
 LATEST_VERSION = """\
-      LaunchTemplate: {LaunchTemplateId: !Ref LaunchTemplate, Version: $Latest}"""
+      LaunchTemplate: {LaunchTemplateId: !Ref LaunchTemplate, Version: !GetAtt LaunchTemplate.LatestVersionNumber}"""
 MIXED = """\
       MixedInstancesPolicy:
         LaunchTemplate:
@@ -107,27 +106,37 @@ def test_example_node_pool_after_create(clients):
 
 
 def test_new_ami_gives_a_new_version_and_every_existing_instance_is_outdated(clients):
-    # Not the example template: its group follows `!GetAtt LaunchTemplate.LatestVersionNumber`, and moto updates
-    # only resources whose own template text or parameters changed, so its group would stay at version 1.
-    # A group on `$Latest` shows the same outcome on moto as on AWS.
-    deploy(clients, pool_spec(LATEST_VERSION, ImageId="ami-00000001"))
-    before = inventory(clients)
-    assert (before.launch_template_version, len(before.instances), before.outdated) == ("1", 2, [])
+    cfn, s3 = clients["cloudformation"], clients["s3"]
+    cluster = example_cluster("kube-1")
+    deploy(clients, cluster_stack_spec(render(cluster)))
+    deploy(clients, node_pool_stack_spec(render(cluster), "default-worker"))
+    before = inventory(clients, KUBE1_POOL)
+    assert (before.launch_template_version, len(before.instances), before.outdated) == ("1", 3, [])
 
-    result = start(clients["cloudformation"], clients["s3"], pool_spec(LATEST_VERSION, ImageId="ami-00000002"))
-    assert result.action == "update_started"
-    after = inventory(clients)
-    assert after.launch_template_version == "2"  # $Latest resolved
-    assert [i.id for i in after.outdated] == [i.id for i in before.instances]
+    new_ami = node_pool_stack_spec(render(cluster, worker_ami="ami-0123456789abcdef0"), "default-worker")
+    assert start(cfn, s3, new_ami).action == "update_started"
+    after = inventory(clients, KUBE1_POOL)
+    assert (after.asg_name, after.launch_template_version) == (before.asg_name, "2")
+    assert [i.id for i in after.outdated] == [i.id for i in before.instances]  # the same instances, all outdated
     assert {tuple(i.outdated_reasons) for i in after.instances} == {("launch template version 1, the group uses 2",)}
 
-    start(
-        clients["cloudformation"],
-        clients["s3"],
-        pool_spec(LATEST_VERSION, ImageId="ami-00000002", InstanceType="m5.xlarge"),
+    old = after.instances[0].id
+    clients["autoscaling"].terminate_instance_in_auto_scaling_group(
+        InstanceId=old, ShouldDecrementDesiredCapacity=False
     )
-    assert {tuple(i.outdated_reasons) for i in inventory(clients).instances} == {
-        ("launch template version 1, the group uses 3", "instance type m5.large, the group uses m5.xlarge")
+    replaced = inventory(clients, KUBE1_POOL)
+    [replacement] = [i for i in replaced.instances if i.id not in {j.id for j in before.instances}]
+    assert (replacement.launch_template_version, replacement.outdated) == ("2", False)
+    assert len(replaced.outdated) == 2
+    described = clients["ec2"].describe_instances(InstanceIds=[replacement.id])["Reservations"][0]["Instances"][0]
+    assert described["ImageId"] == "ami-0123456789abcdef0"
+
+    pool = dataclasses.replace(cluster.node_pool("default-worker"), instance_types=["m5.xlarge"])
+    bigger = render(dataclasses.replace(cluster, node_pools=[pool]), worker_ami="ami-0123456789abcdef0")
+    start(cfn, s3, node_pool_stack_spec(bigger, "default-worker"))
+    assert {tuple(i.outdated_reasons) for i in inventory(clients, KUBE1_POOL).instances} == {
+        ("launch template version 1, the group uses 3", "instance type m5.large, the group uses m5.xlarge"),
+        ("launch template version 2, the group uses 3", "instance type m5.large, the group uses m5.xlarge"),
     }
 
 
@@ -152,8 +161,8 @@ def test_instances_of_another_launch_template_are_outdated(clients):
     ]
 
 
-def test_spot_pool_on_moto_reports_its_on_demand_instances_outdated(aws):
-    clients = Clients(aws, "eu-west-1")
+def test_spot_pool_launches_spot_instances_that_are_up_to_date(stacks_aws):
+    clients = Clients(stacks_aws, "eu-west-1")
     cluster = example_cluster("kube-2")
     batch = dataclasses.replace(cluster.node_pool("batch"), min_size=2)
     rendered = render(dataclasses.replace(cluster, node_pools=[batch]))
@@ -161,8 +170,9 @@ def test_spot_pool_on_moto_reports_its_on_demand_instances_outdated(aws):
     deploy(clients, node_pool_stack_spec(rendered, "batch"))
     found = inventory(clients, "nodepool-batch-aws-123456789012-eu-west-1-kube-2")
     assert (found.spot, found.instance_types) == (True, ["c5.xlarge"])
-    # moto launches every group instance on demand, so the pool never converges in the sandbox without a patch.
-    assert [i.outdated_reasons for i in found.instances] == [["on-demand instance, the group launches spot"]] * 2
+    reservations = clients["ec2"].describe_instances(InstanceIds=[i.id for i in found.instances])["Reservations"]
+    assert [i["InstanceLifecycle"] for r in reservations for i in r["Instances"]] == ["spot", "spot"]
+    assert [(i.spot, i.outdated) for i in found.instances] == [(True, False)] * 2
 
 
 @pytest.mark.parametrize(("on_demand_percent", "spot"), [(100, False), (50, None), (0, True)])
@@ -170,8 +180,11 @@ def test_mixed_instances_policy_types_and_spot(clients, on_demand_percent, spot)
     deploy(clients, pool_spec(MIXED % on_demand_percent, ImageId="ami-00000001"))
     found = inventory(clients)
     assert (found.instance_types, found.spot, found.launch_template_version) == (["m5.large", "m5a.large"], spot, "1")
-    expected = [] if spot is not True else ["on-demand instance, the group launches spot"]
-    assert [i.outdated_reasons for i in found.instances] == [expected] * 2
+    assert (
+        sorted(i.spot for i in found.instances)
+        == {False: [False, False], None: [False, True], True: [True, True]}[spot]
+    )
+    assert [i.outdated_reasons for i in found.instances] == [[], []]
 
 
 def test_stack_without_a_group_is_an_error_naming_it(clients):

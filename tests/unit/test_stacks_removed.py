@@ -8,17 +8,17 @@ from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
 from clm.stacks.removed import RemovedNodePool, removed_node_pools
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
-from tests.unit.test_stacks_support import Clients, cfn_ops, clients, example_cluster, moto_stack, render
+from tests.unit.test_stacks_support import Clients, clients, example_cluster, moto_stack, render, stacks_aws
 
-__all__ = ["cfn_ops", "clients"]  # fixtures
+__all__ = ["clients", "stacks_aws"]  # fixtures
 
 CLUSTER_ID = "aws:123456789012:eu-west-1:kube-2"
 WORKER_STACK = "nodepool-default-worker-aws-123456789012-eu-west-1-kube-2"
 BATCH_STACK = "nodepool-batch-aws-123456789012-eu-west-1-kube-2"
 
 
-def test_removed_pool_is_listed_then_its_stack_deleted_with_its_instances(aws, cfn_ops):
-    clients = Clients(aws, "eu-west-1")
+def test_removed_pool_is_listed_then_its_stack_deleted_with_its_instances(stacks_aws):
+    clients = Clients(stacks_aws, "eu-west-1")
     cfn, s3 = clients["cloudformation"], clients["s3"]
     cluster = example_cluster("kube-2")
     rendered = render(cluster)
@@ -78,6 +78,6 @@ def test_a_stack_already_being_deleted_is_waited_on(clients):
         parameters={},
     )
     start(cfn, clients["s3"], spec)
-    moto_stack("gone").status = "DELETE_IN_PROGRESS"  # moto deletes synchronously; only its backend shows this
+    moto_stack("gone").status = "DELETE_IN_PROGRESS"  # moto deletes within the call; only its backend shows this
     assert start_delete(cfn, "gone", "c1").to_dict()["action"] == "waiting"
     assert check(cfn, "gone").state == "in_progress"
