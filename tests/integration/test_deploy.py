@@ -21,8 +21,8 @@ from clm_sandbox.patches import cfn_lambda, events_input_template
 
 pytestmark = [
     pytest.mark.integration,
-    # moto's CloudFormation skips these two resource types (no effect on what is tested here)
-    pytest.mark.filterwarnings("ignore:Tried to parse AWS::(S3::BucketPolicy|CloudWatch::Alarm)"),
+    # moto's CloudFormation skips AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm (nothing tested here needs them)
+    pytest.mark.filterwarnings("ignore:Tried to parse AWS"),
 ]
 
 REGION = "eu-central-1"
@@ -144,6 +144,9 @@ def test_registry_spec_change_starts_provision_through_stream_function_and_bus(
     registry.put(cluster)  # INSERT with a spec -> registry_events -> Cluster Changed -> provision
     [execution] = finished(sandbox_aws, machine, 1)
     assert json.loads(execution["input"]) == {"cluster_id": CLUSTER, "reason": "registry: cluster added"}
+    # The run failed (the config bucket is empty) and recorded its problem: a write by CLM itself, no new run.
+    assert execution["status"] == "FAILED"
+    assert "RenderError" in registry.get(CLUSTER).status.problems[-1].title
 
     registry.start_update(CLUSTER, "v0#abc")  # CLM's own status write: no event
     registry.put(cluster)  # the same spec again: no event
@@ -154,3 +157,5 @@ def test_registry_spec_change_starts_provision_through_stream_function_and_bus(
     registry.put(changed)
     inputs = [json.loads(execution["input"]) for execution in finished(sandbox_aws, machine, 2)]
     assert {"cluster_id": CLUSTER, "reason": "registry: spec changed (environment)"} in inputs
+    time.sleep(1)
+    assert len(executions(sandbox_aws, machine)) == 2
