@@ -13,7 +13,9 @@ while resources are deployed becomes the stack's failure:
   template and parameters deployed again -> ``UPDATE_ROLLBACK_COMPLETE`` (``UPDATE_ROLLBACK_FAILED`` when that fails
   too; :func:`continue_update_rollback` tries again).
 
-A missing export (Fn::ImportValue) or an export name another stack owns fails the stack itself.
+A missing export (Fn::ImportValue) or an export name another stack owns fails the stack itself. The failure's
+reason is the stack's StackStatusReason until the next update. UpdateStack is refused unless the stack is in a
+complete state, and answers "No updates are to be performed." when template, parameters and tags are the same.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def update_stack(
         stale = apply(stack.resource_map, stack.template_dict, new_parameters)
         _publish_outputs(backend, stack)
     except FAILURES as failure:
-        _status(stack, "UPDATE_ROLLBACK_IN_PROGRESS", _reason(failure))
+        _status(stack, "UPDATE_ROLLBACK_IN_PROGRESS", _reason(failure), failure=True)
         stack.template, stack.parameters = previous
         stack._parse_template()
         _restore(backend, stack)
@@ -131,7 +133,7 @@ def _restore(backend: Any, stack: Any) -> None:
         stale = apply(stack.resource_map, stack.template_dict, stack.parameters)
         _publish_outputs(backend, stack)
     except FAILURES as failure:
-        _status(stack, "UPDATE_ROLLBACK_FAILED", _reason(failure))
+        _status(stack, "UPDATE_ROLLBACK_FAILED", _reason(failure), failure=True)
         return
     _status(stack, "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS")
     remove(stack.resource_map, stale)
@@ -141,7 +143,7 @@ def _restore(backend: Any, stack: Any) -> None:
 def _roll_back_create(backend: Any, stack: Any, failure: Exception) -> None:
     from moto.cloudformation.parsing import OutputMap
 
-    _status(stack, "ROLLBACK_IN_PROGRESS", _reason(failure))
+    _status(stack, "ROLLBACK_IN_PROGRESS", _reason(failure), failure=True)
     resources_map = stack.resource_map
     record = cloudformation_resources.deployed(resources_map)
     failed = remove(resources_map, removal_order(resources_map._resource_json_map, list(record)))
@@ -150,7 +152,8 @@ def _roll_back_create(backend: Any, stack: Any, failure: Exception) -> None:
     stack.output_map = OutputMap(resources_map, {"Outputs": {}}, stack.stack_id)
     _withdraw_exports(backend, stack)
     if failed:
-        _status(stack, "ROLLBACK_FAILED", f"The following resource(s) failed to delete: [{', '.join(failed)}]. ")
+        reason = f"The following resource(s) failed to delete: [{', '.join(failed)}]."
+        _status(stack, "ROLLBACK_FAILED", reason, failure=True)
     else:
         _status(stack, "ROLLBACK_COMPLETE")
 
@@ -208,6 +211,12 @@ def _reason(failure: Exception) -> str:
     return f"{failure.message} {ROLLBACK_REQUESTED}"
 
 
-def _status(stack: Any, status: str, reason: str | None = None) -> None:
+def _status(stack: Any, status: str, reason: str | None = None, *, failure: bool = False) -> None:
+    """Set the stack's status and write its event; a failure's reason is the StackStatusReason until the next
+    update starts."""
     stack.status = status
+    if failure:
+        stack.status_reason = reason
+    elif status == "UPDATE_IN_PROGRESS":
+        stack.status_reason = None
     stack._add_stack_event(status, resource_status_reason=reason)

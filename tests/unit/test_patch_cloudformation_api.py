@@ -18,6 +18,7 @@ from clm_sandbox.patches import cloudformation_api
 
 ACCOUNT, REGION = "123456789012", "eu-central-1"
 SESSION = boto3.Session(region_name=REGION)  # shared by the tests, so that service models load once
+ROLE_FAILED = "The following resource(s) failed to create: [Role]. Rollback requested by user."
 ROLE_TAKEN = (
     'Resource handler returned message: "Role with name taken already exists." (ErrorCode: EntityAlreadyExists)'
 )
@@ -88,18 +89,15 @@ def test_termination_protection_is_switched_and_refuses_deletion_while_on(cfn: A
 def test_a_resource_that_fails_rolls_the_create_back_with_events_naming_it(session: boto3.Session, cfn: Any) -> None:
     body = template(queue(), role(), outputs=export("queue-name"))
     stack_id = cfn.create_stack(StackName="s", TemplateBody=body)["StackId"]  # the call succeeds
-    assert status(cfn, "s") == "ROLLBACK_COMPLETE"
+    stack = cfn.describe_stacks(StackName="s")["Stacks"][0]
+    assert (stack["StackStatus"], stack["StackStatusReason"]) == ("ROLLBACK_COMPLETE", ROLE_FAILED)
     assert events(cfn, "s") == [
         ("s", "CREATE_IN_PROGRESS", "User Initiated"),
         ("Queue", "CREATE_IN_PROGRESS", ""),
         ("Queue", "CREATE_COMPLETE", ""),
         ("Role", "CREATE_IN_PROGRESS", ""),
         ("Role", "CREATE_FAILED", ROLE_TAKEN),
-        (
-            "s",
-            "ROLLBACK_IN_PROGRESS",
-            "The following resource(s) failed to create: [Role]. Rollback requested by user.",
-        ),
+        ("s", "ROLLBACK_IN_PROGRESS", ROLE_FAILED),
         ("Queue", "DELETE_IN_PROGRESS", ""),
         ("Queue", "DELETE_COMPLETE", ""),
         ("s", "ROLLBACK_COMPLETE", ""),
@@ -173,13 +171,7 @@ def test_a_failing_update_rolls_back_to_the_previous_template_and_parameters(ses
         ("Extra", "DELETE_COMPLETE", ""),
         ("s", "UPDATE_ROLLBACK_COMPLETE", ""),
     ]
-    rollback = update.index(
-        (
-            "s",
-            "UPDATE_ROLLBACK_IN_PROGRESS",
-            "The following resource(s) failed to create: [Role]. Rollback requested by user.",
-        )
-    )
+    rollback = update.index(("s", "UPDATE_ROLLBACK_IN_PROGRESS", ROLE_FAILED))
     assert update.index(("Role", "CREATE_FAILED", ROLE_TAKEN)) == rollback - 1
 
     cfn.update_stack(StackName="s", TemplateBody=template(queue(), queue("Extra", "extra")))  # the next one works

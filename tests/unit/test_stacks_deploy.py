@@ -149,7 +149,7 @@ def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_
         "stack_name": "queues",
         "state": "failed",
         "status": "UPDATE_ROLLBACK_COMPLETE",
-        "reason": "",
+        "reason": "The following resource(s) failed to create: [Other]. Rollback requested by user.",
         "failed_resource": "Other",
         "failed_resource_type": "AWS::SQS::Queue",
         "failed_reason": 'Resource handler returned message: "The specified queue already exists." '
