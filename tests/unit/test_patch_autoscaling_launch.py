@@ -141,6 +141,15 @@ def test_on_demand_share_is_rounded_up_and_counts_running_instances() -> None:
     assert autoscaling_launch.markets(fake, None, 3) == [False, False, True]  # 1 + ceil(3 x 0.34) = 3 on-demand
 
 
+def test_installing_again_changes_nothing() -> None:
+    from moto.autoscaling.models import FakeAutoScalingGroup, InstanceState
+
+    autoscaling_launch.install()
+    before = (FakeAutoScalingGroup.replace_autoscaling_group_instances, vars(InstanceState)["launch_template"])
+    autoscaling_launch.install()
+    assert (FakeAutoScalingGroup.replace_autoscaling_group_instances, vars(InstanceState)["launch_template"]) == before
+
+
 def test_groups_with_a_launch_configuration_launch_as_before(clients) -> None:
     clients["autoscaling"].create_launch_configuration(
         LaunchConfigurationName="lc", ImageId="ami-00000001", InstanceType="m5.large"

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from moto.cloudformation.models import cloudformation_backends
 
 from clm_sandbox.moto_server import moto_server
-from clm_sandbox.patches import cloudformation_api
+from clm_sandbox.patches import _patching, cloudformation_api
 
 ACCOUNT, REGION = "123456789012", "eu-central-1"
 SESSION = boto3.Session(region_name=REGION)  # shared by the tests, so that service models load once
@@ -65,6 +65,28 @@ def events(cfn: Any, name: str) -> list[tuple[str, str, str]]:
 
 def queue_names(session: boto3.Session) -> list[str]:
     return sorted(url.rsplit("/", 1)[1] for url in session.client("sqs").list_queues().get("QueueUrls", []))
+
+
+def test_installing_again_changes_nothing() -> None:
+    from moto.cloudformation import parsing
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.cloudformation.responses import CloudFormationResponse
+
+    def installed() -> tuple[Any, ...]:
+        return (
+            CloudFormationBackend.create_stack,
+            CloudFormationBackend.update_stack,
+            CloudFormationBackend.delete_stack,
+            CloudFormationResponse.update_termination_protection,
+            parsing.ResourceMap.update,
+            parsing.parse_and_create_resource,
+        )
+
+    cloudformation_api.install()
+    before = installed()
+    cloudformation_api.install()
+    assert installed() == before
+    assert _patching.original(CloudFormationBackend, "delete_stack").__module__ == "moto.cloudformation.models"
 
 
 def test_termination_protection_is_switched_and_refuses_deletion_while_on(cfn: Any) -> None:
