@@ -16,6 +16,8 @@ PATCHES = (
     "execution_names",
     "wait_scale",
     "codecommit",
+    "cfn_lambda",
+    "events_input_template",
 )
 
 

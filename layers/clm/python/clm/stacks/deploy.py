@@ -24,15 +24,19 @@ NO_UPDATES = "No updates are to be performed"
 BUSY = "_IN_PROGRESS state and can not be updated"
 
 
-def start(cfn: Any, s3: Any, spec: StackSpec, *, template_bucket: str | None = None) -> StartResult:
+def start(
+    cfn: Any, s3: Any, spec: StackSpec, *, template_bucket: str | None = None, role_arn: str | None = None
+) -> StartResult:
     """Create the stack, start its update, wait for a running operation, or repair a broken stack first.
 
-    Templates over 51,200 bytes go through `template_bucket`. Raises StackRejected when CloudFormation
-    refuses the request, StackNeedsAttention (ClusterStackRolledBack) when a human has to act.
+    Templates over 51,200 bytes go through `template_bucket`. `role_arn` is the CloudFormation service role a
+    new stack is created with (CloudFormation keeps using it for the stack's updates and deletion).
+    Raises StackRejected when CloudFormation refuses the request, StackNeedsAttention (ClusterStackRolledBack)
+    when a human has to act.
     """
     stack = describe_stack(cfn, spec.name)
     if stack is None:
-        return _create(cfn, s3, spec, template_bucket)
+        return _create(cfn, s3, spec, template_bucket, role_arn)
     status = stack["StackStatus"]
     if is_in_progress(status):
         return StartResult(spec.name, "waiting", status, stack["StackId"])
@@ -52,9 +56,10 @@ def check(cfn: Any, stack_name: str) -> StackState:
     return StackState(stack_name, state, status, stack.get("StackStatusReason", ""), failure)
 
 
-def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None) -> StartResult:
+def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, role_arn: str | None) -> StartResult:
     try:
         response = cfn.create_stack(
+            **({"RoleARN": role_arn} if role_arn else {}),
             StackName=spec.name,
             **template_argument(s3, spec, template_bucket),
             Parameters=spec.api_parameters(),

@@ -6,6 +6,7 @@ Every step is one bounded call; the state machine waits between `check`s and fol
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from clm.aws import client
@@ -26,7 +27,11 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
     pool = event.get("node_pool")
     spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
-    return start(client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket).to_dict()
+    role = os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
+    result = start(
+        client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket, role_arn=role
+    )
+    return result.to_dict()
 
 
 def check_stack(event: dict[str, Any]) -> dict[str, Any]:
