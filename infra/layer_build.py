@@ -57,7 +57,7 @@ def build_layer(
             shutil.copytree(package, staging / "python" / package.name, ignore=shutil.ignore_patterns(*_SKIPPED))
 
         _publish(target, assemble)
-        _prune(target.parent, KEEP_LAYERS)
+    _prune(target, KEEP_LAYERS)
     return target, digest
 
 
@@ -110,14 +110,17 @@ def _publish(target: Path, fill: Callable[[Path], None]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _prune(directory: Path, keep: int) -> None:
+def _prune(current: Path, keep: int) -> None:
+    """Remove all but the `keep` most recently used layer directories; `current` is marked used and never removed."""
+    os.utime(current)
     built = sorted(
-        (path for path in directory.iterdir() if path.is_dir() and not path.name.startswith(".")),
+        (path for path in current.parent.iterdir() if path.is_dir() and not path.name.startswith(".")),
         key=lambda path: path.stat().st_mtime,
         reverse=True,
     )
     for old in built[keep:]:
-        shutil.rmtree(old, ignore_errors=True)
+        if old != current:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _tree_digest(root: Path) -> str:

@@ -9,6 +9,7 @@ from kubernetes import client, config
 
 from clm.kube.client import KubeClient
 from clm_sandbox.controlplane import ControlPlane, ensure_built
+from clm_sandbox.deploy_synth import Assembly, synthesize
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +34,9 @@ def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
     """CLM's own Kubernetes client for the session's control plane."""
     with KubeClient.from_kubeconfig(control_plane.kubeconfig_path, cluster_id="sandbox") as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """The CDK app synthesized once for the session (cdk.json's context), like `cdk synth`."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out"), "Clm")

@@ -16,7 +16,7 @@ import pytest
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.deploy import deploy, deploy_assembly
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy_synth import Assembly
 from clm_sandbox.patches import cfn_lambda, events_input_template
 
 pytestmark = [
@@ -28,12 +28,6 @@ pytestmark = [
 REGION = "eu-central-1"
 CLUSTER = "aws:123456789012:eu-central-1:deployed-1"
 FUNCTIONS = ("Run", "Stacks", "Kube", "Roll", "Reconcile", "RegistryEvents")
-
-
-@pytest.fixture(scope="module")
-def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """The app synthesized once for the module (cdk.json's context), like `cdk synth`."""
-    return synthesize(tmp_path_factory.mktemp("cdk-out"), "Clm")
 
 
 @pytest.fixture

@@ -3,11 +3,9 @@ CloudFormation stacks in moto, manifests on the real control plane, and Nodes fr
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,39 +16,65 @@ import pytest
 from kubernetes import client as k8s
 
 from clm.registry.clusters_yaml import load_clusters
-from clm.registry.dynamodb import DynamoRegistry, create_table
+from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane
+from clm_sandbox.deploy import deploy_assembly
+from clm_sandbox.deploy_synth import Assembly
 from clm_sandbox.nodesim import NodeSimulator
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).parents[2]
-FUNCTIONS = ("run", "stacks", "kube", "roll")
 REGION = "eu-central-1"
 
 
 @dataclass
 class Deployment:
-    """The workflow deployed into in-process moto, and what it works on."""
+    """The CDK app deployed into in-process moto, and the cluster it works on.
+
+    Its triggers are live: a registry write starts provision through the stream and the bus; a config upload
+    starts reconcile, which starts provision. Tests wait for what the triggers start, as a user would.
+    """
 
     session: boto3.Session
     registry: DynamoRegistry
-    state_machine: str
+    outputs: dict[str, str]
     cluster_id: str
 
-    def run(self, timeout: float = 240.0) -> dict[str, Any]:
-        """Start a provision execution for the cluster and wait for it to end."""
+    @property
+    def provision(self) -> str:
+        return self.outputs["ProvisionStateMachineArn"]
+
+    def executions(self, state_machine: str) -> list[dict[str, Any]]:
+        """Every execution of the state machine, oldest first."""
+        pages = (
+            self.session.client("stepfunctions")
+            .get_paginator("list_executions")
+            .paginate(stateMachineArn=state_machine)
+        )
+        return sorted((e for page in pages for e in page["executions"]), key=lambda e: e["startDate"])
+
+    def settle(self, known: int | None = None, timeout: float = 240.0) -> list[dict[str, Any]]:
+        """Wait until no execution runs (and, given `known`, more than `known` provision executions exist);
+        returns the provision executions after the first `known`, described."""
         sfn = self.session.client("stepfunctions")
-        arn = sfn.start_execution(
-            stateMachineArn=self.state_machine, input=json.dumps({"cluster_id": self.cluster_id, "reason": "test"})
-        )["executionArn"]
+        machines = (self.provision, self.outputs["ReconcileStateMachineArn"])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            execution = sfn.describe_execution(executionArn=arn)
-            if execution["status"] != "RUNNING":
-                return execution
+            executions = self.executions(self.provision)
+            running = [e for m in machines for e in self.executions(m) if e["status"] == "RUNNING"]
+            if not running and (known is None or len(executions) > known):
+                return [sfn.describe_execution(executionArn=e["executionArn"]) for e in executions[known or 0 :]]
             time.sleep(0.2)
-        pytest.fail(f"execution {arn} still running after {timeout} s")
+        pytest.fail(f"executions did not settle within {timeout} s")
+
+    def start(self) -> dict[str, Any]:
+        """Start provision from the console (StartExecution with the documented input) and wait for it."""
+        known = len(self.executions(self.provision))
+        self.session.client("stepfunctions").start_execution(
+            stateMachineArn=self.provision, input=json.dumps({"cluster_id": self.cluster_id, "reason": "console"})
+        )
+        return self.settle(known)[-1]
 
     def states(self, arn: str) -> list[str]:
         """The names of the states the execution entered, in order."""
@@ -63,39 +87,16 @@ class Deployment:
         ]
 
 
-def _zip(folder: Path) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in sorted(folder.rglob("*.py")):
-            archive.write(path, path.relative_to(folder).as_posix())
-    return buffer.getvalue()
-
-
-def _deploy(session: boto3.Session, env: dict[str, str]) -> str:
-    """Functions from lambdas/ and the provision state machine, created through the APIs."""
-    role = session.client("iam").create_role(RoleName="clm", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    arns = {}
-    for name in FUNCTIONS:
-        arns[f"{name.capitalize()}Function"] = session.client("lambda").create_function(
-            FunctionName=f"clm-{name}",
-            Runtime="python3.11",
-            Role=role,
-            Handler="handler.handler",
-            Code={"ZipFile": _zip(ROOT / "lambdas" / name)},
-            Environment={"Variables": env},
-            Timeout=120,
-        )["FunctionArn"]
-    definition = (ROOT / "statemachines" / "provision.asl.json").read_text()
-    for key, value in arns.items():
-        definition = definition.replace("${" + key + "}", value)
-    return session.client("stepfunctions").create_state_machine(
-        name="clm-provision", definition=definition, roleArn=role
-    )["stateMachineArn"]
+def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one execution that did the work; every other one must have skipped (lock held or up to date)."""
+    outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
+    assert all(e["status"] == "SUCCEEDED" for e in executions), [(e["status"], e.get("error")) for e in executions]
+    working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
+    assert len(working) == 1, [outputs[e["executionArn"]].get("plan") for e in executions]
+    return working[0]
 
 
 def _upload_config(s3: Any, bucket: str) -> None:
-    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
-    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     for path in sorted((ROOT / "examples" / "config").rglob("*")):
         if path.is_file():
             key = "config/" + path.relative_to(ROOT / "examples" / "config").as_posix()
@@ -105,38 +106,29 @@ def _upload_config(s3: Any, bucket: str) -> None:
 @pytest.fixture
 def deployment(
     sandbox_aws: boto3.Session,
+    assembly: Assembly,
     wait_scale: Callable[[float], None],
     control_plane: ControlPlane,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Deployment:
+) -> Iterator[Deployment]:
+    """The CDK app deployed into moto as `cdk deploy` would and the example config uploaded; kube-1 is not in the
+    registry yet (registering it is what starts its first run). Waits at the end until no execution runs."""
     wait_scale(0.02)
-    env = {
-        "CLM_REGISTRY_TABLE": "clm-registry",
-        "CLM_CONFIG_SOURCE": "s3://clm-config/config/",
-        "CLM_ARTEFACT_BUCKET": "clm-artefacts",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_NAMESPACE": "CLM",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    from clm.aws import client
-    from clm.workflow.cluster_access import rendering
-
-    client.cache_clear()
-    rendering.cache_clear()
-    s3 = sandbox_aws.client("s3")
-    _upload_config(s3, "clm-config")
-    s3.create_bucket(Bucket="clm-artefacts", CreateBucketConfiguration={"LocationConstraint": REGION})
+    outputs = deploy_assembly(assembly, sandbox_aws.client, REGION)
+    _upload_config(sandbox_aws.client("s3"), outputs["ConfigBucketName"])
     sandbox_aws.client("secretsmanager").create_secret(
         Name="clm/kube-1", SecretString=control_plane.kubeconfig_path.read_text()
     )
-    dynamodb = sandbox_aws.client("dynamodb")
-    create_table(dynamodb, "clm-registry")
-    registry = DynamoRegistry(dynamodb, "clm-registry")
+    registry = DynamoRegistry(sandbox_aws.client("dynamodb"), outputs["RegistryTableName"])
+    deployment = Deployment(sandbox_aws, registry, outputs, "aws:123456789012:eu-central-1:kube-1")
+    yield deployment
+    deployment.settle()  # nothing may run on after the test's moto is gone
+
+
+def register_example_cluster(deployment: Deployment) -> None:
+    """Put kube-1 of examples/clusters.yaml into the registry, reachable through a Secrets Manager kubeconfig."""
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     cluster.config_items["kube_auth_secret"] = "clm/kube-1"
-    registry.put(cluster)
-    return Deployment(sandbox_aws, registry, _deploy(sandbox_aws, env), cluster.id)
+    deployment.registry.put(cluster)
 
 
 @pytest.fixture
@@ -150,8 +142,8 @@ def nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[NodeSimul
 def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
-    execution = deployment.run()
-    assert execution["status"] == "SUCCEEDED", execution.get("error") or execution
+    register_example_cluster(deployment)  # the registry change starts the first run
+    execution = the_run(deployment.settle(known=0))
     states = deployment.states(execution["executionArn"])
     assert [s for s in states if s in {"Render", "StartStack", "ApplyPhase", "Plan", "Drain", "Succeed"}] == [
         "Render",
@@ -170,6 +162,7 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     stacks = {
         s["StackName"]: s["StackStatus"]
         for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]
+        if s["StackName"] != "Clm"  # CLM's own deployment
     }
     assert stacks == {
         "kube-1": "CREATE_COMPLETE",
@@ -178,9 +171,14 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
     deployments = k8s.AppsV1Api(kube_api).list_namespaced_deployment("example").items
     assert [d.metadata.name for d in deployments] == ["web"]
-    again = deployment.run()
+    again = deployment.start()
     assert again["status"] == "SUCCEEDED"
-    assert json.loads(again["output"])["plan"]["action"] == "skip"
+    assert json.loads(again["output"])["plan"] == {
+        "cluster_id": deployment.cluster_id,
+        "action": "skip",
+        "reason": f"up to date at {status.current_version}",
+        "desired_version": status.current_version,
+    }
 
 
 class HealthyPods(threading.Thread):
@@ -218,22 +216,25 @@ def _instances(session: boto3.Session) -> set[str]:
 def test_config_change_rolls_every_node_without_breaking_the_pdb(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
-    assert deployment.run()["status"] == "SUCCEEDED"
+    register_example_cluster(deployment)
+    the_run(deployment.settle(known=0))
     nodes.wait_for_ready_nodes(3, timeout=30)
     _wait_for_ready_pods(kube_api, 3)
     before = _instances(deployment.session)
     defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
     changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
-    deployment.session.client("s3").put_object(
-        Bucket="clm-config", Key="config/cluster/config-defaults.yaml", Body=changed.encode()
-    )
+    known = len(deployment.executions(deployment.provision))
     watcher = HealthyPods(kube_api)
     watcher.start()
-    try:
-        execution = deployment.run()
+    try:  # the upload starts reconcile (S3 Object Created), which starts provision
+        deployment.session.client("s3").put_object(
+            Bucket=deployment.outputs["ConfigBucketName"],
+            Key="config/cluster/config-defaults.yaml",
+            Body=changed.encode(),
+        )
+        execution = the_run(deployment.settle(known))
     finally:
         watcher.stop()
-    assert execution["status"] == "SUCCEEDED", execution.get("error") or execution
     after = _instances(deployment.session)
     assert len(after) == 3 and not after & before, (before, after)
     assert watcher.samples > 10 and watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2
