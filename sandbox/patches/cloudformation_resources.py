@@ -76,8 +76,8 @@ def create(
     return resource
 
 
-def update(resources_map: Any, logical_id: str) -> bool:
-    """Update the resource when its resolved properties differ from the deployed ones; True when it did.
+def update(resources_map: Any, logical_id: str) -> None:
+    """Update the resource when its resolved properties differ from the deployed ones (else touch nothing).
 
     Resource types moto cannot update are replaced: the old resource deleted, a new one created.
     """
@@ -88,7 +88,7 @@ def update(resources_map: Any, logical_id: str) -> bool:
     with _failing(resources_map, logical_id, resource_type, "UPDATE_FAILED"):
         resolved = _resolve(resource_json, resources_map)
     if resolved == deployed(resources_map).get(logical_id):
-        return False
+        return
     event(resources_map, logical_id, resource_type, "UPDATE_IN_PROGRESS")
     account_id, region_name = resources_map._account_id, resources_map._region_name
     with _failing(resources_map, logical_id, resource_type, "UPDATE_FAILED"):
@@ -102,7 +102,6 @@ def update(resources_map: Any, logical_id: str) -> bool:
     resources_map._parsed_resources[logical_id] = resource
     deployed(resources_map)[logical_id] = resolved
     event(resources_map, logical_id, resource_type, "UPDATE_COMPLETE", physical_id=physical_id(resource))
-    return True
 
 
 def delete(resources_map: Any, logical_id: str) -> bool:

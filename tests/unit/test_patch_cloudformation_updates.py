@@ -9,12 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from clm_sandbox.patches import (
-    autoscaling_launch,
-    cloudformation_api,
-    cloudformation_autoscaling_group,
-    cloudformation_launch_template,
-)
+from clm_sandbox.patches import autoscaling_launch, cloudformation_api, cloudformation_inplace_updates
 from tests.conftest import REGION
 
 SESSION = boto3.Session(region_name=REGION)  # shared by the tests, so that service models load once
@@ -63,9 +58,8 @@ def pool(
 
 @pytest.fixture
 def clients(aws: boto3.Session) -> dict[str, Any]:
-    for patch in (cloudformation_api, cloudformation_launch_template, cloudformation_autoscaling_group):
+    for patch in (cloudformation_api, cloudformation_inplace_updates, autoscaling_launch):
         patch.install()
-    autoscaling_launch.install()
     return {name: SESSION.client(name) for name in ("cloudformation", "autoscaling", "ec2")}
 
 

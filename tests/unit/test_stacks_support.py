@@ -18,19 +18,14 @@ from clm.config.local import LocalSource
 from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.renderer import RenderedCluster, Renderer
-from clm_sandbox.patches import (
-    autoscaling_launch,
-    cloudformation_api,
-    cloudformation_autoscaling_group,
-    cloudformation_launch_template,
-)
+from clm_sandbox.patches import autoscaling_launch, cloudformation_api, cloudformation_inplace_updates
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 ACCOUNT = "123456789012"  # moto's default account, also the example clusters' account
 STACK_TYPE = "AWS::CloudFormation::Stack"
 ROLLBACK_FAILED_UPDATE = "UPDATE_ROLLBACK_FAILED"
 SESSION = boto3.Session(region_name="eu-central-1")  # shared by the tests, so that service models load once
-PATCHES = (cloudformation_api, cloudformation_launch_template, cloudformation_autoscaling_group, autoscaling_launch)
+PATCHES = (cloudformation_api, cloudformation_inplace_updates, autoscaling_launch)
 
 
 def example_cluster(local_id: str) -> Cluster:
