@@ -18,6 +18,10 @@ PATCHES = (
     "codecommit",
     "cfn_lambda",
     "events_input_template",
+    "cloudformation_api",
+    "cloudformation_inplace_updates",
+    "autoscaling_launch",
+    "cfn_s3_bucket",
 )
 
 

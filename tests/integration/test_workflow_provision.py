@@ -66,7 +66,8 @@ class Deployment:
             if not running and (known is None or len(executions) > known):
                 return [sfn.describe_execution(executionArn=e["executionArn"]) for e in executions[known or 0 :]]
             time.sleep(0.2)
-        pytest.fail(f"executions did not settle within {timeout} s")
+        still = [(e["name"], self.states(e["executionArn"])[-3:]) for e in running]
+        pytest.fail(f"executions did not settle within {timeout} s; running: {still}")
 
     def start(self) -> dict[str, Any]:
         """Start provision from the console (StartExecution with the documented input) and wait for it."""

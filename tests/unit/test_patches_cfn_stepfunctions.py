@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
 
 from clm_sandbox.patches.cfn_stepfunctions import DefinitionError, definition, substitute
 
@@ -82,7 +82,14 @@ def test_a_broken_definition_fails_the_stack(sandbox_aws: boto3.Session) -> None
         }
     }
     cfn = sandbox_aws.client("cloudformation")
-    with pytest.raises(
-        ClientError, match=r"ValidationError.*state machine broken-Workflow-\w+: invalid definition: ASLParser"
-    ):
-        cfn.create_stack(StackName="broken", TemplateBody=json.dumps(template))
+    cfn.create_stack(StackName="broken", TemplateBody=json.dumps(template))
+    assert cfn.describe_stacks(StackName="broken")["Stacks"][0]["StackStatus"] == "ROLLBACK_COMPLETE"
+    failed = [
+        e
+        for e in cfn.describe_stack_events(StackName="broken")["StackEvents"]
+        if e["LogicalResourceId"] == "Workflow" and e["ResourceStatus"] == "CREATE_FAILED"
+    ]
+    assert len(failed) == 1
+    assert re.search(
+        r"state machine broken-Workflow-\w+: invalid definition: ASLParser", failed[0]["ResourceStatusReason"]
+    )
