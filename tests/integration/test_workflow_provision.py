@@ -34,6 +34,8 @@ class Deployment:
 
     Its triggers are live: a registry write starts provision through the stream and the bus; a config upload
     starts reconcile, which starts provision. Tests wait for what the triggers start, as a user would.
+    In-process Lambda handlers swap environment variables while they run, so this keeps one client instead of
+    creating clients (which iterate os.environ) while executions run.
     """
 
     session: boto3.Session
@@ -41,23 +43,22 @@ class Deployment:
     outputs: dict[str, str]
     cluster_id: str
 
+    def __post_init__(self) -> None:
+        self.sfn = self.session.client("stepfunctions")
+
     @property
     def provision(self) -> str:
         return self.outputs["ProvisionStateMachineArn"]
 
     def executions(self, state_machine: str) -> list[dict[str, Any]]:
         """Every execution of the state machine, oldest first."""
-        pages = (
-            self.session.client("stepfunctions")
-            .get_paginator("list_executions")
-            .paginate(stateMachineArn=state_machine)
-        )
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine)
         return sorted((e for page in pages for e in page["executions"]), key=lambda e: e["startDate"])
 
     def settle(self, known: int | None = None, timeout: float = 240.0) -> list[dict[str, Any]]:
         """Wait until no execution runs (and, given `known`, more than `known` provision executions exist);
         returns the provision executions after the first `known`, described."""
-        sfn = self.session.client("stepfunctions")
+        sfn = self.sfn
         machines = (self.provision, self.outputs["ReconcileStateMachineArn"])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -72,14 +73,14 @@ class Deployment:
     def start(self) -> dict[str, Any]:
         """Start provision from the console (StartExecution with the documented input) and wait for it."""
         known = len(self.executions(self.provision))
-        self.session.client("stepfunctions").start_execution(
+        self.sfn.start_execution(
             stateMachineArn=self.provision, input=json.dumps({"cluster_id": self.cluster_id, "reason": "console"})
         )
         return self.settle(known)[-1]
 
     def states(self, arn: str) -> list[str]:
         """The names of the states the execution entered, in order."""
-        pages = self.session.client("stepfunctions").get_paginator("get_execution_history").paginate(executionArn=arn)
+        pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
         return [
             event["stateEnteredEventDetails"]["name"]
             for page in pages
