@@ -3,6 +3,7 @@ CloudFormation stacks in moto, manifests on the real control plane, and Nodes fr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -254,3 +255,49 @@ def _wait_for_ready_pods(api: k8s.ApiClient, count: int, timeout: float = 30.0) 
             return
         time.sleep(0.1)
     pytest.fail(f"fewer than {count} Ready web pods after {timeout} s")
+
+
+def test_broken_template_fails_the_run_before_any_stack_and_records_the_problem(deployment: Deployment) -> None:
+    deployment.session.client("s3").put_object(
+        Bucket=deployment.outputs["ConfigBucketName"],
+        Key="config/cluster/stack.yaml",
+        Body=b"Resources:\n  Vpc: {{ cluster.config_items.no_such_item }}\n",
+    )
+    deployment.settle()  # the upload's reconcile runs (no cluster yet)
+    register_example_cluster(deployment)
+    runs = deployment.settle(known=0)
+    failed = [e for e in runs if e["status"] == "FAILED"]
+    assert len(failed) == 1 and failed[0]["error"] == "ClusterRunFailed", [(e["status"], e.get("error")) for e in runs]
+    status = deployment.registry.get(deployment.cluster_id).status
+    assert status.problems[-1].title == (
+        f"RenderError: cluster {deployment.cluster_id}: cluster/stack.yaml:2: undefined variable: "
+        "'dict object' has no attribute 'no_such_item'"
+    )
+    assert status.next_version and not status.current_version
+    assert deployment.registry.lock_holder(deployment.cluster_id) is None
+    stacks = [s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]]
+    assert stacks == ["Clm"]
+
+
+def test_removed_pool_is_drained_and_deleted_then_the_cluster_decommissioned(
+    deployment: Deployment, nodes: NodeSimulator
+) -> None:
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster.config_items["kube_auth_secret"] = "clm/kube-1"
+    extra = dataclasses.replace(cluster.node_pools[0], name="extra", min_size=1, max_size=2, config_items={})
+    deployment.registry.put(dataclasses.replace(cluster, node_pools=[*cluster.node_pools, extra]))
+    the_run(deployment.settle(known=0))
+    assert len(nodes.wait_for_ready_nodes(4, timeout=30)) == 4
+    known = len(deployment.executions(deployment.provision))
+    deployment.registry.put(cluster)  # the pool "extra" is gone from the registry
+    the_run(deployment.settle(known))
+    stacks = {s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]}
+    assert stacks == {"Clm", "kube-1", "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"}
+    assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
+    known = len(deployment.executions(deployment.provision))
+    deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
+    decommission = the_run(deployment.settle(known))
+    assert json.loads(decommission["output"])["plan"]["action"] == "decommission"
+    stacks = {s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]}
+    assert stacks == {"Clm"}
+    assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommissioned"
