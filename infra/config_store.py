@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.buckets import private_bucket
 from infra.nag import acknowledge
 
 
@@ -14,15 +13,7 @@ class ConfigStore(Construct):
 
     def __init__(self, scope: Construct, construct_id: str):
         super().__init__(scope, construct_id)
-        self.bucket = s3.Bucket(
-            self,
-            "Bucket",
-            versioned=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.bucket = private_bucket(self, "Bucket")
         # Object Created events go to EventBridge (config change -> reconcile). Set on the resource
         # itself: `event_bridge_enabled=True` would add a custom-resource Lambda for the same thing.
         cfn_bucket = self.bucket.node.default_child
