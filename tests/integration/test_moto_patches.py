@@ -89,7 +89,7 @@ def calls(client: Client, run: str) -> list[dict[str, Any]]:
     return sorted(decoded, key=lambda call: call["started"])
 
 
-def workflow(function_arn: str, retries: int) -> dict[str, Any]:
+def workflow(function_arn: str, retries: int, interval: int = 1) -> dict[str, Any]:
     """Lambda Task (service integration) with Retry/Catch, Choice, Wait, Map (MaxConcurrency 1, direct ARN)."""
     return {
         "StartAt": "Record",
@@ -103,7 +103,9 @@ def workflow(function_arn: str, retries: int) -> dict[str, Any]:
                 },
                 "ResultSelector": {"greeting.$": "$.Payload.greeting"},
                 "ResultPath": "$.first",
-                "Retry": [{"ErrorEquals": ["Boom"], "IntervalSeconds": 1, "MaxAttempts": retries, "BackoffRate": 1.0}],
+                "Retry": [
+                    {"ErrorEquals": ["Boom"], "IntervalSeconds": interval, "MaxAttempts": retries, "BackoffRate": 1.0}
+                ],
                 "Catch": [
                     {"ErrorEquals": ["SomethingElse"], "Next": "Wrong"},
                     {"ErrorEquals": ["Boom"], "ResultPath": "$.error", "Next": "Caught"},
@@ -233,10 +235,10 @@ def test_failing_handler_is_retried_then_caught_by_its_class_name(
     local: Client, wait_scale: Callable[[float], None]
 ) -> None:
     wait_scale(0.01)
-    machine = create_state_machine(local, "flaky", workflow(deploy_recorder(local, "flaky"), retries=2))
+    machine = create_state_machine(local, "flaky", workflow(deploy_recorder(local, "flaky"), retries=2, interval=30))
     execution = run_workflow(local, machine, "sad", fail=True, pause=0)
     assert_retried_then_caught(local, execution, "sad", attempts=3)
-    assert (execution["stopDate"] - execution["startDate"]).total_seconds() < 1.5  # 2 x 1 s retry interval, scaled
+    assert (execution["stopDate"] - execution["startDate"]).total_seconds() < 20  # 2 x 30 s retry interval, scaled
 
 
 def test_workflow_with_handlers_in_child_processes_of_the_moto_server(moto_endpoint: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +47,20 @@ def call(step: str, **event: Any) -> dict[str, Any]:
     return handler({"step": step, "execution": EXECUTION, **event}, FakeContext())
 
 
-def test_begin_render_succeed(deployment: DynamoRegistry, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def lambda_logs() -> Iterator[io.StringIO]:
+    """What the handlers' powertools logger writes. Its stream handler lives as long as the process (bound to the
+    stdout of whichever test created it first), so it is pointed at a buffer for this test."""
+    load_handler_module("run")
+    handlers = [h for h in logging.getLogger("clm").handlers if isinstance(h, logging.StreamHandler)]
+    buffer = io.StringIO()
+    previous = [h.setStream(buffer) for h in handlers]
+    yield buffer
+    for handler, stream in zip(handlers, previous, strict=True):
+        handler.setStream(stream)
+
+
+def test_begin_render_succeed(deployment: DynamoRegistry, lambda_logs: io.StringIO) -> None:
     cluster_id = deployment.list_clusters()[0].id
     plan = call("begin", cluster_id=cluster_id)
     assert plan["action"] == "provision"
@@ -54,7 +70,7 @@ def test_begin_render_succeed(deployment: DynamoRegistry, capsys: pytest.Capture
     status = deployment.get(cluster_id).status
     assert status.current_version == rendered["version"]
     assert call("begin", cluster_id=cluster_id)["action"] == "skip"
-    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    logs = [json.loads(line) for line in lambda_logs.getvalue().splitlines() if line.startswith("{")]
     done = [line for line in logs if line.get("message") == "step done"]
     assert {line["step"] for line in done} >= {"begin", "render", "succeed"}
     assert all(line["cluster_id"] == cluster_id and line["execution"] == EXECUTION for line in done)
