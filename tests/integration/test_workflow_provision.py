@@ -23,7 +23,11 @@ from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy_synth import Assembly
 from clm_sandbox.nodesim import NodeSimulator
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    # moto's CloudFormation skips AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm (nothing tested here needs them)
+    pytest.mark.filterwarnings("ignore:Tried to parse AWS"),
+]
 
 ROOT = Path(__file__).parents[2]
 REGION = "eu-central-1"
