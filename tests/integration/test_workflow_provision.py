@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -305,3 +306,36 @@ def test_removed_pool_is_drained_and_deleted_then_the_cluster_decommissioned(
     stacks = {s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]}
     assert stacks == {"Clm"}
     assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommissioned"
+
+
+def test_replacement_that_never_becomes_ready_stops_the_roll_naming_the_instance(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster.config_items["kube_auth_secret"] = "clm/kube-1"
+    cluster.node_pools[0].config_items["node_startup_timeout"] = "20s"
+    deployment.registry.put(cluster)
+    the_run(deployment.settle(known=0))
+    nodes.wait_for_ready_nodes(3, timeout=30)
+    _wait_for_ready_pods(kube_api, 3)
+    before = _instances(deployment.session)
+    nodes.boot_delay = 3600.0  # from now on, new instances never register a Node
+    known = len(deployment.executions(deployment.provision))
+    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
+    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    deployment.session.client("s3").put_object(
+        Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/config-defaults.yaml", Body=changed.encode()
+    )
+    runs = deployment.settle(known)
+    failed = [e for e in runs if e["status"] == "FAILED"]
+    assert len(failed) == 1 and failed[0]["error"] == "ClusterRunFailed", [(e["status"], e.get("error")) for e in runs]
+    replacement = (_instances(deployment.session) - before).pop()
+    problem = deployment.registry.get(deployment.cluster_id).status.problems[-1]
+    assert re.fullmatch(
+        rf"NodeStartupTimeout: node pool default-worker: instance {replacement} \(eu-central-1\w\) not Ready after "
+        r"\d+ s \(no Node registered; node startup timeout 20 s\)",
+        problem.title,
+    ), problem.title
+    assert deployment.registry.lock_holder(deployment.cluster_id) is None
+    groups = deployment.session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert [g["SuspendedProcesses"] for g in groups] == [[]]  # resumed after the failure
