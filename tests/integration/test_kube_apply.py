@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from clm.kube.apply import FIELD_MANAGER, apply_manifests
+from clm.kube.apply import FIELD_MANAGER, ApplyReport, apply_manifests
 from clm.kube.client import KubeClient
 from clm.kube.errors import ApplyError, UnknownKindError
 from clm.render.manifests import Manifest, split_manifests
@@ -113,9 +114,31 @@ def state(kube: KubeClient, names: Names) -> dict[str, dict]:
     }
 
 
+def apply_until_done(kube, manifests) -> tuple[list[ApplyReport], dict[str, str]]:
+    """Apply as the workflow does: again after a short wait while the apply reports it waits for a CRD.
+    Returns the reports and each object's first action."""
+    reports: list[ApplyReport] = []
+    for _ in range(120):
+        reports.append(apply_manifests(kube, manifests))
+        if reports[-1].done:
+            break
+        time.sleep(0.5)  # the workflow's Wait state
+    first: dict[str, str] = {}
+    for report in reports:
+        for applied in report.objects:
+            first.setdefault(applied.object, applied.action)
+    return reports, first
+
+
 def test_crd_custom_object_namespace_and_deployment_in_one_go_then_reapply_and_change(kube, names):
-    report = apply_manifests(kube, render(names))
-    assert report.to_dict() == {"dry_run": False, "created": 5, "configured": 0, "skipped_count": 0, "skipped": []}
+    reports, first_actions = apply_until_done(kube, render(names))
+    report = reports[-1]
+    assert report.done and all(not r.done for r in reports[:-1])
+    assert all(
+        r.waiting_for == f"CustomResourceDefinition {names.crd} to be established and served" for r in reports[:-1]
+    )
+    assert set(first_actions.values()) == {"created"}  # each object created once, then left as it is
+    assert report.to_dict()["created"] + report.to_dict()["configured"] == 5
     assert [o.object for o in report.objects] == [
         f"Namespace {names.namespace}",
         f"CustomResourceDefinition {names.crd}",
@@ -129,7 +152,7 @@ def test_crd_custom_object_namespace_and_deployment_in_one_go_then_reapply_and_c
     assert FIELD_MANAGER in managers
 
     again = apply_manifests(kube, render(names))
-    assert again.to_dict()["created"] == 0 and again.to_dict()["configured"] == 5
+    assert again.done and again.to_dict()["created"] == 0 and again.to_dict()["configured"] == 5
     second = state(kube, names)
     assert second["deployment"]["metadata"]["generation"] == first["deployment"]["metadata"]["generation"]
     for name in ("widget", "configmap"):  # nothing else writes these: any change would be the re-apply's
@@ -149,7 +172,7 @@ def test_unknown_kind_fails_naming_the_file_and_document(kube, names):
         "manifests/extra/gadget.yaml",
     )
     with pytest.raises(UnknownKindError) as caught:
-        apply_manifests(kube, manifests)
+        apply_until_done(kube, manifests)
     assert str(caught.value) == (
         f"cluster sandbox: manifests/extra/gadget.yaml document 2 (line 5): the cluster "
         f"serves no resource of kind {names.group}/v1 Gadget"
@@ -158,7 +181,7 @@ def test_unknown_kind_fails_naming_the_file_and_document(kube, names):
 
 
 def test_refused_object_names_file_document_and_object(kube, names):
-    apply_manifests(kube, render(names))
+    apply_until_done(kube, render(names))
     bad = split_manifests(
         f"apiVersion: v1\nkind: Service\nmetadata: {{name: broken, namespace: {names.namespace}}}\n"
         "spec:\n  ports: [{port: 99999, protocol: TCP}]\n",
@@ -189,9 +212,17 @@ def test_dry_run_changes_nothing_and_skips_what_needs_objects_of_the_same_run(ku
     assert kube.get(f"/api/v1/namespaces/{names.namespace}") is None
     assert kube.get(f"{CRD_PATH}/{names.crd}") is None
 
-    apply_manifests(kube, render(names))
+    apply_until_done(kube, render(names))
     before = state(kube, names)
     changed = apply_manifests(kube, render(names, replicas=3, colour="green"), dry_run=True)
-    assert changed.to_dict() == {"dry_run": True, "created": 0, "configured": 5, "skipped_count": 0, "skipped": []}
+    assert changed.to_dict() == {
+        "done": True,
+        "waiting_for": "",
+        "dry_run": True,
+        "created": 0,
+        "configured": 5,
+        "skipped_count": 0,
+        "skipped": [],
+    }
     assert state(kube, names)["deployment"]["spec"]["replicas"] == before["deployment"]["spec"]["replicas"]
     assert state(kube, names)["widget"]["spec"] == {"colour": "blue"}

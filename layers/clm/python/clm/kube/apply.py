@@ -1,19 +1,20 @@
 """Server-side apply of rendered manifests (field manager `clm`): Namespaces, then CRDs, then the rest.
 
-Each CRD is waited for until established, so custom objects of it in the same run apply. A dry
-run (`dryRun=All`, for `clm plan`) changes nothing; objects that need a Namespace or CRD the same
-run would create are reported as skipped instead of failing.
+Nothing here waits: when a CRD just applied is not established yet (or discovery does not serve its kind
+yet), the apply stops there and reports what it is waiting for (`done` False); the workflow waits in a
+Wait state and applies again, which changes nothing that is already applied. A dry run (`dryRun=All`, for
+`clm plan`) changes nothing; objects that need a Namespace or CRD the same run would create are reported as
+skipped instead of failing.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clm.kube.client import APPLY_PATCH
-from clm.kube.crds import crd_api_versions, crd_kind, is_crd, wait_established
+from clm.kube.crds import crd_api_versions, crd_kind, crd_status, is_crd
 from clm.kube.errors import ApplyError, KubeApiError, UnknownKindError
 
 if TYPE_CHECKING:
@@ -22,9 +23,7 @@ if TYPE_CHECKING:
     from clm.render.manifests import Manifest
 
 FIELD_MANAGER = "clm"
-CRD_TIMEOUT = 60.0
-# After a CRD is established the server's discovery may trail it by a moment.
-DISCOVERY_SETTLE = 10.0
+CRD_TIMEOUT = 60.0  # seconds from a CRD's creation until it must be established and served
 MAX_LISTED = 50
 
 
@@ -45,6 +44,12 @@ class ApplyReport:
 
     dry_run: bool
     objects: list[AppliedObject] = field(default_factory=list)
+    waiting_for: str = ""  # what stopped this apply early (a CRD not established or served yet)
+
+    @property
+    def done(self) -> bool:
+        """Everything was applied; otherwise apply again after a short wait."""
+        return not self.waiting_for
 
     def count(self, action: str) -> int:
         """How many objects had `action`."""
@@ -54,6 +59,8 @@ class ApplyReport:
         """A small JSON-able summary: counts, and (at most MAX_LISTED) skipped objects with their reason."""
         skipped = [o for o in self.objects if o.action == "skipped"]
         return {
+            "done": self.done,
+            "waiting_for": self.waiting_for,
             "dry_run": self.dry_run,
             "created": self.count("created"),
             "configured": self.count("configured"),
@@ -81,13 +88,16 @@ def _object_name(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
+class _Pending(Exception):
+    """A CRD this apply needs is not established or served yet."""
+
+
 class _Applier:
     def __init__(self, kube: KubeClient, dry_run: bool, crd_timeout: float):
         self.kube = kube
         self.dry_run = dry_run
         self.crd_timeout = crd_timeout
         self.report = ApplyReport(dry_run)
-        self.new_kinds: set[tuple[str, str]] = set()  # (apiVersion, kind) of CRDs this run established
         self.pending_kinds: set[tuple[str, str]] = set()  # dry run: defined by CRDs not installed yet
         self.pending_namespaces: set[str] = set()  # dry run: Namespaces not created yet
 
@@ -95,11 +105,6 @@ class _Applier:
         api_version, kind = manifest.body["apiVersion"], manifest.kind
         discovery = self.kube.discovery
         found = discovery.resource(api_version, kind)
-        deadline = time.monotonic() + DISCOVERY_SETTLE
-        while found is None and (api_version, kind) in self.new_kinds and time.monotonic() < deadline:
-            time.sleep(0.1)
-            discovery.forget(api_version)
-            found = discovery.resource(api_version, kind)
         if found is None and not (self.dry_run and (api_version.rpartition("/")[0], kind) in self.pending_kinds):
             raise UnknownKindError(kind, api_version, _where(manifest), self.kube.cluster_id)
         return found
@@ -149,22 +154,36 @@ class _Applier:
             if created:
                 self.pending_kinds.add(crd_kind(manifest.body))
             return
-        wait_established(self.kube, manifest.name, self.crd_timeout, _where(manifest))
+        established, age = crd_status(self.kube, manifest.name)
         kind = crd_kind(manifest.body)[1]
-        for api_version in crd_api_versions(manifest.body):
+        versions = crd_api_versions(manifest.body)
+        for api_version in versions:
             self.kube.discovery.forget(api_version)
-            self.new_kinds.add((api_version, kind))
+        # Discovery may trail the CRD's Established condition by a moment: both must hold before its objects.
+        if established and all(self.kube.discovery.resource(v, kind) for v in versions):
+            return
+        if age > self.crd_timeout:
+            raise ApplyError(
+                f"{_where(manifest)}: CustomResourceDefinition {manifest.name} not established and served "
+                f"{self.crd_timeout:g} s after its creation",
+                self.kube.cluster_id,
+            )
+        raise _Pending(f"CustomResourceDefinition {manifest.name} to be established and served")
 
 
 def apply_manifests(
     kube: KubeClient, manifests: Sequence[Manifest], *, dry_run: bool = False, crd_timeout: float = CRD_TIMEOUT
 ) -> ApplyReport:
-    """Server-side apply every manifest in order (see `order_manifests`); stop at the first failure.
+    """Server-side apply every manifest in order (see `order_manifests`) without waiting; stop at the first failure,
+    or early (report not `done`) at a CRD that is not established or served yet: apply again after a moment.
 
-    Raises UnknownKindError (kind not served) or ApplyError (the server refused an object), both
-    naming the file, document and object.
+    Raises UnknownKindError (kind not served) or ApplyError (the server refused an object, or a CRD is not
+    established `crd_timeout` seconds after its creation), naming the file, document and object.
     """
     applier = _Applier(kube, dry_run, crd_timeout)
-    for manifest in order_manifests(manifests):
-        applier.apply(manifest)
+    try:
+        for manifest in order_manifests(manifests):
+            applier.apply(manifest)
+    except _Pending as pending:
+        applier.report.waiting_for = str(pending)
     return applier.report

@@ -1,11 +1,10 @@
-"""CustomResourceDefinitions: the kinds a CRD manifest defines, and waiting until one is established."""
+"""CustomResourceDefinitions: the kinds a CRD manifest defines, and whether one is established yet."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
-from clm.kube.errors import ApplyError
+from clm.kube.timestamps import parse_time, utc_now
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
@@ -40,14 +39,9 @@ def _established(crd: dict[str, Any] | None) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-def wait_established(kube: KubeClient, name: str, timeout: float, where: str) -> None:
-    """Poll a CRD until its Established condition is True; ApplyError naming `where` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while not _established(kube.get(f"{CRD_PATH}/{name}")):
-        if time.monotonic() >= deadline:
-            raise ApplyError(
-                f"{where}: CustomResourceDefinition {name} not established after {timeout:g} s", kube.cluster_id
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+def crd_status(kube: KubeClient, name: str) -> tuple[bool, float]:
+    """(established, seconds since creation) of a CRD, from one GET; no waiting."""
+    crd = kube.get(f"{CRD_PATH}/{name}")
+    created = ((crd or {}).get("metadata") or {}).get("creationTimestamp")
+    age = (utc_now() - parse_time(created)).total_seconds() if created else 0.0
+    return _established(crd), age

@@ -76,8 +76,7 @@ class _Watcher(threading.Thread):
 def wait_for_event(kube: KubeClient, specs: list[WatchSpec], deadline: float) -> str | None:
     """Block until a relevant event on any watch (returns what woke it) or `deadline` (monotonic; returns None)."""
     remaining = deadline - time.monotonic()
-    if remaining <= 0 or not specs:
-        time.sleep(max(0.0, remaining))
+    if remaining <= 0 or not specs:  # nothing to watch: return, the caller ends its pass (no sleeping)
         return None
     wake: queue.Queue[str] = queue.Queue()
     stop = threading.Event()

@@ -7,6 +7,8 @@ from typing import Any
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.render_step import APPLY_PHASES
 
+CRD_WAIT_SECONDS = 2
+
 
 def apply(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, phase}` -> apply one phase: pre_apply deletions, manifests, post_apply deletions."""
@@ -22,8 +24,9 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
             manifests = [manifest for component in rendered.components for manifest in component.manifests]
             report = apply_manifests(kube, manifests).to_dict()
         else:
-            report = run_deletions(kube, getattr(rendered.deletions, phase), phase=phase).to_dict()
-    return {"done": True, "wait_seconds": 0, "phase": phase, **report}
+            report = {"done": True, **run_deletions(kube, getattr(rendered.deletions, phase), phase=phase).to_dict()}
+    # Not done: a CRD applied in this phase is not established yet; the state machine waits, then applies again.
+    return {"wait_seconds": 0 if report["done"] else CRD_WAIT_SECONDS, "phase": phase, **report}
 
 
 STEPS = {"apply": apply}
