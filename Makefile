@@ -1,4 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Both set up what they need.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -22,11 +23,14 @@ demo: $(STAMP)
 ## test: lint and run the whole test suite
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
+	@# The outcome is repeated last, after pytest has exited: nothing a test left running can print after it.
+	$(BIN)/python -m pytest $(PYTEST_ARGS) 2>&1 | tee .pytest.log; rc=$${PIPESTATUS[0]}; \
+	echo '--- test outcome ---'; grep -aE '^(FAILED|ERROR) |(passed|failed|errors?|deselected|no tests ran) in [0-9.]+s' .pytest.log; \
+	if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis .pytest.log

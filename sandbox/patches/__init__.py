@@ -22,6 +22,7 @@ PATCHES = (
     "cloudformation_inplace_updates",
     "autoscaling_launch",
     "cfn_s3_bucket",
+    "sfn_service_casing",
 )
 
 

@@ -1,0 +1,55 @@
+"""A parent state machine runs a child with ``states:startExecution.sync:2``, as in AWS: output and failure."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import boto3
+
+ROLE = "arn:aws:iam::123456789012:role/sfn"
+
+
+def _machine(sfn: Any, name: str, definition: dict[str, Any]) -> str:
+    return sfn.create_state_machine(name=name, roleArn=ROLE, definition=json.dumps(definition))["stateMachineArn"]
+
+
+def _parent_of(sfn: Any, child: str) -> str:
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::states:startExecution.sync:2",
+        "Parameters": {"StateMachineArn": child, "Input": {"cluster_id.$": "$.cluster_id"}},
+        "OutputPath": "$.Output",
+        "End": True,
+    }
+    return _machine(sfn, "parent", {"StartAt": "Child", "States": {"Child": task}})
+
+
+def _run(sfn: Any, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
+    arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(payload))["executionArn"]
+    deadline = time.monotonic() + 10
+    while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "the parent did not finish"
+        time.sleep(0.05)
+    return described
+
+
+def test_the_child_gets_the_input_and_the_parent_its_output(sandbox_aws: boto3.Session) -> None:
+    sfn = sandbox_aws.client("stepfunctions")
+    echo = {"Type": "Pass", "Parameters": {"seen.$": "$.cluster_id"}, "End": True}
+    child = _machine(sfn, "child", {"StartAt": "Echo", "States": {"Echo": echo}})
+    parent = _run(sfn, _parent_of(sfn, child), {"cluster_id": "kube-1"})
+    assert parent["status"] == "SUCCEEDED", parent
+    assert json.loads(parent["output"]) == {"seen": "kube-1"}
+    (child_run,) = sfn.list_executions(stateMachineArn=child)["executions"]
+    assert child_run["status"] == "SUCCEEDED"
+
+
+def test_a_failed_child_fails_the_task_with_its_error(sandbox_aws: boto3.Session) -> None:
+    sfn = sandbox_aws.client("stepfunctions")
+    fail = {"Type": "Fail", "Error": "ClusterRunFailed", "Cause": "node never Ready"}
+    child = _machine(sfn, "child", {"StartAt": "Fail", "States": {"Fail": fail}})
+    parent = _run(sfn, _parent_of(sfn, child), {"cluster_id": "kube-1"})
+    assert (parent["status"], parent["error"]) == ("FAILED", "States.TaskFailed")
+    assert json.loads(parent["cause"])["Error"] == "ClusterRunFailed", parent["cause"]
