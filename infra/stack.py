@@ -66,6 +66,23 @@ class ClmStack(Stack):
         self._grant(context)
 
         step_functions = {spec.folder.title(): self.functions[spec.folder].function for spec in STEP_FUNCTIONS}
+        self.roll_node_pool = Workflow(
+            self,
+            "RollNodePool",
+            definition=definition_file("roll-node-pool"),
+            state_machine_name=f"{context.state_machine_name}-roll-node-pool",
+            context=context,
+            functions=step_functions,
+        )
+        self.decommission = Workflow(
+            self,
+            "Decommission",
+            definition=definition_file("decommission"),
+            state_machine_name=f"{context.state_machine_name}-decommission",
+            context=context,
+            functions=step_functions,
+            children={"RollNodePool": self.roll_node_pool},
+        )
         self.provision = Workflow(
             self,
             "Provision",
@@ -73,6 +90,10 @@ class ClmStack(Stack):
             state_machine_name=context.state_machine_name,
             context=context,
             functions=step_functions,
+            children={
+                "RollNodePool": self.roll_node_pool,
+                "Decommission": self.decommission,
+            },
         )
         RegistryTrigger(
             self,

@@ -23,6 +23,7 @@ PATCHES = (
     "autoscaling_launch",
     "cfn_s3_bucket",
     "sfn_service_casing",
+    "sfn_map_errors",
 )
 
 

@@ -1,7 +1,8 @@
 """Run a Lambda handler inside this process: imported under a package unique to the function, its code and its
-configuration, with the function's environment variables set for the call.
+configuration, with the function's environment variables seen by the calling thread only.
 
-A process has one environment, so calls are serialised; imported modules stay loaded, like a warm container.
+Calls are serialised (``sys.path`` and the handler's module globals are shared); imported modules stay loaded,
+like a warm container.
 Modules a handler imports by absolute name (its siblings, layer packages) are shared by name across functions.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import threading
 import types
@@ -20,6 +20,7 @@ from typing import Any
 
 from clm_sandbox.patches import lambda_runtime
 from clm_sandbox.patches._lambda_code import FunctionCode
+from clm_sandbox.patches._thread_environ import thread_environment
 from clm_sandbox.patches.lambda_runtime import Invocation
 
 _lock = threading.RLock()
@@ -27,7 +28,7 @@ _lock = threading.RLock()
 
 def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: Any, request_id: str) -> Invocation:
     """Call a moto ``LambdaFunction``'s handler in this process; the log holds the error of a failed call."""
-    with _lock, _environment(env), _import_paths(code.import_paths):
+    with _lock, thread_environment(env), _import_paths(code.import_paths):
         try:
             handler = lambda_runtime.load_handler(function.handler, package=_package_for(function, code))
         except lambda_runtime.HandlerError as exc:
@@ -51,20 +52,6 @@ def _package_for(function: Any, code: FunctionCode) -> str:
         package.__path__ = [str(code.root)]
         sys.modules[name] = package
     return name
-
-
-@contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @contextmanager

@@ -40,8 +40,6 @@ class Deployment:
 
     Its triggers are live: a registry write starts provision through the stream and the bus; a config upload
     starts reconcile, which starts provision. Tests wait for what the triggers start, as a user would.
-    In-process Lambda handlers swap environment variables while they run, so this keeps one client instead of
-    creating clients (which iterate os.environ) while executions run.
     """
 
     session: boto3.Session
@@ -83,6 +81,12 @@ class Deployment:
             stateMachineArn=self.provision, input=json.dumps({"cluster_id": self.cluster_id, "reason": "console"})
         )
         return self.settle(known)[-1]
+
+    def roll_states(self) -> list[str]:
+        """The states entered by every execution of the roll-node-pool workflow so far."""
+        machines = self.sfn.list_state_machines()["stateMachines"]
+        [roll] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-roll-node-pool")]
+        return [state for execution in self.executions(roll) for state in self.states(execution["executionArn"])]
 
     def states(self, arn: str) -> list[str]:
         """The names of the states the execution entered, in order."""
@@ -153,14 +157,14 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     register_example_cluster(deployment)  # the registry change starts the first run
     execution = the_run(deployment.settle(known=0))
     states = deployment.states(execution["executionArn"])
-    assert [s for s in states if s in {"Render", "StartStack", "ApplyPhase", "Plan", "Drain", "Succeed"}] == [
+    assert [s for s in states if s in {"Render", "StartStack", "ApplyPhase", "RollNodePool", "Succeed"}] == [
         "Render",
         "StartStack",
         "StartStack",
         "ApplyPhase",
         "ApplyPhase",
         "ApplyPhase",
-        "Plan",
+        "RollNodePool",
         "Succeed",
     ]
     output = json.loads(execution["output"])
@@ -246,8 +250,8 @@ def test_config_change_rolls_every_node_without_breaking_the_pdb(
     after = _instances(deployment.session)
     assert len(after) == 3 and not after & before, (before, after)
     assert watcher.samples > 10 and watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2
-    states = deployment.states(execution["executionArn"])
-    assert states.count("Terminate") == 3
+    assert deployment.states(execution["executionArn"]).count("RollNodePool") == 1
+    assert deployment.roll_states().count("Terminate") == 3
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
 
 

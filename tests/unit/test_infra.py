@@ -306,16 +306,36 @@ def test_roll_changes_only_node_pool_groups(default):
     assert "cloudformation:CreateStack" not in actions_of(statements)
 
 
-def test_state_machine_roles_invoke_only_their_functions(default):
+SYNC_START = {
+    "states:StartExecution",
+    "states:DescribeExecution",
+    "states:StopExecution",
+    "events:PutTargets",
+    "events:PutRule",
+    "events:DescribeRule",
+}
+
+
+def test_state_machine_roles_invoke_only_their_functions_and_start_only_their_children(default):
     _, raw, _ = default
-    for role, functions in (("ProvisionRole", STEP_FOLDERS), ("ReconcileRole", {"reconcile": None})):
+    for role, functions, children in (
+        ("ProvisionRole", STEP_FOLDERS, {"RollNodePool", "Decommission"}),
+        ("DecommissionRole", {"stacks": None}, {"RollNodePool"}),
+        ("RollNodePoolRole", {"stacks": None, "roll": None}, set()),
+        ("ReconcileRole", {"reconcile": None}, set()),
+    ):
         statements = policy_statements(raw, role)
         invokes = [s for s in statements if "lambda:InvokeFunction" in actions_of([s])]
         assert actions_of(invokes) == {"lambda:InvokeFunction"}
         targets = {r["Fn::GetAtt"][0] for s in invokes for r in s["Resource"] if "Fn::GetAtt" in r}
         assert targets == {function_named(raw, folder)[0] for folder in functions}
+        starts = [s for s in statements if "states:StartExecution" in actions_of([s])]
+        started = {s["Resource"]["Ref"] for s in starts}
+        assert len(started) == len(children)
+        assert all(any(ref.startswith(f"{child}StateMachine") for ref in started) for child in children)
         others = actions_of([s for s in statements if s not in invokes])
-        assert all(action.startswith(("logs:", "xray:")) for action in others), others
+        allowed = SYNC_START if children else set()
+        assert all(action.startswith(("logs:", "xray:")) or action in allowed for action in others), others
 
 
 # --- workflows, triggers, alarms, outputs -------------------------------------------------------------------------
@@ -343,9 +363,11 @@ def test_provision_state_machine(default):
         if b["Properties"]["StateMachineName"] == "clm-provision"
     ]
     substitutions = provision["DefinitionSubstitutions"]
+    children = {key: substitutions.pop(key) for key in ("RollNodePoolStateMachine", "DecommissionStateMachine")}
     assert substitutions == {
         f"{folder.title()}Function": {"Fn::GetAtt": [function_named(raw, folder)[0], "Arn"]} for folder in STEP_FOLDERS
     }
+    assert all(value["Ref"].startswith(key) for key, value in children.items())
 
 
 def test_cluster_changed_rule_starts_provision_with_cluster_id_and_reason(default):

@@ -115,3 +115,18 @@ def test_failure_records_the_lambda_error_message_and_keeps_next_version(registr
     assert status.next_version == plan.desired_version
     assert registry.lock_holder(cluster_id) is None
     assert fail(registry, cluster_id, EXECUTION, "States.Timeout", "").title == "States.Timeout"
+
+
+def test_failure_of_a_child_workflow_records_the_childs_error(registry, example_clusters) -> None:
+    cluster_id = example_clusters[0].id
+    begin(registry, "cfg-1", cluster_id, EXECUTION, never_running)
+    lambda_error = {"errorType": "NodeStartupTimeout", "errorMessage": "node pool default-worker: i-1 late"}
+    child = {  # what states:startExecution.sync:2 gives as the cause of States.TaskFailed
+        "ExecutionArn": "arn:aws:states:eu-central-1:123456789012:execution:clm-roll-node-pool:r1",
+        "Status": "FAILED",
+        "Error": "NodeStartupTimeout",
+        "Cause": json.dumps(lambda_error),
+    }
+    problem = fail(registry, cluster_id, EXECUTION, "States.TaskFailed", json.dumps(child))
+    assert problem.title == "NodeStartupTimeout: node pool default-worker: i-1 late"
+    assert problem.type == "https://clm/problems/NodeStartupTimeout"

@@ -1,4 +1,4 @@
-"""A parent state machine runs a child with ``states:startExecution.sync:2``, as in AWS: output and failure."""
+"""Child workflows as in AWS: a parent runs one with ``states:startExecution.sync:2`` (output, failure, in a Map)."""
 
 from __future__ import annotations
 
@@ -53,3 +53,30 @@ def test_a_failed_child_fails_the_task_with_its_error(sandbox_aws: boto3.Session
     parent = _run(sfn, _parent_of(sfn, child), {"cluster_id": "kube-1"})
     assert (parent["status"], parent["error"]) == ("FAILED", "States.TaskFailed")
     assert json.loads(parent["cause"])["Error"] == "ClusterRunFailed", parent["cause"]
+
+
+def test_a_failed_child_inside_a_map_reaches_the_maps_catch(sandbox_aws: boto3.Session) -> None:
+    sfn = sandbox_aws.client("stepfunctions")
+    fail = {"Type": "Fail", "Error": "NodeStartupTimeout", "Cause": "i-1 never Ready"}
+    child = _machine(sfn, "child", {"StartAt": "Fail", "States": {"Fail": fail}})
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::states:startExecution.sync:2",
+        "Parameters": {"StateMachineArn": child, "Input": {"pool.$": "$"}},
+        "End": True,
+    }
+    pools = {
+        "Type": "Map",
+        "ItemsPath": "$.pools",
+        "MaxConcurrency": 1,
+        "ItemProcessor": {"StartAt": "Roll", "States": {"Roll": task}},
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}],
+        "End": True,
+    }
+    caught = {"Type": "Pass", "End": True}
+    parent = _machine(sfn, "pools", {"StartAt": "Pools", "States": {"Pools": pools, "Caught": caught}})
+    run = _run(sfn, parent, {"pools": ["default-worker"]})
+    assert run["status"] == "SUCCEEDED", run
+    error = json.loads(run["output"])["error"]
+    assert error["Error"] == "States.TaskFailed"
+    assert json.loads(error["Cause"])["Error"] == "NodeStartupTimeout"
