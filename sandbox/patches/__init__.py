@@ -22,7 +22,7 @@ PATCHES = (
     "cloudformation_inplace_updates",
     "autoscaling_launch",
     "cfn_s3_bucket",
-    "sfn_service_casing",
+    "sfn_child_workflows",
     "sfn_map_errors",
 )
 

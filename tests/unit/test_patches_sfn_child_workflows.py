@@ -80,3 +80,20 @@ def test_a_failed_child_inside_a_map_reaches_the_maps_catch(sandbox_aws: boto3.S
     error = json.loads(run["output"])["error"]
     assert error["Error"] == "States.TaskFailed"
     assert json.loads(error["Cause"])["Error"] == "NodeStartupTimeout"
+
+
+def test_stopping_the_parent_stops_the_child(sandbox_aws: boto3.Session) -> None:
+    sfn = sandbox_aws.client("stepfunctions")
+    child = _machine(
+        sfn, "child", {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 30, "End": True}}}
+    )
+    parent = sfn.start_execution(stateMachineArn=_parent_of(sfn, child), input='{"cluster_id": "kube-1"}')
+    deadline = time.monotonic() + 10
+    while not sfn.list_executions(stateMachineArn=child)["executions"]:
+        assert time.monotonic() < deadline, "the child did not start"
+        time.sleep(0.05)
+    sfn.stop_execution(executionArn=parent["executionArn"])
+    while (status := sfn.list_executions(stateMachineArn=child)["executions"][0]["status"]) == "RUNNING":
+        assert time.monotonic() < deadline + 5, "the child still runs"
+        time.sleep(0.05)
+    assert status == "ABORTED"
