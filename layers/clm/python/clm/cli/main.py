@@ -7,6 +7,7 @@ import sys
 import click
 
 from clm.cli.context import DEFAULT_TABLE, CliContext
+from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
 from clm.cli.sandbox_cmd import sandbox
@@ -17,6 +18,8 @@ Examples:
   clm registry list                              clusters, lifecycle and versions
   clm render CLUSTER_ID --config examples/config --out rendered/
                                                  render a cluster's stacks and manifests
+  clm plan CLUSTER_ID --config s3://bucket/config
+                                                 what a run would change (stack diffs, nodes to replace)
   clm sandbox up                                 start the local sandbox (moto, Kubernetes, nodes)
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL).
@@ -41,6 +44,7 @@ def cli(ctx: click.Context, profile: str | None, region: str | None, endpoint_ur
 
 cli.add_command(registry)
 cli.add_command(render)
+cli.add_command(plan)
 cli.add_command(sandbox)
 
 

@@ -1,0 +1,148 @@
+"""`clm plan`: what a run would change in a cluster's stacks and node pools, without changing anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.text import Text
+
+from clm.cli.context import CliContext
+from clm.cli.output import console, emit, errors
+from clm.errors import ClusterNotFound
+
+if TYPE_CHECKING:
+    from clm.model import Cluster
+    from clm.stacks.plan import PoolPlan
+
+pass_cli = click.make_pass_decorator(CliContext)
+
+ACTION_STYLES = {"create": "green", "no change": "dim", "update": "yellow", "delete": "red", "attention": "bold red"}
+DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
+
+
+@click.command()
+@click.argument("cluster_id")
+@click.option("--config", "config_uri", required=True, envvar="CLM_CONFIG_SOURCE",
+              help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
+                   "(comma-separated: later sources override earlier ones).")
+@click.option("--registry-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read the cluster from this clusters.yaml instead of the registry table.")
+@pass_cli
+def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path | None) -> None:
+    """Show what a run would change in CLUSTER_ID; changes nothing in AWS or Kubernetes.
+
+    \b
+    - every stack: create, no change, or update with a unified diff of the deployed
+      template against the rendered one and the parameters and tags that change;
+    - every node pool: its instances, and which a run would replace and why;
+    - the drain pre-flight of their nodes (what would block or hurt the drain), when
+      the cluster's API server can be reached (otherwise one warning line).
+
+    A template error stops with the file and line at fault, before CloudFormation is asked.
+    """
+    from clm.config.uri import source_from_uri
+    from clm.render.renderer import Renderer
+    from clm.stacks.plan import plan_stacks
+
+    cluster = load_cluster(cli, cluster_id, registry_file)
+    tree = source_from_uri(config_uri, cli.client).fetch()
+    rendered = Renderer(tree).render(cluster)
+    stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"))
+    data = {
+        **stacks.to_dict(),
+        "version": rendered.version,
+        "config": {"source": tree.source, "version": tree.version},
+        "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
+    }
+    if data["drain_preflight"]["warning"]:
+        errors.print(Text.assemble(("warning: ", "bold yellow"), data["drain_preflight"]["warning"]), soft_wrap=True)
+    if cli.output == "table":
+        show(data)
+    else:
+        emit([], [], cli.output, data=data)
+
+
+def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -> Cluster:
+    """The cluster from `registry_file` (CLM's clusters.yaml) or else from the registry table."""
+    from clm.registry.clusters_yaml import load_clusters
+
+    if registry_file is None:
+        return cli.registry().get(cluster_id)
+    for cluster in load_clusters(registry_file.read_text(), source=str(registry_file)):
+        if cluster.id == cluster_id:
+            return cluster
+    raise ClusterNotFound(cluster_id)
+
+
+def drain_preflight(cli: CliContext, cluster: Cluster, pools: list[PoolPlan]) -> dict[str, Any]:
+    """`{checked, warning, nodes}`: the pre-flight of the nodes a run would drain, or why it could not be had."""
+    from clm.kube.connect import connect_cluster
+    from clm.kube.errors import KubeError
+    from clm.stacks.drain_preview import drain_preflights
+
+    if not any(pool.outdated for pool in pools):
+        return {"checked": False, "warning": "", "nodes": []}
+    try:
+        with connect_cluster(cluster, cli) as kube:
+            nodes = drain_preflights(kube, pools)
+    except KubeError as exc:
+        return {"checked": False, "warning": f"drain pre-flight skipped, the cluster is not reachable: {exc}",
+                "nodes": []}
+    return {"checked": True, "warning": "", "nodes": nodes}
+
+
+def show(data: dict[str, Any]) -> None:
+    """The plan for a terminal: stacks with their diffs, node pools' instances, the drain pre-flight."""
+    from clm.stacks.diff import ACTION_MEANINGS
+
+    console.print(Text.assemble(("plan for cluster ", "bold"), data["cluster"], f" at {data['version']}",
+                                (f"  (config {data['config']['source']} at {data['config']['version']})", "dim")),
+                  soft_wrap=True)
+    for stack in data["stacks"]:
+        action = stack["action"]
+        console.print(Text.assemble(
+            ("stack ", "bold"), (stack["stack_name"], "bold"), f" ({stack['file']})" if stack["file"] else "",
+            ": ", (action, ACTION_STYLES.get(action, "magenta")), f" [{stack['status']}]" if stack["status"] else "",
+            (f"  {ACTION_MEANINGS[action]}", "dim")), soft_wrap=True)
+        for line in stack["template_diff"].splitlines():
+            console.print(Text("  " + line, style=DIFF_STYLES.get(line[:1], "")), soft_wrap=True)
+        for kind in ("parameters", "tags"):
+            for change in stack[kind]:
+                console.print(f"  {kind[:-1]} {change['name']}: {change['deployed']} -> {change['rendered']}",
+                              soft_wrap=True, markup=False, highlight=False)
+    for pool in data["node_pools"]:
+        _show_pool(pool)
+    _show_drains(data["drain_preflight"])
+
+
+def _show_pool(pool: dict[str, Any]) -> None:
+    title = f"node pool {pool['node_pool']}" + (" (removed)" if pool["removed"] else "")
+    if pool["error"]:
+        console.print(Text.assemble((title, "bold"), ": ", (pool["error"], "red")), soft_wrap=True)
+    elif not pool["asg_name"]:
+        console.print(Text.assemble((title, "bold"), ": no instances yet (its stack is created)"), soft_wrap=True)
+    else:
+        rows = [{"instance": i["id"], "az": i["az"], "type": i["instance_type"], "state": i["lifecycle_state"],
+                 "replace": "yes" if i["outdated"] else "no", "why": "; ".join(i["reasons"])}
+                for i in pool["instances"]]
+        emit(rows, ["instance", "az", "type", "state", "replace", "why"], "table",
+             title=f"{title}, group {pool['asg_name']}: {len(rows)} instances, {pool['outdated']} to replace")
+
+
+def _show_drains(drains: dict[str, Any]) -> None:
+    if not drains["checked"]:
+        return
+    if not drains["nodes"]:
+        console.print("drain pre-flight: no node to drain", markup=False)
+    for node in drains["nodes"]:
+        console.print(Text.assemble(("drain pre-flight ", "bold"), (node["node"], "bold"),
+                                    f" (node pool {node['node_pool']}, instance {node['instance']}): "
+                                    f"{node['evictable']} pods to evict"), soft_wrap=True)
+        for blocker in node["blockers"]:
+            console.print(Text.assemble("  ", ("blocked ", "red"), f"{blocker['pod']}: {blocker['reason']}"),
+                          soft_wrap=True)
+        for warning in node["warnings"]:
+            console.print(Text.assemble("  ", ("warning ", "yellow"), f"{warning['pod']}: {warning['reason']}"),
+                          soft_wrap=True)

@@ -1,0 +1,142 @@
+"""What a run would do to a rendered cluster's stacks and node pools, read without changing anything.
+
+Every stack gets its action and diff (diff.py); every node pool its instances, each outdated now (inventory.py)
+or after the stack update (launch.py), with the reasons. Node-pool stacks of pools gone from the registry are
+deleted by a run after draining all their instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from clm.render.renderer import RenderedCluster
+from clm.stacks.diff import StackDiff, stack_diff
+from clm.stacks.errors import NodePoolInventoryError
+from clm.stacks.inventory import InstanceInfo, NodePoolInventory, node_pool_inventory
+from clm.stacks.removed import removed_node_pools
+from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
+
+REMOVED_REASON = "the node pool is gone from the cluster"
+
+
+@dataclass(frozen=True)
+class PlannedInstance:
+    """An instance of a node pool and, when a run would replace it, why."""
+
+    id: str
+    az: str
+    lifecycle_state: str
+    instance_type: str
+    launch_template_version: str
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def outdated(self) -> bool:
+        """Whether a run would replace the instance."""
+        return bool(self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict."""
+        return {**asdict(self), "outdated": self.outdated}
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A node pool's group and instances as a run would find them; `error` when the group cannot be read."""
+
+    node_pool: str
+    stack_name: str
+    removed: bool = False
+    asg_name: str = ""
+    desired: int = 0
+    instances: list[PlannedInstance] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def outdated(self) -> list[PlannedInstance]:
+        """The instances a run would replace (drain, then terminate)."""
+        return [instance for instance in self.instances if instance.outdated]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict."""
+        return {
+            **{key: value for key, value in asdict(self).items() if key != "instances"},
+            "instances": [instance.to_dict() for instance in self.instances],
+            "outdated": len(self.outdated),
+        }
+
+
+@dataclass(frozen=True)
+class StacksPlan:
+    """The stacks and node pools of one cluster, in the order a run works on them."""
+
+    cluster_id: str
+    stacks: list[StackDiff]
+    pools: list[PoolPlan]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict."""
+        return {
+            "cluster": self.cluster_id,
+            "stacks": [stack.to_dict() for stack in self.stacks],
+            "node_pools": [pool.to_dict() for pool in self.pools],
+        }
+
+
+def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any) -> StacksPlan:
+    """The cluster stack, then every node pool's stack and instances, then the pools a run would remove."""
+
+    def inventory(stack_name: str) -> NodePoolInventory:
+        return node_pool_inventory(cfn, autoscaling, ec2, stack_name)
+
+    cluster = rendered.cluster
+    stacks = [stack_diff(cfn, cluster_stack_spec(rendered))]
+    pools = []
+    for pool in cluster.node_pools:
+        diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
+        stacks.append(diff)
+        if diff.action == "create":
+            pools.append(PoolPlan(pool.name, diff.stack_name))
+            continue
+        reasons = [f"the stack update changes {'; '.join(diff.launch_changes)}"] if diff.launch_changes else []
+        pools.append(_pool_plan(inventory, pool.name, diff.stack_name, reasons))
+    for gone in removed_node_pools(cfn, cluster):
+        stacks.append(StackDiff(gone.stack_name, gone.node_pool, "", "delete", gone.status))
+        pools.append(_pool_plan(inventory, gone.node_pool, gone.stack_name, [REMOVED_REASON], removed=True))
+    return StacksPlan(cluster.id, stacks, pools)
+
+
+def _pool_plan(
+    inventory: Callable[[str], NodePoolInventory],
+    name: str,
+    stack_name: str,
+    extra_reasons: list[str],
+    *,
+    removed: bool = False,
+) -> PoolPlan:
+    """The pool's instances, each with the inventory's reasons and `extra_reasons`."""
+    try:
+        found = inventory(stack_name)
+    except NodePoolInventoryError as exc:
+        return PoolPlan(name, stack_name, removed, error=str(exc))
+    return PoolPlan(
+        node_pool=name,
+        stack_name=stack_name,
+        removed=removed,
+        asg_name=found.asg_name,
+        desired=found.desired,
+        instances=[_planned(instance, extra_reasons) for instance in found.instances],
+    )
+
+
+def _planned(instance: InstanceInfo, extra_reasons: list[str]) -> PlannedInstance:
+    return PlannedInstance(
+        id=instance.id,
+        az=instance.az,
+        lifecycle_state=instance.lifecycle_state,
+        instance_type=instance.instance_type,
+        launch_template_version=instance.launch_template_version,
+        reasons=[*instance.outdated_reasons, *extra_reasons],
+    )
