@@ -24,11 +24,19 @@ DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 @click.command()
 @click.argument("cluster_id")
-@click.option("--config", "config_uri", required=True, envvar="CLM_CONFIG_SOURCE",
-              help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
-                   "(comma-separated: later sources override earlier ones).")
-@click.option("--registry-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Read the cluster from this clusters.yaml instead of the registry table.")
+@click.option(
+    "--config",
+    "config_uri",
+    required=True,
+    envvar="CLM_CONFIG_SOURCE",
+    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
+    "(comma-separated: later sources override earlier ones).",
+)
+@click.option(
+    "--registry-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the cluster from this clusters.yaml instead of the registry table.",
+)
 @pass_cli
 def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path | None) -> None:
     """Show what a run would change in CLUSTER_ID; changes nothing in AWS or Kubernetes.
@@ -56,8 +64,9 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
         "config": {"source": tree.source, "version": tree.version},
         "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
     }
-    if data["drain_preflight"]["warning"]:
-        errors.print(Text.assemble(("warning: ", "bold yellow"), data["drain_preflight"]["warning"]), soft_wrap=True)
+    warning = data["drain_preflight"]["warning"]
+    if warning:
+        errors.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
     if cli.output == "table":
         show(data)
     else:
@@ -88,8 +97,11 @@ def drain_preflight(cli: CliContext, cluster: Cluster, pools: list[PoolPlan]) ->
         with connect_cluster(cluster, cli) as kube:
             nodes = drain_preflights(kube, pools)
     except KubeError as exc:
-        return {"checked": False, "warning": f"drain pre-flight skipped, the cluster is not reachable: {exc}",
-                "nodes": []}
+        return {
+            "checked": False,
+            "warning": f"drain pre-flight skipped, the cluster is not reachable: {exc}",
+            "nodes": [],
+        }
     return {"checked": True, "warning": "", "nodes": nodes}
 
 
@@ -97,52 +109,87 @@ def show(data: dict[str, Any]) -> None:
     """The plan for a terminal: stacks with their diffs, node pools' instances, the drain pre-flight."""
     from clm.stacks.diff import ACTION_MEANINGS
 
-    console.print(Text.assemble(("plan for cluster ", "bold"), data["cluster"], f" at {data['version']}",
-                                (f"  (config {data['config']['source']} at {data['config']['version']})", "dim")),
-                  soft_wrap=True)
+    config = data["config"]
+    _say(
+        ("plan for cluster ", "bold"),
+        data["cluster"],
+        f" at {data['version']}",
+        (f"  (config {config['source']} at {config['version']})", "dim"),
+    )
     for stack in data["stacks"]:
         action = stack["action"]
-        console.print(Text.assemble(
-            ("stack ", "bold"), (stack["stack_name"], "bold"), f" ({stack['file']})" if stack["file"] else "",
-            ": ", (action, ACTION_STYLES.get(action, "magenta")), f" [{stack['status']}]" if stack["status"] else "",
-            (f"  {ACTION_MEANINGS[action]}", "dim")), soft_wrap=True)
+        _say(
+            ("stack ", "bold"),
+            (stack["stack_name"], "bold"),
+            f" ({stack['file']})" if stack["file"] else "",
+            ": ",
+            (action, ACTION_STYLES.get(action, "magenta")),
+            f" [{stack['status']}]" if stack["status"] else "",
+            (f"  {ACTION_MEANINGS[action]}", "dim"),
+        )
         for line in stack["template_diff"].splitlines():
-            console.print(Text("  " + line, style=DIFF_STYLES.get(line[:1], "")), soft_wrap=True)
-        for kind in ("parameters", "tags"):
-            for change in stack[kind]:
-                console.print(f"  {kind[:-1]} {change['name']}: {change['deployed']} -> {change['rendered']}",
-                              soft_wrap=True, markup=False, highlight=False)
+            _say(("  " + line, DIFF_STYLES.get(line[:1], "")))
+        for change in stack["launch_changes"]:
+            _say("  ", ("launch change ", "yellow"), change)
+        for kind in ("parameter", "tag"):
+            for change in stack[kind + "s"]:
+                _say(f"  {kind} {change['name']}: {change['deployed']} -> {change['rendered']}")
     for pool in data["node_pools"]:
         _show_pool(pool)
     _show_drains(data["drain_preflight"])
 
 
+def _say(*parts: str | tuple[str, str]) -> None:
+    """One line of text and (text, style) parts, printed literally and never wrapped."""
+    console.print(Text.assemble(*parts), soft_wrap=True)
+
+
 def _show_pool(pool: dict[str, Any]) -> None:
     title = f"node pool {pool['node_pool']}" + (" (removed)" if pool["removed"] else "")
     if pool["error"]:
-        console.print(Text.assemble((title, "bold"), ": ", (pool["error"], "red")), soft_wrap=True)
-    elif not pool["asg_name"]:
-        console.print(Text.assemble((title, "bold"), ": no instances yet (its stack is created)"), soft_wrap=True)
-    else:
-        rows = [{"instance": i["id"], "az": i["az"], "type": i["instance_type"], "state": i["lifecycle_state"],
-                 "replace": "yes" if i["outdated"] else "no", "why": "; ".join(i["reasons"])}
-                for i in pool["instances"]]
-        emit(rows, ["instance", "az", "type", "state", "replace", "why"], "table",
-             title=f"{title}, group {pool['asg_name']}: {len(rows)} instances, {pool['outdated']} to replace")
+        _say((title, "bold"), ": ", (pool["error"], "red"))
+        return
+    if not pool["asg_name"]:
+        _say((title, "bold"), ": no instances yet (its stack is created)")
+        return
+    columns = ["instance", "az", "type", "state", "replace", "why"]
+    rows = [
+        dict(
+            zip(
+                columns,
+                (
+                    i["id"],
+                    i["az"],
+                    i["instance_type"],
+                    i["lifecycle_state"],
+                    "yes" if i["outdated"] else "no",
+                    "; ".join(i["reasons"]),
+                ),
+                strict=True,
+            )
+        )
+        for i in pool["instances"]
+    ]
+    emit(
+        rows,
+        columns,
+        "table",
+        title=f"{title}, group {pool['asg_name']}: {len(rows)} instances, {pool['outdated']} to replace",
+    )
 
 
 def _show_drains(drains: dict[str, Any]) -> None:
     if not drains["checked"]:
         return
     if not drains["nodes"]:
-        console.print("drain pre-flight: no node to drain", markup=False)
+        _say("drain pre-flight: no node to drain")
     for node in drains["nodes"]:
-        console.print(Text.assemble(("drain pre-flight ", "bold"), (node["node"], "bold"),
-                                    f" (node pool {node['node_pool']}, instance {node['instance']}): "
-                                    f"{node['evictable']} pods to evict"), soft_wrap=True)
+        _say(
+            ("drain pre-flight ", "bold"),
+            (node["node"], "bold"),
+            f" (node pool {node['node_pool']}, instance {node['instance']}): {node['evictable']} pods to evict",
+        )
         for blocker in node["blockers"]:
-            console.print(Text.assemble("  ", ("blocked ", "red"), f"{blocker['pod']}: {blocker['reason']}"),
-                          soft_wrap=True)
+            _say("  ", ("blocked ", "red"), f"{blocker['pod']}: {blocker['reason']}")
         for warning in node["warnings"]:
-            console.print(Text.assemble("  ", ("warning ", "yellow"), f"{warning['pod']}: {warning['reason']}"),
-                          soft_wrap=True)
+            _say("  ", ("warning ", "yellow"), f"{warning['pod']}: {warning['reason']}")

@@ -27,15 +27,20 @@ def launch_changes(
 ) -> list[str]:
     """What the update from the `deployed` to the `rendered` template changes in what the group launches.
 
-    One line per changed property, `LaunchTemplate.LaunchTemplateData.ImageId: ami-1 -> ami-2`, then one per
-    changed parameter those properties refer to, `parameter ImageId: ami-1 -> ami-2`. `changed_parameters`
+    One line per added or removed launch template or group, `Template: added`, per changed property,
+    `LaunchTemplate.LaunchTemplateData.ImageId: ami-1 -> ami-2`, then per changed parameter those properties
+    refer to, `parameter ImageId: ami-1 -> ami-2`. `changed_parameters`
     maps a parameter name to its (deployed, rendered) value as it may be shown.
     """
     before, after = launch_properties(deployed), launch_properties(rendered)
     changes = [
+        f"{resource}: {'added' if resource in after else 'removed'}"
+        for resource in sorted(before.keys() ^ after.keys())
+    ]
+    changes += [
         f"{resource}{path}: {_change_text(old, new)}"
-        for resource in sorted(before.keys() | after.keys())
-        for path, old, new in _leaf_changes(before.get(resource), after.get(resource), "")
+        for resource in sorted(before.keys() & after.keys())
+        for path, old, new in _leaf_changes(before[resource], after[resource], "")
     ]
     referenced = set(_referenced_parameters([*before.values(), *after.values()]))
     changes += [

@@ -19,6 +19,7 @@ from clm.stacks.removed import removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 
 REMOVED_REASON = "the node pool is gone from the cluster"
+UPDATE_REASON = "the stack update changes what the group launches (see the stack's launch changes)"
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any)
         if diff.action == "create":
             pools.append(PoolPlan(pool.name, diff.stack_name))
             continue
-        reasons = [f"the stack update changes {'; '.join(diff.launch_changes)}"] if diff.launch_changes else []
+        reasons = [UPDATE_REASON] if diff.launch_changes else []
         pools.append(_pool_plan(inventory, pool.name, diff.stack_name, reasons))
     for gone in removed_node_pools(cfn, cluster):
         stacks.append(StackDiff(gone.stack_name, gone.node_pool, "", "delete", gone.status))
