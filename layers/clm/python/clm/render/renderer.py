@@ -19,7 +19,6 @@ from clm.errors import RenderError
 from clm.model import Cluster, NodePool
 from clm.render.cfn_yaml import load_template
 from clm.render.deletions import Deletions, parse_deletions
-from clm.render.environment import TemplateEnvironment
 from clm.render.manifests import Manifest, split_manifests
 from clm.version import desired_version
 from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
@@ -75,6 +74,9 @@ class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
     def __init__(self, tree: ConfigTree):
+        # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
+        from clm.render.environment import TemplateEnvironment
+
         self.tree = tree
         self._env = TemplateEnvironment(tree.files)
         self._components = self._find_components(tree.files)

@@ -15,6 +15,9 @@ from clm.errors import ClmError
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 NAMESPACE = "CLM"
+# What X-Ray traces: AWS calls (botocore) and HTTP (http.client, under urllib3 and so the Kubernetes client). The
+# default, every library the SDK knows, imports `requests` and others that CLM never calls, at each cold start.
+TRACED_MODULES = ("botocore", "httplib")
 
 
 class UnknownStep(ClmError):
@@ -29,7 +32,7 @@ def step_handler(function: str, steps: Mapping[str, Step]) -> Callable[[dict[str
     from aws_lambda_powertools.metrics import MetricUnit
 
     logger = Logger(service="clm", child=False)
-    tracer = Tracer(service="clm")
+    tracer = Tracer(service="clm", patch_modules=TRACED_MODULES)
     metrics = Metrics(namespace=NAMESPACE, service="clm")
 
     @logger.inject_lambda_context(log_event=False, clear_state=True)
