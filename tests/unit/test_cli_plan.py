@@ -20,7 +20,7 @@ from clm.registry.clusters_yaml import dump_clusters
 from clm.registry.dynamodb import DynamoRegistry, create_table
 from clm.stacks.deploy import check, start
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
-from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, render, stacks_aws
+from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, moto_stack, render, stacks_aws
 
 __all__ = ["clients", "stacks_aws"]  # fixtures
 
@@ -194,6 +194,17 @@ def test_a_pool_gone_from_the_registry_is_deleted_after_draining_all_its_instanc
     assert (removed["node_pool"], removed["removed"], removed["outdated"]) == ("default-worker", True, 3)
     assert {tuple(i["reasons"]) for i in removed["instances"]} == {("the node pool is gone from the cluster",)}
     assert aws_state(stacks_aws) == before
+
+
+def test_a_pool_stack_whose_creation_rolled_back_is_recreated_without_instances(clients, stacks_aws):
+    deploy(clients, render(example_cluster("kube-1")))
+    moto_stack(KUBE1_POOL).status = "ROLLBACK_COMPLETE"
+    data = plan_json()
+    assert [(s["action"], s["status"]) for s in data["stacks"]] == [
+        ("no change", "CREATE_COMPLETE"),
+        ("recreate", "ROLLBACK_COMPLETE"),
+    ]
+    assert [(p["instances"], p["error"]) for p in data["node_pools"]] == [([], "")]
 
 
 def test_plan_from_the_registry_table_as_yaml(clients, stacks_aws):

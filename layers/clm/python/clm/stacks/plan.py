@@ -98,7 +98,7 @@ def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any)
     for pool in cluster.node_pools:
         diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
         stacks.append(diff)
-        if diff.action == "create":
+        if diff.action in ("create", "recreate"):  # no group (left) to look at
             pools.append(PoolPlan(pool.name, diff.stack_name))
             continue
         reasons = [UPDATE_REASON] if diff.launch_changes else []
