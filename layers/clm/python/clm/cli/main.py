@@ -10,19 +10,27 @@ from clm.cli.context import DEFAULT_TABLE, CliContext
 from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
+from clm.cli.run_cmd import decommission, provision
 from clm.cli.sandbox_cmd import sandbox
+from clm.cli.status_cmd import status
 
 EPILOG = """\b
 Examples:
   clm registry import examples/clusters.yaml     load CLM's registry file into DynamoDB
   clm registry list                              clusters, lifecycle and versions
+  clm registry set CLUSTER_ID node_pools.default-worker.max_size=5 --dry-run
+                                                 change fields of one cluster (validated as on import)
+  clm status                                     versions, running executions and last problem per cluster
+  clm provision CLUSTER_ID --follow              start a run now and show it live until it ends
+  clm decommission CLUSTER_ID --follow           request the decommission; follow the run it starts
   clm render CLUSTER_ID --config examples/config --out rendered/
                                                  render a cluster's stacks and manifests
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
   clm sandbox up                                 start the local sandbox (moto, Kubernetes, nodes)
 
-Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL).
+Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL). provision, decommission and
+status find the workflows in the outputs of the CloudFormation stack `Clm` (--stack or CLM_STACK to change).
 """
 
 
@@ -30,19 +38,30 @@ Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL).
 @click.option("--profile", envvar="AWS_PROFILE", help="AWS profile to use.")
 @click.option("--region", envvar="AWS_DEFAULT_REGION", help="AWS region of the CLM deployment.")
 @click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the sandbox's moto server.")
-@click.option("--table", envvar="CLM_REGISTRY_TABLE", default=DEFAULT_TABLE, show_default=True,
-              help="Registry table name.")
-@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table",
-              show_default=True, help="Output format.")
+@click.option(
+    "--table", envvar="CLM_REGISTRY_TABLE", default=DEFAULT_TABLE, show_default=True, help="Registry table name."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
 @click.version_option(package_name="clm")
 @click.pass_context
-def cli(ctx: click.Context, profile: str | None, region: str | None, endpoint_url: str | None, table: str,
-        output: str) -> None:
+def cli(
+    ctx: click.Context, profile: str | None, region: str | None, endpoint_url: str | None, table: str, output: str
+) -> None:
     """CLM keeps Kubernetes clusters on AWS in the state their registry and configuration describe."""
     ctx.obj = CliContext(profile=profile, region=region, endpoint_url=endpoint_url, table=table, output=output)
 
 
+cli.add_command(status)
 cli.add_command(registry)
+cli.add_command(provision)
+cli.add_command(decommission)
 cli.add_command(render)
 cli.add_command(plan)
 cli.add_command(sandbox)

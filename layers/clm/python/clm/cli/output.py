@@ -17,8 +17,9 @@ console = Console()
 errors = Console(stderr=True)
 
 
-def emit(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str, title: str | None = None,
-         data: Any = None) -> None:
+def emit(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str, title: str | None = None, data: Any = None
+) -> None:
     """Print rows as a table, or `data` (default: the rows) as JSON/YAML."""
     payload = rows if data is None else data
     if fmt == "json":
@@ -37,3 +38,8 @@ def emit(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str, title
 def print_error(message: str) -> None:
     """One red line on stderr, printed literally (no markup)."""
     errors.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+
+
+def print_warning(message: str) -> None:
+    """One yellow line on stderr, printed literally (no markup)."""
+    errors.print(Text.assemble(("warning: ", "bold yellow"), message), soft_wrap=True)

@@ -1,4 +1,4 @@
-"""`clm registry ...`: import, export, list and show clusters in the DynamoDB registry."""
+"""`clm registry ...`: import, export, list, show, set and delete clusters in the DynamoDB registry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 
 from clm.cli.context import CliContext
+from clm.cli.errors import CliError
 from clm.cli.output import console, emit, print_error
+from clm.cli.registry_edit import changes, edit_spec, parse_assignment
+from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
 
 pass_cli = click.make_pass_decorator(CliContext)
@@ -34,8 +37,7 @@ def import_(cli: CliContext, file: Path, dry_run: bool) -> None:
     rows = []
     for cluster in clusters:
         before = existing.get(cluster.id)
-        change = "new" if before is None else ("unchanged" if before.spec_dict() == cluster.spec_dict()
-                                               else "updated")
+        change = "new" if before is None else ("unchanged" if before.spec_dict() == cluster.spec_dict() else "updated")
         if change != "unchanged" and not dry_run:
             store.put(cluster)
         rows.append({"cluster": cluster.id, "change": change})
@@ -64,13 +66,24 @@ def list_(cli: CliContext) -> None:
     """Clusters with their lifecycle, versions, problems and lock holder."""
     store = cli.registry()
     clusters, invalid = store.list_clusters_report()
-    rows = [{
-        "id": c.id, "alias": c.alias, "lifecycle": c.lifecycle_status,
-        "current_version": c.status.current_version or "-", "next_version": c.status.next_version or "-",
-        "problems": len(c.status.problems), "node_pools": len(c.node_pools),
-    } for c in sorted(clusters, key=lambda c: c.id)]
-    emit(rows, ["id", "alias", "lifecycle", "current_version", "next_version", "problems", "node_pools"],
-         cli.output, title=f"{len(rows)} clusters in {cli.table}")
+    rows = [
+        {
+            "id": c.id,
+            "alias": c.alias,
+            "lifecycle": c.lifecycle_status,
+            "current_version": c.status.current_version or "-",
+            "next_version": c.status.next_version or "-",
+            "problems": len(c.status.problems),
+            "node_pools": len(c.node_pools),
+        }
+        for c in sorted(clusters, key=lambda c: c.id)
+    ]
+    emit(
+        rows,
+        ["id", "alias", "lifecycle", "current_version", "next_version", "problems", "node_pools"],
+        cli.output,
+        title=f"{len(rows)} clusters in {cli.table}",
+    )
     for cluster_id, message in invalid:
         print_error(f"cluster {cluster_id} is invalid in the registry: {message}")
 
@@ -82,3 +95,62 @@ def show(cli: CliContext, cluster_id: str) -> None:
     """One cluster, spec and status, in CLM's format (YAML unless -o json)."""
     data = cli.registry().get(cluster_id).to_dict()
     emit([], [], "json" if cli.output == "json" else "yaml", data=data)
+
+
+@registry.command("set")
+@click.argument("cluster_id")
+@click.argument("assignments", nargs=-1, metavar="FIELD=VALUE...")
+@click.option(
+    "--unset",
+    "unset",
+    multiple=True,
+    metavar="FIELD",
+    help="Remove a field or config item (e.g. config_items.cluster_update_block); repeatable.",
+)
+@click.option("--dry-run", is_flag=True, help="Show the fields before and after; write nothing.")
+@pass_cli
+def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: tuple[str, ...], dry_run: bool) -> None:
+    """Change fields of one cluster: FIELD=VALUE with dotted paths.
+
+    \b
+    clm registry set ID lifecycle_status=ready
+    clm registry set ID config_items.kube_auth_secret=clm/kube-1
+    clm registry set ID node_pools.default-worker.max_size=5 node_pools.default-worker.config_items.surge=1
+    clm registry set ID --unset config_items.cluster_update_block
+
+    The whole cluster is validated as an import validates it before anything is written.
+    """
+    if not assignments and not unset:
+        raise CliError("nothing to change: give FIELD=VALUE or --unset FIELD")
+    store = cli.registry()
+    before = store.get(cluster_id)
+    spec = edit_spec(before.spec_dict(), [parse_assignment(text) for text in assignments], list(unset), cluster_id)
+    after = Cluster.from_dict({**spec, "status": before.status.to_dict()}, source=f"clm registry set {cluster_id}")
+    rows = changes(before.spec_dict(), after.spec_dict())
+    if rows and not dry_run:
+        store.put(after)
+    verb = "would change" if dry_run else "changed"
+    shown = [{key: "-" if value is None else value for key, value in row.items()} for row in rows]
+    emit(
+        shown, ["field", "before", "after"], cli.output, title=f"{verb} {len(rows)} field(s) of {cluster_id}", data=rows
+    )
+
+
+@registry.command("delete")
+@click.argument("cluster_id")
+@click.option("--force", is_flag=True, help="Delete even when not decommissioned, or while a run holds its lock.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_cli
+def delete(cli: CliContext, cluster_id: str, force: bool, yes: bool) -> None:
+    """Remove a decommissioned cluster from the registry (its stacks are not touched)."""
+    store = cli.registry()
+    cluster = store.get(cluster_id)
+    if cluster.lifecycle_status != "decommissioned" and not force:
+        raise CliError(
+            f"cluster {cluster_id} is {cluster.lifecycle_status}, not decommissioned: its stacks may still "
+            f"exist; run `clm decommission {cluster_id}` first, or pass --force"
+        )
+    if not yes:
+        click.confirm(f"Delete cluster {cluster_id} from the registry {cli.table}?", abort=True)
+    store.delete(cluster_id, force=force)
+    console.print(f"deleted cluster {cluster_id} from {cli.table}", soft_wrap=True, markup=False)

@@ -1,0 +1,58 @@
+"""`clm status [ID...]`: where each cluster stands: lifecycle, versions, the run in progress and the last problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from clm.cli.context import CliContext
+from clm.cli.deployment import provision_state_machine, stack_option
+from clm.cli.errors import DeploymentNotFound
+from clm.cli.executions import execution_name, running_by_cluster
+from clm.cli.output import emit, print_error, print_warning
+from clm.model import Cluster
+
+pass_cli = click.make_pass_decorator(CliContext)
+COLUMNS = ["id", "lifecycle", "current_version", "next_version", "running_execution", "last_problem"]
+
+
+def status_row(cluster: Cluster, running: list[str]) -> dict[str, Any]:
+    """The status of one cluster as plain data (None where there is nothing)."""
+    problems = cluster.status.problems
+    return {
+        "id": cluster.id,
+        "lifecycle": cluster.lifecycle_status,
+        "current_version": cluster.status.current_version or None,
+        "next_version": cluster.status.next_version or None,
+        "running_execution": ", ".join(execution_name(arn) for arn in running) or None,
+        "last_problem": problems[-1].title if problems else None,
+    }
+
+
+@click.command()
+@click.argument("cluster_ids", nargs=-1, metavar="[ID...]")
+@stack_option
+@pass_cli
+def status(cli: CliContext, cluster_ids: tuple[str, ...], stack: str) -> None:
+    """Clusters (all, or the IDs given) with lifecycle, current and next version, the provision execution running
+    for them and their last problem.
+
+    Running executions come from the provision state machine of the deployed stack; without a deployment the
+    registry's view is shown alone.
+    """
+    store = cli.registry()
+    if cluster_ids:
+        clusters, invalid = [store.get(cluster_id) for cluster_id in cluster_ids], []
+    else:
+        clusters, invalid = store.list_clusters_report()
+    try:
+        running = running_by_cluster(cli.client("stepfunctions"), provision_state_machine(cli, stack))
+    except DeploymentNotFound as exc:
+        print_warning(f"running executions not shown: {exc}")
+        running = {}
+    rows = [status_row(cluster, running.get(cluster.id, [])) for cluster in clusters]
+    shown = [{key: "-" if value is None else value for key, value in row.items()} for row in rows]
+    emit(shown, COLUMNS, cli.output, title=f"{len(rows)} clusters in {cli.table}", data=rows)
+    for cluster_id, message in invalid:
+        print_error(f"cluster {cluster_id} is invalid in the registry: {message}")
