@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from clm.cli.context import CliContext
-from clm.cli.output import console, emit, errors
+from clm.cli.output import console, emit, print_warning
 from clm.errors import ClusterNotFound
 
 if TYPE_CHECKING:
@@ -64,9 +64,8 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
         "config": {"source": tree.source, "version": tree.version},
         "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
     }
-    warning = data["drain_preflight"]["warning"]
-    if warning:
-        errors.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
+    if data["drain_preflight"]["warning"]:
+        print_warning(data["drain_preflight"]["warning"])
     if cli.output == "table":
         show(data)
     else:
