@@ -63,7 +63,7 @@ class Deployment:
         """Wait until no execution runs (and, given `known`, more than `known` provision executions exist);
         returns the provision executions after the first `known`, described."""
         sfn = self.sfn
-        machines = (self.provision, self.outputs["ReconcileStateMachineArn"])
+        machines = [m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             executions = self.executions(self.provision)
@@ -82,11 +82,16 @@ class Deployment:
         )
         return self.settle(known)[-1]
 
-    def roll_states(self) -> list[str]:
-        """The states entered by every execution of the roll-node-pool workflow so far."""
+    @property
+    def roll_node_pool(self) -> str:
         machines = self.sfn.list_state_machines()["stateMachines"]
         [roll] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-roll-node-pool")]
-        return [state for execution in self.executions(roll) for state in self.states(execution["executionArn"])]
+        return roll
+
+    def roll_states(self) -> list[str]:
+        """The states entered by every execution of the roll-node-pool workflow so far."""
+        executions = self.executions(self.roll_node_pool)
+        return [state for execution in executions for state in self.states(execution["executionArn"])]
 
     def states(self, arn: str) -> list[str]:
         """The names of the states the execution entered, in order."""
@@ -343,3 +348,59 @@ def test_replacement_that_never_becomes_ready_stops_the_roll_naming_the_instance
     assert deployment.registry.lock_holder(deployment.cluster_id) is None
     groups = deployment.session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     assert [g["SuspendedProcesses"] for g in groups] == [[]]  # resumed after the failure
+
+
+def _wait_for_second_drain(deployment: Deployment, timeout: float = 180.0) -> None:
+    """Wait until a roll has replaced one node and is draining the next."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for execution in deployment.executions(deployment.roll_node_pool):
+            if execution["status"] == "RUNNING":
+                states = deployment.states(execution["executionArn"])
+                if "Terminate" in states and "Drain" in states[len(states) - states[::-1].index("Terminate") :]:
+                    return
+        time.sleep(0.1)
+    pytest.fail(f"no roll reached its second drain within {timeout} s")
+
+
+def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_node_once(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    register_example_cluster(deployment)
+    the_run(deployment.settle(known=0))
+    nodes.wait_for_ready_nodes(3, timeout=30)
+    _wait_for_ready_pods(kube_api, 3)
+    before = _instances(deployment.session)
+    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
+    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    watcher = HealthyPods(kube_api)
+    watcher.start()
+    try:
+        deployment.session.client("s3").put_object(
+            Bucket=deployment.outputs["ConfigBucketName"],
+            Key="config/cluster/config-defaults.yaml",
+            Body=changed.encode(),
+        )
+        _wait_for_second_drain(deployment)
+        [killed] = [e for e in deployment.executions(deployment.provision) if e["status"] == "RUNNING"]
+        deployment.sfn.stop_execution(executionArn=killed["executionArn"], cause="killed by the test mid-drain")
+        deployment.settle()
+        assert deployment.registry.lock_holder(deployment.cluster_id) == killed["executionArn"]  # as a crash leaves it
+        again = deployment.start()
+    finally:
+        watcher.stop()
+    assert again["status"] == "SUCCEEDED", again
+    after = _instances(deployment.session)
+    assert len(after) == 3 and not after & before, (before, after)
+    rolls = deployment.executions(deployment.roll_node_pool)
+    # the child stopped with its parent (moto ends an execution stopped inside a Map FAILED, AWS ABORTED)
+    stopped = [deployment.states(e["executionArn"]) for e in rolls if e["status"] in {"ABORTED", "FAILED"}]
+    assert len(stopped) == 1 and stopped[0].count("Terminate") == 1, stopped
+    assert deployment.roll_states().count("Terminate") == 3  # every node replaced exactly once, over both runs
+    assert watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2 held throughout
+    cluster = deployment.registry.get(deployment.cluster_id)
+    assert cluster.status.current_version == json.loads(again["output"])["rendering"]["version"]
+    assert deployment.registry.lock_holder(deployment.cluster_id) is None
+    groups = deployment.session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert [g["SuspendedProcesses"] for g in groups] == [[]]
+    assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
