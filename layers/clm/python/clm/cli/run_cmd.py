@@ -18,7 +18,7 @@ from clm.cli.executions import (
     start_provision,
     wait_for_new_execution,
 )
-from clm.cli.follow import follow, report
+from clm.cli.follow import POLL_SECONDS, follow, report
 from clm.cli.output import console, emit, errors
 from clm.model import Cluster
 
@@ -45,16 +45,16 @@ def _show_execution(cli: CliContext, cluster_id: str, arn: str, verb: str) -> No
     console.print(f"  {arn}", soft_wrap=True, markup=False, highlight=False)
 
 
-def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str) -> None:
+def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str, poll_seconds: float = POLL_SECONDS) -> None:
     """Follow the run until it ends; a run that skipped because another holds the cluster's lock is followed by
     that one. Exits with 1 when the run failed."""
     out = _progress_console(cli)
-    outcome = follow(sfn, arn, out)
+    outcome = follow(sfn, arn, out, poll_seconds)
     report(outcome, out)
     holder = cli.registry().lock_holder(cluster.id) if outcome.skipped is not None else None
     if holder and holder != arn:
         out.print(f"following execution {execution_name(holder)}, which holds the cluster's lock", soft_wrap=True)
-        outcome = follow(sfn, holder, out)
+        outcome = follow(sfn, holder, out, poll_seconds)
         report(outcome, out)
     if not outcome.succeeded:
         raise SystemExit(1)

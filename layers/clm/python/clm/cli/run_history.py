@@ -133,9 +133,11 @@ class HistoryReader:
         if kind == "TaskSubmitted":
             submitted = _json(event["taskSubmittedEventDetails"].get("output"))
             if submitted.get("ExecutionArn"):
-                child = Child(submitted["ExecutionArn"], _child_label(step))
+                pool = _pool_label(step)
+                child = Child(submitted["ExecutionArn"], pool or step.name.lower())
                 reading.children.append(child)
-                self._emit(reading, event, f"{step.name} {child.label}: started execution {execution_name(child.arn)}")
+                target = f"{step.name} {pool}" if pool else step.name
+                self._emit(reading, event, f"{target}: started execution {execution_name(child.arn)}")
         elif kind in SUCCEEDED:
             details = event.get("lambdaFunctionSucceededEventDetails") or event.get("taskSucceededEventDetails") or {}
             self._succeeded(event, step, _json(details.get("output")), reading)
@@ -194,10 +196,10 @@ def _json(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _child_label(step: _Step) -> str:
-    """The label of a child's lines: its node pool (or stack, for a cluster stack), else the state's name."""
+def _pool_label(step: _Step) -> str:
+    """The node pool a step works on (its stack's name for the cluster stack), or "" when none."""
     pool = step.input.get("pool") or {}
-    return pool.get("node_pool") or pool.get("stack_name") or step.name.lower()
+    return pool.get("node_pool") or pool.get("stack_name") or ""
 
 
 def _error_message(error: str, cause: str) -> str:
@@ -254,9 +256,10 @@ def _pools(_: dict[str, Any], pools: dict[str, Any]) -> StepLine:
     items = pools.get("pools", [])
     if not items:
         return "Node pools: none", ""
-    described = [
-        f"{p.get('node_pool') or p.get('stack_name')} ({'delete' if p.get('removing') else 'roll'})" for p in items
-    ]
+    described = []
+    for pool in items:
+        name = pool.get("node_pool") or f"cluster stack {pool.get('stack_name')}"
+        described.append(f"{name} ({'delete' if pool.get('removing') else 'roll'})")
     return "Node pools: " + ", ".join(described), ""
 
 
