@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 import boto3
 import pytest
@@ -37,3 +39,25 @@ def invoker(session: boto3.Session) -> tuple[Invoke, DynamoRegistry]:
 def clm(aws: boto3.Session) -> tuple[Invoke, DynamoRegistry]:
     """`clm` on plain in-process moto (executions are not run), with the example clusters imported."""
     return invoker(aws)
+
+
+def deploy_clm_stack(session: boto3.Session, definition: dict[str, Any], stack: str = "Clm") -> str:
+    """A stand-in for the CLM stack: a provision state machine running `definition`, named in the stack's outputs
+    as the CDK app names it. Returns the state machine's ARN."""
+    template = {
+        "Resources": {
+            "Provision": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {
+                    "StateMachineName": f"{stack.lower()}-provision",
+                    "RoleArn": "arn:aws:iam::123456789012:role/provision",
+                    "DefinitionString": json.dumps(definition),
+                },
+            }
+        },
+        "Outputs": {"ProvisionStateMachineArn": {"Value": {"Ref": "Provision"}}},
+    }
+    cfn = session.client("cloudformation")
+    cfn.create_stack(StackName=stack, TemplateBody=json.dumps(template))
+    [described] = cfn.describe_stacks(StackName=stack)["Stacks"]
+    return described["Outputs"][0]["OutputValue"]
