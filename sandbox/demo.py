@@ -1,86 +1,274 @@
-"""`make demo`: the main job on the local sandbox, as far as it is built so far.
+"""`make demo`: CLM's main job end to end on the local sandbox, from nothing to a rolled cluster.
 
-Starts moto, creates the registry table and the versioned config bucket, uploads the example config
-repository, imports examples/clusters.yaml with the real `clm` CLI, and renders every cluster from
-S3, printing versions and rendered artefacts. Later milestones add the control plane, the deployed
-workflows and the node roll.
+1. starts the sandbox: moto's server (AWS), a real Kubernetes control plane and the node simulator;
+2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket;
+3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
+   provision workflow (stacks, manifests), followed live;
+4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
+   every node one at a time, followed live while a watcher counts the workload's Ready pods;
+5. prints a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node) and
+   writes a timeline of the roll to .demo/roll-timeline.html; stops the sandbox unless --keep.
+
+    python -m clm_sandbox.demo [--keep] [--wait-scale 0.1]
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import logging
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
+from kubernetes import config
 from rich.console import Console
 from rich.rule import Rule
-from rich.tree import Tree
+from rich.table import Table
 
-from clm.registry.dynamodb import create_table
+from clm.cli.follow import Outcome, follow, report
+from clm.registry.clusters_yaml import dump_clusters, load_clusters
+from clm_sandbox.controlplane import ControlPlane, ensure_built
+from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
+from clm_sandbox.demo_watch import RollWatch, Workload
+from clm_sandbox.deploy import deploy
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
+from clm_sandbox.nodesim import NodeSimulator
+from clm_sandbox.patches import wait_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-OUT = ROOT / ".demo" / "rendered"
-TABLE = "clm-registry"
-BUCKET = "clm-config"
-PREFIX = "config/"
+OUT = ROOT / ".demo"
+CLUSTER = "kube-1"
+SECRET = "clm/kube-1"
+OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
 console = Console()
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m clm_sandbox.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="keep the sandbox running at the end (Ctrl-C stops it)")
+    parser.add_argument("--wait-scale", type=float, default=None, help="factor on Wait states (default: real time)")
+    parser.add_argument("--boot-delay", type=float, default=2.0, help="seconds from instance launch to Ready Node")
+    return parser
+
+
+class DemoError(RuntimeError):
+    """A step of the demo did not do what it shows."""
+
+
 def clm(*args: str, env: dict[str, str]) -> None:
-    """Run the real `clm` CLI as a user would, echoing the command."""
+    """Run the real `clm` CLI as a user would, echoing the command; its output goes to the terminal."""
     console.print(f"[bold cyan]$ clm {' '.join(args)}[/]")
-    subprocess.run([sys.executable, "-m", "clm.cli", *args], env=env, check=True)
+    console.file.flush()
+    subprocess.run(
+        [sys.executable, "-m", "clm.cli", *args], env=env, check=True, stdout=console.file, stderr=console.file
+    )
 
 
-def upload_config(s3: object, source: Path) -> int:
-    """Upload the config repository folder under PREFIX; returns the number of files."""
+def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
+    """Upload the config repository under config/ (`changed`: relative path -> new text); returns the file count."""
+    changed = changed or {}
     files = [p for p in sorted(source.rglob("*")) if p.is_file()]
     for path in files:
-        s3.put_object(Bucket=BUCKET, Key=PREFIX + path.relative_to(source).as_posix(), Body=path.read_bytes())
-    return len(files)
+        relative = path.relative_to(source).as_posix()
+        if changed and relative not in changed:
+            continue
+        body = changed[relative].encode() if relative in changed else path.read_bytes()
+        s3.put_object(Bucket=bucket, Key=f"config/{relative}", Body=body)
+    return len(changed) or len(files)
 
 
-def show_artefacts(folder: Path) -> None:
-    """Print the rendered files of each cluster as a tree."""
-    for cluster_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
-        tree = Tree(f"[bold]{cluster_dir.name}[/]  version {(cluster_dir / 'version.txt').read_text().strip()}")
-        for path in sorted(cluster_dir.rglob("*")):
-            if path.is_file():
-                tree.add(f"{path.relative_to(cluster_dir)}  [dim]{path.stat().st_size} B[/]")
-        console.print(tree)
+def demo_clusters(path: Path) -> str:
+    """kube-1 of examples/clusters.yaml, reaching the sandbox's API server through a Secrets Manager kubeconfig."""
+    [cluster] = [c for c in load_clusters((EXAMPLES / "clusters.yaml").read_text()) if c.local_id == CLUSTER]
+    cluster.config_items["kube_auth_secret"] = SECRET
+    path.write_text(dump_clusters([cluster]))
+    return cluster.id
 
 
-def main() -> None:
-    """Run the demo end to end and stop the sandbox."""
+def next_run(sfn: Any, machine: str, cluster_id: str, known: set[str], timeout: float = 120.0) -> str:
+    """The first provision execution for the cluster started after `known`, once a trigger has started it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        executions = sfn.list_executions(stateMachineArn=machine)["executions"]
+        for execution in sorted(executions, key=lambda e: e["startDate"]):
+            arn = execution["executionArn"]
+            if arn in known:
+                continue
+            described = sfn.describe_execution(executionArn=arn)
+            if json.loads(described["input"]).get("cluster_id") == cluster_id:
+                return arn
+        time.sleep(0.2)
+    raise DemoError(f"no provision run of {cluster_id} started within {timeout} s")
+
+
+def followed(sfn: Any, machine: str, cluster_id: str, trigger: Callable[[], None]) -> Outcome:
+    """Trigger a run, follow it live like `clm provision --follow`, and fail the demo if it failed."""
+    known = {e["executionArn"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]}
+    trigger()
+    outcome = follow(sfn, next_run(sfn, machine, cluster_id, known), console, poll_seconds=0.5)
+    report(outcome, console)
+    if not outcome.succeeded or outcome.skipped is not None:
+        raise DemoError("the run did not do its work (see above)")
+    return outcome
+
+
+def summary(watch: RollWatch, figures: RunFigures, seconds: float) -> Table:
+    """The roll in figures."""
+    replaced = sum(1 for n in watch.nodes.values() if n.gone is not None)
+    per_node = max(replaced, 1)
+    workload = watch.workload
+    table = Table(title="the roll", show_header=False)
+    rows = [
+        ("nodes replaced", f"{replaced}"),
+        ("evictions", f"{figures.evictions}"),
+        ("PDB refusals (429, retried after a Wait)", f"{figures.pdb_refusals}"),
+        (
+            f"PDB violations (Ready web pods < {workload.min_available})",
+            f"{workload.violations} (lowest {workload.lowest}, {workload.samples} samples)",
+        ),
+        ("roll time", f"{seconds:.1f} s ({seconds / per_node:.1f} s per node)"),
+        ("state transitions", f"{figures.transitions} ({figures.transitions / per_node:.1f} per node)"),
+        ("Lambda calls", f"{figures.lambda_calls} ({figures.lambda_calls / per_node:.1f} per node)"),
+        ("Lambda seconds", f"{figures.lambda_seconds:.1f} ({figures.lambda_seconds / per_node:.2f} per node)"),
+        ("executions (provision + children)", f"{figures.executions}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+@dataclass
+class Sandbox:
+    """What the demo started: AWS (moto's server), Kubernetes, the deployed CLM and its clients."""
+
+    endpoint: str
+    plane: ControlPlane
+    kube_api: Any
+    outputs: dict[str, str]
+    session: boto3.Session
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment for the `clm` CLI against this sandbox."""
+        return {**os.environ, "CLM_REGISTRY_TABLE": self.outputs["RegistryTableName"]}
+
+
+def start_sandbox(stack: ExitStack) -> Sandbox:
+    """Steps 1 and 2: moto, the control plane, CLM deployed, the config uploaded, the kubeconfig secret."""
+    console.print(Rule("1. sandbox: moto (AWS), Kubernetes control plane, node simulator"))
+    ensure_built(OUT / "control-plane-build.log")
+    endpoint = stack.enter_context(moto_server())
+    os.environ["AWS_ENDPOINT_URL"] = endpoint  # the in-process Lambda handlers' AWS
+    plane = stack.enter_context(ControlPlane(log_dir=OUT / "control-plane"))
+    console.print(f"AWS (moto) {endpoint}   Kubernetes {plane.server}   kubeconfig {plane.kubeconfig_path}")
+    console.print(Rule("2. deploy CLM (the CDK app) and upload the config repository"))
+    outputs = deploy(endpoint)
+    for key in ("RegistryTableName", "ConfigBucketName", "ProvisionStateMachineArn"):
+        console.print(f"  {key}: {outputs[key]}")
+    session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
+    bucket = outputs["ConfigBucketName"]
+    console.print(
+        f"  uploaded {upload_config(session.client('s3'), bucket, EXAMPLES / 'config')} files to s3://{bucket}/config/"
+    )
+    session.client("secretsmanager").create_secret(Name=SECRET, SecretString=plane.kubeconfig_path.read_text())
+    kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
+    return Sandbox(endpoint, plane, kube_api, outputs, session)
+
+
+def roll(sandbox: Sandbox, cluster_id: str) -> None:
+    """Step 4 and 5: a new AMI uploaded, the roll followed and watched, its summary and timeline."""
+    console.print(Rule("4. a new worker AMI in the config: the upload starts reconcile, which rolls every node"))
+    sfn, s3 = sandbox.session.client("stepfunctions"), sandbox.session.client("s3")
+    defaults = "cluster/config-defaults.yaml"
+    changed = {defaults: (EXAMPLES / "config" / defaults).read_text().replace(OLD_AMI, NEW_AMI)}
+    watch = RollWatch(sandbox.kube_api, Workload("example", "app=web", min_available=2))
+    watch.start()
     started = time.monotonic()
+    bucket, machine = sandbox.outputs["ConfigBucketName"], sandbox.outputs["ProvisionStateMachineArn"]
+    outcome = followed(sfn, machine, cluster_id, lambda: upload_config(s3, bucket, EXAMPLES / "config", changed))
+    seconds = time.monotonic() - started
+    watch.stop()
+    console.print(Rule("5. summary"))
+    console.print(summary(watch, run_figures(sfn, outcome.arn), seconds))
+    picture = write_timeline(OUT / "roll-timeline.html", list(watch.nodes.values()), f"CLM roll of {CLUSTER}", seconds)
+    console.print(f"timeline of the roll: {picture.relative_to(ROOT)}")
+    clm("status", env=sandbox.env)
+    if watch.workload.violations:
+        raise DemoError("the PodDisruptionBudget was violated")
+
+
+def keep(sandbox: Sandbox) -> None:
+    """Leave the sandbox up until Ctrl-C, printing how to use it from a shell."""
+    console.print("the sandbox keeps running; from a shell:")
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+        console.print(f"  export {key}={os.environ[key]}")
+    console.print(f"  export CLM_REGISTRY_TABLE={sandbox.outputs['RegistryTableName']}")
+    console.print(f"  export KUBECONFIG={sandbox.plane.kubeconfig_path}")
+    console.print("press Ctrl-C to stop it")
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(3600)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The demo's steps, in order."""
+    with ExitStack() as stack:
+        sandbox = start_sandbox(stack)
+        console.print(Rule(f"3. register {CLUSTER}: the registry change starts its first run"))
+        cluster_id = demo_clusters(OUT / "clusters.yaml")
+        nodes = stack.enter_context(
+            NodeSimulator(
+                sandbox.kube_api, sandbox.session, cluster_id, boot_delay=args.boot_delay, pod_ready_delay=0.5
+            )
+        )
+        sfn, machine = sandbox.session.client("stepfunctions"), sandbox.outputs["ProvisionStateMachineArn"]
+        followed(
+            sfn, machine, cluster_id, lambda: clm("registry", "import", str(OUT / "clusters.yaml"), env=sandbox.env)
+        )
+        nodes.wait_for_ready_nodes(3, timeout=60)
+        roll(sandbox, cluster_id)
+        if args.keep:
+            keep(sandbox)
+
+
+def _terminal_only_for_the_demo() -> None:
+    """Everything else this process prints (the in-process Lambdas' logs, moto's) goes to .demo/sandbox.log."""
+    global console  # noqa: PLW0603 - the demo's one console, moved to the saved terminal
+    sys.stdout.flush()
+    sys.stderr.flush()
+    terminal = os.fdopen(os.dup(1), "w", buffering=1)
+    log = (OUT / "sandbox.log").open("w")
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    console = Console(file=terminal, force_terminal=terminal.isatty() or None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the demo end to end; stop the sandbox unless --keep. Exit 1, naming the log, if it fails."""
+    args = _parser().parse_args(argv)
+    started = time.monotonic()
+    OUT.mkdir(exist_ok=True)
+    _terminal_only_for_the_demo()
     os.environ.update(SANDBOX_ENV)
-    with moto_server() as endpoint:
-        env = {**os.environ, "AWS_ENDPOINT_URL": endpoint, "CLM_REGISTRY_TABLE": TABLE}
-        console.print(Rule("sandbox"))
-        console.print(f"moto (AWS) at {endpoint}")
-        session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
-        create_table(session.client("dynamodb", endpoint_url=endpoint), TABLE)
-        s3 = session.client("s3", endpoint_url=endpoint)
-        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
-        s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-        count = upload_config(s3, EXAMPLES / "config")
-        console.print(f"registry table {TABLE}; config s3://{BUCKET}/{PREFIX} ({count} files)")
-
-        console.print(Rule("registry"))
-        clm("registry", "import", str(EXAMPLES / "clusters.yaml"), env=env)
-        clm("registry", "list", env=env)
-
-        console.print(Rule("render"))
-        clm("render", "all", "--config", f"s3://{BUCKET}/{PREFIX}", "--out", str(OUT), env=env)
-        show_artefacts(OUT)
+    wait_scale.set_factor(args.wait_scale)
+    try:
+        run(args)
+    except Exception as exc:  # the demo's user gets one line and the log, not a traceback
+        logging.exception("demo failed")
+        console.print(f"[bold red]demo failed:[/] {exc}  (details: {(OUT / 'sandbox.log').relative_to(ROOT)})")
+        sys.exit(1)
     console.print(Rule())
-    console.print(f"[bold green]demo finished[/] in {time.monotonic() - started:.1f} s; "
-                  f"rendered files in {OUT.relative_to(ROOT)}/")
+    console.print(f"[bold green]demo finished[/] in {time.monotonic() - started:.1f} s")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 """Run a Lambda handler inside this process: imported under a package unique to the function, its code and its
 configuration, with the function's environment variables seen by the calling thread only.
 
-Calls are serialised (``sys.path`` and the handler's module globals are shared); imported modules stay loaded,
-like a warm container.
+Imported modules and the function's import paths stay, like a warm container.
 Modules a handler imports by absolute name (its siblings, layer packages) are shared by name across functions.
 """
 
@@ -13,8 +12,7 @@ import json
 import sys
 import threading
 import types
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +21,32 @@ from clm_sandbox.patches._lambda_code import FunctionCode
 from clm_sandbox.patches._thread_environ import thread_environment
 from clm_sandbox.patches.lambda_runtime import Invocation
 
-_lock = threading.RLock()
+_loading = threading.RLock()  # sys.path, sys.modules and the handlers' packages
+_function_locks: dict[str, threading.RLock] = {}
 
 
 def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: Any, request_id: str) -> Invocation:
-    """Call a moto ``LambdaFunction``'s handler in this process; the log holds the error of a failed call."""
-    with _lock, thread_environment(env), _import_paths(code.import_paths):
-        try:
-            handler = lambda_runtime.load_handler(function.handler, package=_package_for(function, code))
-        except lambda_runtime.HandlerError as exc:
-            return Invocation(lambda_runtime.failure(exc, request_id), True, f"{exc.error_type}: {exc}\n")
+    """Call a moto ``LambdaFunction``'s handler in this process; the log holds the error of a failed call.
+
+    Calls of one function are serialised (one warm container); different functions run at the same time, so a
+    handler whose AWS call makes moto invoke another function (a DynamoDB stream's) through the server does not
+    wait for itself.
+    """
+    with _function_lock(function.function_arn), thread_environment(env):
+        with _loading:
+            _add_import_paths(code.import_paths)
+            try:
+                handler = lambda_runtime.load_handler(function.handler, package=_package_for(function, code))
+            except lambda_runtime.HandlerError as exc:
+                return Invocation(lambda_runtime.failure(exc, request_id), True, f"{exc.error_type}: {exc}\n")
         context = lambda_runtime.context_from_environment(request_id, function.function_arn, float(function.timeout))
         payload, failed = lambda_runtime.invoke(handler, event, context)
     return Invocation(payload, failed, (payload.decode() + "\n") if failed else "")
+
+
+def _function_lock(arn: str) -> threading.RLock:
+    with _loading:
+        return _function_locks.setdefault(arn, threading.RLock())
 
 
 def _package_for(function: Any, code: FunctionCode) -> str:
@@ -54,12 +65,7 @@ def _package_for(function: Any, code: FunctionCode) -> str:
     return name
 
 
-@contextmanager
-def _import_paths(paths: list[Path]) -> Iterator[None]:
-    added = [str(path) for path in paths if str(path) not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for entry in added:
-            sys.path.remove(entry)
+def _add_import_paths(paths: list[Path]) -> None:
+    """Put the function's code and layers on sys.path for good: its handler imports lazily while it runs, maybe
+    alongside another function's call (like a warm container's /opt/python, they stay)."""
+    sys.path[:0] = [str(path) for path in paths if str(path) not in sys.path]

@@ -188,14 +188,21 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
     deployments = k8s.AppsV1Api(kube_api).list_namespaced_deployment("example").items
     assert [d.metadata.name for d in deployments] == ["web"]
-    again = deployment.start()
-    assert again["status"] == "SUCCEEDED"
-    assert json.loads(again["output"])["plan"] == {
+    assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "ready"  # requested -> ready
+    again = deployment.start()  # ready is a spec change, so one more run follows, as in CLM; it changes no stack
+    assert json.loads(again["output"])["plan"]["action"] == "provision"
+    assert "RollNodePool" in deployment.states(again["executionArn"])
+    current = deployment.registry.get(deployment.cluster_id).status.current_version
+    assert current != status.current_version
+    third = deployment.start()
+    assert third["status"] == "SUCCEEDED"
+    assert json.loads(third["output"])["plan"] == {
         "cluster_id": deployment.cluster_id,
         "action": "skip",
-        "reason": f"up to date at {status.current_version}",
-        "desired_version": status.current_version,
+        "reason": f"up to date at {current}",
+        "desired_version": current,
     }
+    assert len(_instances(deployment.session)) == 3  # nothing was replaced
 
 
 class HealthyPods(threading.Thread):

@@ -80,6 +80,18 @@ def test_new_cluster_and_spec_change_are_changes_status_and_lock_writes_are_not(
     assert changes_of(aws, lambda: registry.put(changed)) == []  # the same spec again
 
 
+def test_clms_own_lifecycle_transitions_are_not_changes_a_users_are(aws, registry):
+    cluster_id = cluster().id
+    registry.put(cluster(lifecycle_status="requested"))
+    assert changes_of(aws, lambda: registry.record_success(cluster_id, "v1#abc", mark_ready=True)) == []
+    assert registry.get(cluster_id).lifecycle_status == "ready"
+    requested = cluster(lifecycle_status="decommission-requested")
+    assert changes_of(aws, lambda: registry.put(requested)) == [
+        (cluster_id, "registry: spec changed (lifecycle_status)")
+    ]
+    assert changes_of(aws, lambda: registry.record_decommissioned(cluster_id)) == []
+
+
 def test_one_event_per_cluster_with_its_last_change_and_removals_ignored(aws, registry):
     first, second = cluster("aws:123456789012:eu-central-1:a"), cluster("aws:123456789012:eu-central-1:b")
     registry.put(first)

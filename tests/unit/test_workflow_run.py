@@ -130,3 +130,16 @@ def test_failure_of_a_child_workflow_records_the_childs_error(registry, example_
     problem = fail(registry, cluster_id, EXECUTION, "States.TaskFailed", json.dumps(child))
     assert problem.title == "NodeStartupTimeout: node pool default-worker: i-1 late"
     assert problem.type == "https://clm/problems/NodeStartupTimeout"
+
+
+def test_first_success_makes_a_requested_cluster_ready(registry, example_clusters) -> None:
+    requested = dataclasses.replace(example_clusters[0], lifecycle_status="requested")
+    registry.put(requested)
+    plan = begin(registry, "cfg-1", requested.id, EXECUTION, never_running)
+    succeed(registry, plan, EXECUTION, plan.desired_version)
+    cluster = registry.get(requested.id)
+    assert (cluster.lifecycle_status, cluster.status.current_version) == ("ready", plan.desired_version)
+    registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
+    plan = begin(registry, "cfg-1", requested.id, EXECUTION, never_running)
+    succeed(registry, plan, EXECUTION, "")
+    assert registry.get(requested.id).lifecycle_status == "decommissioned"

@@ -130,12 +130,15 @@ class DynamoRegistry:
             status.next_version = next_version
         return self._write_status(cluster_id, change)
 
-    def record_success(self, cluster_id: str, version: str) -> ClusterStatus:
-        """Record a successful update to `version`: the old current becomes last, problems are cleared."""
+    def record_success(self, cluster_id: str, version: str, *, mark_ready: bool = False) -> ClusterStatus:
+        """Record a successful update to `version`: the old current becomes last, problems are cleared;
+        `mark_ready` also sets the spec's lifecycle_status to ready, as CLM does after a first provision."""
         def change(status: ClusterStatus) -> None:
             status.last_version, status.current_version = status.current_version, version
             status.next_version = ""
             status.problems = []
+        if mark_ready:
+            return self._write_status(cluster_id, change, ", #spec.#lifecycle = :lifecycle", {":lifecycle": "ready"})
         return self._write_status(cluster_id, change)
 
     def record_decommissioned(self, cluster_id: str) -> ClusterStatus:

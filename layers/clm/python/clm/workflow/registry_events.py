@@ -1,7 +1,9 @@
 """Registry stream records -> `Cluster Changed` events, only for changes of a cluster's spec.
 
-CLM's own writes (status, revision, lock) leave `spec` as it was, so they never start CLM again. A new cluster
-is a change; a removed item is not (decommissioning is a spec change: `lifecycle_status`).
+CLM's own writes (status, revision, lock) leave `spec` as it was, so they never start CLM again; nor do the two
+spec changes CLM makes itself, as Zalando's CLM does: `lifecycle_status` requested -> ready after the first
+successful run, and -> decommissioned after a decommission. A new cluster is a change; a removed item is not
+(decommissioning is requested by a spec change: `lifecycle_status` decommission-requested).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ SOURCE = "clm.registry"
 DETAIL_TYPE = "Cluster Changed"
 PUT_EVENTS_BATCH = 10  # EventBridge's limit of entries per PutEvents call
 _DESERIALIZER = TypeDeserializer()
+LIFECYCLE = "lifecycle_status"
+CLM_TRANSITIONS = {("requested", "ready"), ("decommission-requested", "decommissioned")}
 
 
 class PublishError(ClmError):
@@ -58,6 +62,8 @@ def _change(record: Mapping[str, Any]) -> ClusterChange | None:
         return ClusterChange(cluster_id, "registry: cluster added")
     old = _spec(images.get("OldImage")) or {}
     changed = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
+    if changed == [LIFECYCLE] and (old.get(LIFECYCLE), new.get(LIFECYCLE)) in CLM_TRANSITIONS:
+        return None
     return ClusterChange(cluster_id, f"registry: spec changed ({', '.join(changed)})") if changed else None
 
 

@@ -63,8 +63,9 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
     """Record the outcome of a successful run and release the lock (safe to repeat)."""
     if plan.action == DECOMMISSION:
         registry.record_decommissioned(plan.cluster_id)
-    else:
-        registry.record_success(plan.cluster_id, version)
+    else:  # a cluster's first successful provision makes it ready (a spec change: the next run follows, as in CLM)
+        first = registry.get(plan.cluster_id).lifecycle_status == "requested"
+        registry.record_success(plan.cluster_id, version, mark_ready=first)
     registry.release_lock(plan.cluster_id, execution)
 
 

@@ -1,0 +1,125 @@
+"""The demo's account of a roll: figures from the executions' histories (state transitions, Lambda calls and
+seconds, evictions and PDB refusals from the drain passes) and a timeline picture of the nodes (HTML + SVG)."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clm_sandbox.demo_watch import NodePhases
+
+_STATE_ENTERED = "StateEntered"
+
+
+@dataclass
+class RunFigures:
+    """Counted over an execution and every child execution it started."""
+
+    executions: int = 0
+    transitions: int = 0
+    lambda_calls: int = 0
+    lambda_seconds: float = 0.0
+    evictions: int = 0
+    pdb_refusals: int = 0
+
+
+def history(sfn: Any, arn: str) -> list[dict[str, Any]]:
+    """Every event of the execution, oldest first."""
+    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
+    return [event for page in pages for event in page["events"]]
+
+
+def run_figures(sfn: Any, arn: str) -> RunFigures:
+    """Figures of the execution `arn` and of its children (found through their TaskSucceeded/Submitted output)."""
+    figures, pending, seen = RunFigures(), [arn], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        figures.executions += 1
+        _count(history(sfn, current), figures, pending)
+    return figures
+
+
+def _count(events: list[dict[str, Any]], figures: RunFigures, children: list[str]) -> None:
+    started: dict[int, Any] = {}
+    for event in events:
+        kind = event["type"]
+        figures.transitions += kind.endswith(_STATE_ENTERED)
+        if kind == "LambdaFunctionStarted":
+            started[event["id"]] = event["timestamp"]
+        elif kind in {"LambdaFunctionSucceeded", "LambdaFunctionFailed"}:
+            figures.lambda_calls += 1
+            begun = started.get(event.get("previousEventId", -1))
+            if begun is not None:
+                figures.lambda_seconds += (event["timestamp"] - begun).total_seconds()
+            if kind == "LambdaFunctionSucceeded":
+                _count_drain(event["lambdaFunctionSucceededEventDetails"].get("output") or "{}", figures)
+        elif kind == "TaskSubmitted" and event["taskSubmittedEventDetails"].get("resourceType") == "states":
+            children.append(json.loads(event["taskSubmittedEventDetails"]["output"])["ExecutionArn"])
+
+
+def _count_drain(output: str, figures: RunFigures) -> None:
+    result = json.loads(output)
+    if isinstance(result, dict) and "evicted" in result and "blocked" in result:
+        figures.evictions += len(result["evicted"])
+        figures.pdb_refusals += sum(1 for blocked in result["blocked"] if blocked.get("pdb"))
+
+
+_PHASES = (  # (label, start field, end field, colour)
+    ("drain", "cordoned", "drained", "#f0a030"),
+    ("terminate", "drained", "gone", "#d04040"),
+    ("boot", "seen", "ready", "#4080d0"),
+)
+
+
+def timeline_html(nodes: list[NodePhases], title: str, end: float) -> str:
+    """A row per node with its cordon → drained → gone and launched → Ready phases, on one time axis."""
+    rows = [n for n in nodes if n.cordoned is not None or (n.seen or 0) > 0]
+    rows.sort(key=lambda n: n.cordoned if n.cordoned is not None else (n.seen or 0))
+    width, label_width, row_height = 900, 190, 26
+    scale = (width - label_width - 20) / max(end, 1.0)
+    height = 40 + row_height * len(rows) + 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">']
+    for second in range(0, int(end) + 1, max(1, int(end) // 10 or 1)):
+        x = label_width + second * scale
+        parts.append(f'<line x1="{x:.1f}" y1="30" x2="{x:.1f}" y2="{height - 25}" stroke="#ddd"/>')
+        parts.append(f'<text x="{x:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">{second} s</text>')
+    for index, node in enumerate(rows):
+        y = 40 + index * row_height
+        parts.append(f'<text x="5" y="{y + 14}" font-size="12">{html.escape(node.name)}</text>')
+        for label, start_field, end_field, colour in _PHASES:
+            start, stop = getattr(node, start_field), getattr(node, end_field)
+            if start is None or (label == "boot" and node.cordoned is not None):
+                continue
+            stop = end if stop is None else stop
+            x, w = label_width + start * scale, max((stop - start) * scale, 2.0)
+            tip = f"{label}: {start:.1f} to {stop:.1f} s"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="18" fill="{colour}"><title>{tip}</title></rect>'
+            )
+        if node.cordoned is None and node.ready is not None:  # a replacement: serving from Ready on
+            x = label_width + node.ready * scale
+            w = max((end - node.ready) * scale, 2.0)
+            parts.append(f'<rect x="{x:.1f}" y="{y + 6}" width="{w:.1f}" height="6" fill="#40a060"/>')
+    parts.append("</svg>")
+    legend = " ".join(
+        f'<span style="background:{c};padding:2px 8px;color:white">{name}</span>'
+        for name, c in (("drain", "#f0a030"), ("terminate", "#d04040"), ("boot", "#4080d0"), ("Ready", "#40a060"))
+    )
+    return (
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<h2 style='font-family:sans-serif'>{html.escape(title)}</h2><p style='font-family:sans-serif'>{legend}</p>"
+        + "".join(parts)
+    )
+
+
+def write_timeline(path: Path, nodes: list[NodePhases], title: str, end: float) -> Path:
+    """Write the timeline page; returns its path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(timeline_html(nodes, title, end))
+    return path
