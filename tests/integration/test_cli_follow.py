@@ -82,7 +82,6 @@ def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, 
     )
     roll = clm(deployment, "provision", cluster_id, "--follow")
     assert roll.exit_code == 0, (roll.output, roll.exception)
-    open("/tmp/scratch/roll.txt", "w").write(first.output + "\n=====\n" + roll.output)
     pool = [step for step in progress(roll) if step.startswith("[default-worker] ")]
     assert [step.split()[1] for step in pool].count("Drain") >= 3
     assert sum(step.startswith("[default-worker] Terminate ") for step in pool) == 3
@@ -97,7 +96,6 @@ def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, 
     switch_rules(deployment.session, deployment.outputs["EventBusName"], enabled=True)  # the registry trigger
     decommission = clm(deployment, "decommission", cluster_id, "--yes", "--follow")
     assert decommission.exit_code == 0, (decommission.output, decommission.exception)
-    open("/tmp/scratch/decom.txt", "w").write(decommission.output)
     steps = progress(decommission)
     assert steps[0] == "Begin: decommission (decommission requested)"
     assert "[kube-1] Stack kube-1: DELETE_COMPLETE" in steps

@@ -45,18 +45,24 @@ class _Follower:
         self.tasks: dict[str, TaskID] = {}
 
     def poll(self) -> None:
-        """Read what every unfinished execution did since the last poll and show it."""
-        for arn, reader in list(self.readers.items()):
-            if arn in self.ends:
-                continue
+        """Read what every unfinished execution (and every child it started meanwhile) did since the last poll, and
+        show it in the order it happened."""
+        lines: list[Line] = []
+        pending = [arn for arn in self.readers if arn not in self.ends]
+        while pending:
+            arn = pending.pop(0)
+            reader = self.readers[arn]
             reading = reader.read(new_events(self.sfn, arn, reader.last_id))
-            for line in reading.lines:
-                self.bars.console.print(line_text(line), soft_wrap=True)
+            lines += reading.lines
             for child in reading.children:
-                self.readers.setdefault(child.arn, HistoryReader(child.label))
+                if child.arn not in self.readers:
+                    self.readers[child.arn] = HistoryReader(child.label)
+                    pending.append(child.arn)
             if reading.end is not None:
                 self.ends[arn] = reading.end
             self._show_progress(arn, reader)
+        for line in sorted(lines, key=lambda line: line.time.timestamp() if line.time else 0.0):
+            self.bars.console.print(line_text(line), soft_wrap=True)
 
     def _show_progress(self, arn: str, reader: HistoryReader) -> None:
         progress = reader.progress

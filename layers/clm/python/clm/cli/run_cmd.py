@@ -41,7 +41,7 @@ def _show_execution(cli: CliContext, cluster_id: str, arn: str, verb: str) -> No
             data={"cluster_id": cluster_id, "execution_name": execution_name(arn), "execution_arn": arn},
         )
         return
-    console.print(f"{verb} run of cluster {cluster_id}: execution [bold]{execution_name(arn)}[/bold]")
+    console.print(f"{verb} run of cluster {cluster_id}: execution [bold]{execution_name(arn)}[/bold]", soft_wrap=True)
     console.print(f"  {arn}", soft_wrap=True, markup=False, highlight=False)
 
 
