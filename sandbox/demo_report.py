@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,7 @@ _PHASES = (  # (label, start field, end field, colour)
 
 def timeline_html(nodes: list[NodePhases], title: str, end: float) -> str:
     """A row per node with its cordon → drained → gone and launched → Ready phases, on one time axis."""
-    rows = [n for n in nodes if n.cordoned is not None or (n.seen or 0) > 0]
+    rows = [_launched(n, nodes) for n in nodes if n.cordoned is not None or (n.seen or 0) > 0]
     rows.sort(key=lambda n: n.cordoned if n.cordoned is not None else (n.seen or 0))
     width, label_width, row_height = 900, 190, 26
     scale = (width - label_width - 20) / max(end, 1.0)
@@ -116,6 +116,15 @@ def timeline_html(nodes: list[NodePhases], title: str, end: float) -> str:
         f"<h2 style='font-family:sans-serif'>{html.escape(title)}</h2><p style='font-family:sans-serif'>{legend}</p>"
         + "".join(parts)
     )
+
+
+def _launched(node: NodePhases, nodes: list[NodePhases]) -> NodePhases:
+    """A replacement's row starts when the node it replaces went (its instance was terminated, the group launched
+    the new one): the simulator registers a Node only once it is Ready."""
+    if node.cordoned is not None or node.ready is None:
+        return node
+    gone = [n.gone for n in nodes if n.gone is not None and n.gone <= node.ready]
+    return replace(node, seen=max(gone)) if gone else node
 
 
 def write_timeline(path: Path, nodes: list[NodePhases], title: str, end: float) -> Path:

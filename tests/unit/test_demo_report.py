@@ -1,0 +1,63 @@
+"""The demo's figures from execution histories and its timeline picture."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+from clm_sandbox.demo_report import RunFigures, _count, timeline_html
+from clm_sandbox.demo_watch import NodePhases
+
+T0 = datetime(2026, 11, 22, tzinfo=UTC)
+
+
+def _event(event_id: int, kind: str, seconds: float, **details: object) -> dict[str, object]:
+    return {
+        "id": event_id,
+        "previousEventId": event_id - 1,
+        "type": kind,
+        "timestamp": T0 + timedelta(seconds=seconds),
+        **details,
+    }
+
+
+def test_figures_count_transitions_lambda_time_evictions_refusals_and_children() -> None:
+    drain = {
+        "node": "n1",
+        "done": False,
+        "evicted": ["example/web-1"],
+        "blocked": [
+            {"pod": "example/web-2", "reason": "budget", "pdb": "example/web"},
+            {"pod": "x/y", "reason": "n", "pdb": None},
+        ],
+    }
+    child = "arn:aws:states:eu-central-1:123456789012:execution:roll:1"
+    events = [
+        _event(1, "TaskStateEntered", 0),
+        _event(2, "LambdaFunctionStarted", 0.5),
+        _event(3, "LambdaFunctionSucceeded", 2.0, lambdaFunctionSucceededEventDetails={"output": json.dumps(drain)}),
+        _event(4, "WaitStateEntered", 2.1),
+        _event(
+            5,
+            "TaskSubmitted",
+            3,
+            taskSubmittedEventDetails={"resourceType": "states", "output": json.dumps({"ExecutionArn": child})},
+        ),
+    ]
+    figures, children = RunFigures(), []
+    _count(events, figures, children)
+    assert (figures.transitions, figures.lambda_calls, figures.lambda_seconds) == (2, 1, 1.5)
+    assert (figures.evictions, figures.pdb_refusals, children) == (1, 1, [child])
+
+
+def test_timeline_rows_drain_terminate_and_boot_from_the_replaced_nodes_end() -> None:
+    nodes = [NodePhases("old-1", 0, 0, 5, 7, 8), NodePhases("new-1", 10, 10), NodePhases("steady", 0, 0)]
+    page = timeline_html(nodes, "roll", 20)
+    assert re.findall(r"<title>([^<]*)<", page) == [
+        "roll",
+        "drain: 5.0 to 7.0 s",
+        "terminate: 7.0 to 8.0 s",
+        "boot: 8.0 to 10.0 s",
+    ]
+    assert "steady" not in page  # a node the roll never touched has no row
