@@ -268,3 +268,20 @@ def test_new_events_are_those_after_the_last_seen_oldest_first():
     events = new_events(sfn, execution["arn"], after=7)
     assert [event["id"] for event in events] == list(range(8, len(execution["events"]) + 1))
     assert sfn.reads == 1
+
+
+class Interrupted(ReplayedStepFunctions):
+    """Ctrl-C while the history is read."""
+
+    def get_execution_history(self, **request: Any) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_follow_says_the_run_goes_on(clm, capsys):  # noqa: F811
+    [execution] = recorded("skip")
+    with pytest.raises(SystemExit) as exited:
+        follow_run(CliContext(table=TABLE), Interrupted(execution), clm[1].get(KUBE_1), execution["arn"], 0)
+    assert exited.value.code == 130
+    assert capsys.readouterr().out == (
+        f"stopped following; execution 3710bb43-d2fe-4a6d-9015-deec6b2300a0 goes on (see `clm status {KUBE_1}`)\n"
+    )

@@ -69,6 +69,8 @@ class _Follower:
         if not progress.outdated:
             return
         if arn not in self.tasks:
+            if not self.tasks:
+                self.bars.start()  # the live display only once there is a bar to show
             self.tasks[arn] = self.bars.add_task(reader.label, total=progress.outdated)
         self.bars.update(self.tasks[arn], completed=progress.replaced, total=progress.outdated)
 
@@ -82,14 +84,16 @@ def line_text(line: Line) -> Text:
 def follow(sfn: Any, arn: str, console: Console, poll_seconds: float = POLL_SECONDS) -> Outcome:
     """Show the execution's progress until it (and every child it started) has ended; return how it ended."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes replaced"))
-    with Progress(*columns, console=console) as bars:
-        follower = _Follower(sfn, arn, bars)
-        while True:
-            ended_before = arn in follower.ends  # one more pass after the end picks up the children's last events
-            follower.poll()
-            if ended_before or len(follower.ends) == len(follower.readers):
-                break
+    bars = Progress(*columns, console=console)
+    follower = _Follower(sfn, arn, bars)
+    try:
+        follower.poll()
+        while arn not in follower.ends:  # children are read after their parent: its end comes after theirs
             time.sleep(poll_seconds)
+            follower.poll()
+    finally:
+        if follower.tasks:  # started with the first bar
+            bars.stop()
     end, reader = follower.ends[arn], follower.readers[arn]
     return Outcome(arn, end.status, end.error, end.cause, reader.problem, reader.skipped)
 

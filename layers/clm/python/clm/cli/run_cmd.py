@@ -47,15 +47,23 @@ def _show_execution(cli: CliContext, cluster_id: str, arn: str, verb: str) -> No
 
 def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str, poll_seconds: float = POLL_SECONDS) -> None:
     """Follow the run until it ends; a run that skipped because another holds the cluster's lock is followed by
-    that one. Exits with 1 when the run failed."""
+    that one. Exits with 1 when the run failed, 130 when interrupted (the run goes on)."""
     out = _progress_console(cli)
-    outcome = follow(sfn, arn, out, poll_seconds)
-    report(outcome, out)
-    holder = cli.registry().lock_holder(cluster.id) if outcome.skipped is not None else None
-    if holder and holder != arn:
-        out.print(f"following execution {execution_name(holder)}, which holds the cluster's lock", soft_wrap=True)
-        outcome = follow(sfn, holder, out, poll_seconds)
+    try:
+        outcome = follow(sfn, arn, out, poll_seconds)
         report(outcome, out)
+        holder = cli.registry().lock_holder(cluster.id) if outcome.skipped is not None else None
+        if holder and holder != arn:
+            arn = holder
+            out.print(f"following execution {execution_name(arn)}, which holds the cluster's lock", soft_wrap=True)
+            outcome = follow(sfn, arn, out, poll_seconds)
+            report(outcome, out)
+    except KeyboardInterrupt:
+        out.print(
+            f"stopped following; execution {execution_name(arn)} goes on (see `clm status {cluster.id}`)",
+            soft_wrap=True,
+        )
+        raise SystemExit(130) from None
     if not outcome.succeeded:
         raise SystemExit(1)
 
