@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import boto3
 import pytest
 from kubernetes import client, config
 
 from clm.kube.client import KubeClient
+from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
+from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import REGION, Deployment, upload_config
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +45,33 @@ def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     """The CDK app synthesized once for the session (cdk.json's context), like `cdk synth`."""
     return synthesize(tmp_path_factory.mktemp("cdk-out"), "Clm")
+
+
+@pytest.fixture
+def deployment(
+    sandbox_aws: boto3.Session,
+    assembly: Assembly,
+    wait_scale: Callable[[float], None],
+    control_plane: ControlPlane,
+) -> Iterator[Deployment]:
+    """The CDK app deployed into moto as `cdk deploy` would and the example config uploaded; kube-1 is not in the
+    registry yet (registering it is what starts its first run). Waits at the end until no execution runs."""
+    wait_scale(0.02)
+    outputs = deploy_assembly(assembly, sandbox_aws.client, REGION)
+    upload_config(sandbox_aws.client("s3"), outputs["ConfigBucketName"])
+    sandbox_aws.client("secretsmanager").create_secret(
+        Name="clm/kube-1", SecretString=control_plane.kubeconfig_path.read_text()
+    )
+    registry = DynamoRegistry(sandbox_aws.client("dynamodb"), outputs["RegistryTableName"])
+    deployment = Deployment(sandbox_aws, registry, outputs, "aws:123456789012:eu-central-1:kube-1")
+    yield deployment
+    deployment.settle()  # nothing may run on after the test's moto is gone
+
+
+@pytest.fixture
+def nodes(deployment: Deployment, kube_api: client.ApiClient) -> Iterator[NodeSimulator]:
+    """Simulated kubelets for the deployment's cluster (1 s boot, pods Ready 0.2 s after binding, grace x 0.1)."""
+    with NodeSimulator(
+        kube_api, deployment.session, deployment.cluster_id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1
+    ) as simulator:
+        yield simulator

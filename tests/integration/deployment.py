@@ -1,0 +1,159 @@
+"""The CDK app deployed into in-process moto, with live triggers, and what end-to-end tests wait for and check.
+
+The fixtures `deployment` and `nodes` (tests/integration/conftest.py) build on it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client as k8s
+
+from clm.registry.clusters_yaml import load_clusters
+from clm.registry.dynamodb import DynamoRegistry
+
+ROOT = Path(__file__).parents[2]
+REGION = "eu-central-1"
+
+
+@dataclass
+class Deployment:
+    """The CDK app deployed into in-process moto, and the cluster it works on.
+
+    Its triggers are live: a registry write starts provision through the stream and the bus; a config upload
+    starts reconcile, which starts provision. Tests wait for what the triggers start, as a user would.
+    """
+
+    session: boto3.Session
+    registry: DynamoRegistry
+    outputs: dict[str, str]
+    cluster_id: str
+
+    def __post_init__(self) -> None:
+        self.sfn = self.session.client("stepfunctions")
+
+    @property
+    def provision(self) -> str:
+        return self.outputs["ProvisionStateMachineArn"]
+
+    def executions(self, state_machine: str) -> list[dict[str, Any]]:
+        """Every execution of the state machine, oldest first."""
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine)
+        return sorted((e for page in pages for e in page["executions"]), key=lambda e: e["startDate"])
+
+    def settle(self, known: int | None = None, timeout: float = 240.0) -> list[dict[str, Any]]:
+        """Wait until no execution runs (and, given `known`, more than `known` provision executions exist);
+        returns the provision executions after the first `known`, described."""
+        sfn = self.sfn
+        machines = [m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            executions = self.executions(self.provision)
+            running = [e for m in machines for e in self.executions(m) if e["status"] == "RUNNING"]
+            if not running and (known is None or len(executions) > known):
+                return [sfn.describe_execution(executionArn=e["executionArn"]) for e in executions[known or 0 :]]
+            time.sleep(0.2)
+        still = [(e["name"], self.states(e["executionArn"])[-3:]) for e in running]
+        pytest.fail(f"executions did not settle within {timeout} s; running: {still}")
+
+    def start(self) -> dict[str, Any]:
+        """Start provision from the console (StartExecution with the documented input) and wait for it."""
+        known = len(self.executions(self.provision))
+        self.sfn.start_execution(
+            stateMachineArn=self.provision, input=json.dumps({"cluster_id": self.cluster_id, "reason": "console"})
+        )
+        return self.settle(known)[-1]
+
+    @property
+    def roll_node_pool(self) -> str:
+        machines = self.sfn.list_state_machines()["stateMachines"]
+        [roll] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-roll-node-pool")]
+        return roll
+
+    def roll_states(self) -> list[str]:
+        """The states entered by every execution of the roll-node-pool workflow so far."""
+        executions = self.executions(self.roll_node_pool)
+        return [state for execution in executions for state in self.states(execution["executionArn"])]
+
+    def states(self, arn: str) -> list[str]:
+        """The names of the states the execution entered, in order."""
+        pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
+        return [
+            event["stateEnteredEventDetails"]["name"]
+            for page in pages
+            for event in page["events"]
+            if "stateEnteredEventDetails" in event
+        ]
+
+
+def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one execution that did the work; every other one must have skipped (lock held or up to date)."""
+    outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
+    assert all(e["status"] == "SUCCEEDED" for e in executions), [(e["status"], e.get("error")) for e in executions]
+    working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
+    assert len(working) == 1, [outputs[e["executionArn"]].get("plan") for e in executions]
+    return working[0]
+
+
+def upload_config(s3: Any, bucket: str) -> None:
+    for path in sorted((ROOT / "examples" / "config").rglob("*")):
+        if path.is_file():
+            key = "config/" + path.relative_to(ROOT / "examples" / "config").as_posix()
+            s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+
+
+def register_example_cluster(deployment: Deployment) -> None:
+    """Put kube-1 of examples/clusters.yaml into the registry, reachable through a Secrets Manager kubeconfig."""
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster.config_items["kube_auth_secret"] = "clm/kube-1"
+    deployment.registry.put(cluster)
+
+
+class HealthyPods(threading.Thread):
+    """Counts the Ready pods of `app=web` every few milliseconds; `lowest` is the least seen."""
+
+    def __init__(self, api: k8s.ApiClient):
+        super().__init__(daemon=True)
+        self.core = k8s.CoreV1Api(api)
+        self.lowest: int | None = None
+        self.samples = 0
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.wait(0.02):
+            pods = self.core.list_namespaced_pod("example", label_selector="app=web").items
+            ready = sum(
+                1
+                for pod in pods
+                if pod.metadata.deletion_timestamp is None
+                and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+            )
+            self.lowest = ready if self.lowest is None else min(self.lowest, ready)
+            self.samples += 1
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join()
+
+
+def instances(session: boto3.Session) -> set[str]:
+    groups = session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    return {instance["InstanceId"] for group in groups for instance in group["Instances"]}
+
+
+def wait_for_ready_pods(api: k8s.ApiClient, count: int, timeout: float = 30.0) -> None:
+    core = k8s.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = core.list_namespaced_pod("example", label_selector="app=web").items
+        if sum(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods) >= count:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"fewer than {count} Ready web pods after {timeout} s")
