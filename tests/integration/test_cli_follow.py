@@ -5,20 +5,14 @@ simulator): `provision --follow` shows a first provision and a node roll step by
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import boto3
 import pytest
 from click.testing import CliRunner, Result
 
 from clm.cli.main import cli
-from tests.integration.test_workflow_provision import (  # noqa: F401  (the `deployment` and `nodes` fixtures)
-    ROOT,
-    Deployment,
-    deployment,
-    nodes,
-    register_example_cluster,
-)
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import ROOT, Deployment, register_example_cluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -52,7 +46,7 @@ def outcome(result: Result) -> str:
     return line
 
 
-def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, nodes: Any) -> None:  # noqa: F811
+def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, nodes: NodeSimulator) -> None:
     cluster_id = deployment.cluster_id
     for bus in ("default", deployment.outputs["EventBusName"]):  # runs start only from the CLI
         switch_rules(deployment.session, bus, enabled=False)

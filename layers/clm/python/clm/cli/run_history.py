@@ -66,7 +66,6 @@ class PoolProgress:
     replaced: int = 0
     outdated: int = 0
     awaiting_ready: int = 0
-    finished: bool = False
 
 
 @dataclass
@@ -123,9 +122,8 @@ class HistoryReader:
             status, key = END_STATUS[kind]
             details = event.get(key) or {}
             reading.end = End(status, details.get("error", ""), details.get("cause", ""))
-            self.progress.finished = status == "SUCCEEDED"
             if self.label:  # a child's end; the parent's is the caller's to report
-                self._emit(reading, event, status, "green" if self.progress.finished else "red")
+                self._emit(reading, event, status, "green" if status == "SUCCEEDED" else "red")
             return
         if step is None:
             return
