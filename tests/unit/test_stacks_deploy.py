@@ -213,3 +213,12 @@ def test_termination_protection_is_turned_on_for_a_stack_created_without_it(clie
 
 def test_check_of_a_stack_that_does_not_exist_is_deleted(clients):
     assert check(clients["cloudformation"], "nothing").to_dict()["state"] == "deleted"
+
+
+def test_a_stack_created_without_the_role_gets_it_with_its_next_update(clients):
+    cfn = clients["cloudformation"]
+    role = "arn:aws:iam::123456789012:role/clm-cluster-stacks"
+    spec = queue_spec()
+    cfn.create_stack(StackName="queues", TemplateBody=spec.body, Tags=spec.api_tags())  # as Zalando's CLM left it
+    assert deploy(clients, queue_spec(queue="q2"), role_arn=role) == "update_started"
+    assert cfn.describe_stacks(StackName="queues")["Stacks"][0]["RoleARN"] == role

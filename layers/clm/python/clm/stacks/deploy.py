@@ -29,8 +29,9 @@ def start(
 ) -> StartResult:
     """Create the stack, start its update, wait for a running operation, or repair a broken stack first.
 
-    Templates over 51,200 bytes go through `template_bucket`. `role_arn` is the CloudFormation service role a
-    new stack is created with (CloudFormation keeps using it for the stack's updates and deletion).
+    Templates over 51,200 bytes go through `template_bucket`. `role_arn` is the CloudFormation service role the
+    stack is created or updated with (so a stack created without it, e.g. by Zalando's CLM, gets it with its
+    next update; CloudFormation keeps using it for later operations and the deletion).
     Raises StackRejected when CloudFormation refuses the request, StackNeedsAttention (ClusterStackRolledBack)
     when a human has to act.
     """
@@ -41,7 +42,7 @@ def start(
     if is_in_progress(status):
         return StartResult(spec.name, "waiting", status, stack["StackId"])
     if status in UPDATABLE:
-        return _update(cfn, s3, spec, stack, template_bucket)
+        return _update(cfn, s3, spec, stack, template_bucket, role_arn)
     return recover(cfn, spec, stack)
 
 
@@ -74,7 +75,9 @@ def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, rol
     return StartResult(spec.name, "created", "", response["StackId"])
 
 
-def _update(cfn: Any, s3: Any, spec: StackSpec, stack: dict[str, Any], template_bucket: str | None) -> StartResult:
+def _update(
+    cfn: Any, s3: Any, spec: StackSpec, stack: dict[str, Any], template_bucket: str | None, role_arn: str | None
+) -> StartResult:
     status, stack_id = stack["StackStatus"], stack["StackId"]
     try:
         if not stack.get("EnableTerminationProtection"):
@@ -82,6 +85,7 @@ def _update(cfn: Any, s3: Any, spec: StackSpec, stack: dict[str, Any], template_
         if _is_current(cfn, spec, stack):
             return StartResult(spec.name, "unchanged", status, stack_id)
         cfn.update_stack(
+            **({"RoleARN": role_arn} if role_arn else {}),
             StackName=stack_id,
             **template_argument(s3, spec, template_bucket),
             Parameters=spec.api_parameters(),
