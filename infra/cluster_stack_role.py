@@ -12,25 +12,33 @@ policies through context `clm:clusterStackPolicyArns` (a list or a comma-separat
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards
 
-EC2_ACTIONS = [
+EC2_DESCRIBE = [
+    "ec2:DescribeVpcs",
+    "ec2:DescribeVpcAttribute",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:DescribeInstances",
+    "ec2:DescribeImages",
+    "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeAccountAttributes",
+]
+EC2_CHANGES = [
     "ec2:CreateVpc",
     "ec2:DeleteVpc",
     "ec2:ModifyVpcAttribute",
-    "ec2:DescribeVpcs",
-    "ec2:DescribeVpcAttribute",
     "ec2:CreateSubnet",
     "ec2:DeleteSubnet",
     "ec2:ModifySubnetAttribute",
-    "ec2:DescribeSubnets",
     "ec2:CreateSecurityGroup",
     "ec2:DeleteSecurityGroup",
-    "ec2:DescribeSecurityGroups",
     "ec2:AuthorizeSecurityGroupIngress",
     "ec2:AuthorizeSecurityGroupEgress",
     "ec2:RevokeSecurityGroupIngress",
@@ -39,22 +47,29 @@ EC2_ACTIONS = [
     "ec2:CreateLaunchTemplateVersion",
     "ec2:ModifyLaunchTemplate",
     "ec2:DeleteLaunchTemplate",
-    "ec2:DescribeLaunchTemplates",
-    "ec2:DescribeLaunchTemplateVersions",
     "ec2:RunInstances",
-    "ec2:DescribeInstances",
-    "ec2:DescribeImages",
-    "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeAccountAttributes",
     "ec2:CreateTags",
     "ec2:DeleteTags",
 ]
-AUTOSCALING_ACTIONS = [
+# What the EC2 changes act on, in this account and region (RunInstances also reads public images and snapshots).
+EC2_RESOURCE_TYPES = (
+    "vpc",
+    "subnet",
+    "security-group",
+    "security-group-rule",
+    "launch-template",
+    "instance",
+    "volume",
+    "network-interface",
+    "key-pair",
+    "placement-group",
+    "spot-instances-request",
+)
+AUTOSCALING_DESCRIBE = ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScalingActivities"]
+AUTOSCALING_CHANGES = [
     "autoscaling:CreateAutoScalingGroup",
     "autoscaling:UpdateAutoScalingGroup",
     "autoscaling:DeleteAutoScalingGroup",
-    "autoscaling:DescribeAutoScalingGroups",
-    "autoscaling:DescribeScalingActivities",
     "autoscaling:CreateOrUpdateTags",
     "autoscaling:DeleteTags",
 ]
@@ -96,10 +111,24 @@ class ClusterStackRole(Construct):
         )
         roles = stack.format_arn(service="iam", region="", resource="role", resource_name="*")
         profiles = stack.format_arn(service="iam", region="", resource="instance-profile", resource_name="*")
+        ec2_resources = [
+            stack.format_arn(service="ec2", resource=kind, resource_name="*") for kind in EC2_RESOURCE_TYPES
+        ]
+        ec2_resources += [
+            stack.format_arn(service="ec2", account="", resource=kind, resource_name="*")
+            for kind in ("image", "snapshot")
+        ]
+        groups = stack.format_arn(
+            service="autoscaling",
+            resource="autoScalingGroup",
+            resource_name="*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         statements = [
-            # EC2 creation and Describe* calls cannot be scoped to resources that do not exist yet.
-            iam.PolicyStatement(actions=EC2_ACTIONS, resources=["*"]),
-            iam.PolicyStatement(actions=AUTOSCALING_ACTIONS, resources=["*"]),
+            # Describe calls support no resource-level permissions.
+            iam.PolicyStatement(actions=EC2_DESCRIBE + AUTOSCALING_DESCRIBE, resources=["*"]),
+            iam.PolicyStatement(actions=EC2_CHANGES, resources=ec2_resources),
+            iam.PolicyStatement(actions=AUTOSCALING_CHANGES, resources=[groups]),
             iam.PolicyStatement(actions=IAM_ACTIONS, resources=[roles, profiles]),
             # Node roles go to EC2 through instance profiles of launch templates.
             iam.PolicyStatement(
@@ -116,10 +145,9 @@ class ClusterStackRole(Construct):
         ]
         for statement in statements:
             self.role.add_to_principal_policy(statement)
+        acknowledge_wildcards(self, ["*"], "EC2 and auto scaling Describe calls support no resource-level permissions")
         acknowledge_wildcards(
-            self,
-            ["*"],
-            "EC2 and auto scaling resources of a new stack do not exist before it, Describe calls are unscoped",
+            self, [*ec2_resources, groups], "cluster stacks create EC2 resources and groups of any name in the account"
         )
         acknowledge_wildcards(
             self, [roles, profiles], "cluster stacks name their node roles and instance profiles (any name)"

@@ -153,12 +153,6 @@ def test_resource_wildcards_only_for_actions_without_resource_level_permissions(
         assert wildcard_resource_grants(raw, cloudformation_role=False) == [], f"{name}: scopable actions on *"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="infra/cluster_stack_role.py grants EC2 create/modify/delete/RunInstances/CreateTags and auto scaling "
-    "create/update/delete/tag actions on Resource *; all support resource-level permissions (scope them to "
-    "arn:<partition>:ec2:<region>:<account>:<type>/* and the account's autoScalingGroup ARNs)",
-)
 def test_cloudformation_role_resource_wildcards_only_for_actions_without_resource_level_permissions(templates):
     for name, raw in templates.items():
         assert wildcard_resource_grants(raw, cloudformation_role=True) == [], f"{name}: scopable actions on *"
