@@ -130,6 +130,13 @@ class ClmStack(Stack):
         CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
         CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
+        for folder, output in (("kube", "KubeFunctionRoleArn"), ("roll", "RollFunctionRoleArn")):
+            CfnOutput(
+                self,
+                output,
+                value=self.functions[folder].function.role.role_arn,
+                description="give it access to each cluster (an EKS access entry, or RBAC for its kubeconfig)",
+            )
 
     def _grant(self, context: ClmContext) -> None:
         table, artefacts = self.registry.table, self.artefacts.bucket

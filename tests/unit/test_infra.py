@@ -451,6 +451,8 @@ def test_outputs(default):
         "ProvisionStateMachineArn",
         "ReconcileStateMachineArn",
         "EventBusName",
+        "KubeFunctionRoleArn",
+        "RollFunctionRoleArn",
     }
 
 
