@@ -24,14 +24,41 @@ from clm.model import (
 from clm.yamlutil import scalar_text
 
 CLUSTER_FIELDS = {
-    "id", "alias", "local_id", "api_server_url", "channel", "config_items", "criticality_level",
-    "environment", "infrastructure_account", "region", "provider", "lifecycle_status", "owner",
-    "account_name", "created_at", "node_pools", "status",
+    "id",
+    "alias",
+    "local_id",
+    "api_server_url",
+    "channel",
+    "config_items",
+    "criticality_level",
+    "environment",
+    "infrastructure_account",
+    "region",
+    "provider",
+    "lifecycle_status",
+    "owner",
+    "account_name",
+    "created_at",
+    "node_pools",
+    "status",
 }
 CLUSTER_REQUIRED = ("id", "local_id", "infrastructure_account", "region", "provider")
-POOL_FIELDS = {"name", "profile", "min_size", "max_size", "instance_types", "instance_type",
-               "discount_strategy", "config_items"}
+POOL_FIELDS = {
+    "name",
+    "profile",
+    "min_size",
+    "max_size",
+    "instance_types",
+    "instance_type",
+    "discount_strategy",
+    "config_items",
+}
 POOL_REQUIRED = ("name", "profile", "min_size", "max_size")
+# Zalando CLM's types (and so the spec hash's encoding): criticality_level is an int32, pool sizes int64.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# What a config item may be written as in YAML or DynamoDB; stored as its text (see `scalar_text`).
+CONFIG_ITEM_SCALARS = (str, int, float, date, datetime)
 
 
 class _Checker:
@@ -44,8 +71,9 @@ class _Checker:
         line = _line(container, key)
         self.problems.append(f"{path}{f' (line {line})' if line else ''}: {message}")
 
-    def string(self, data: dict, key: str, path: str, pattern: Any = None, hint: str = "",
-               default: str | None = "") -> str | None:
+    def string(
+        self, data: dict, key: str, path: str, pattern: Any = None, hint: str = "", default: str | None = ""
+    ) -> str | None:
         value = data.get(key, default)
         if value is None:
             return None
@@ -59,13 +87,15 @@ class _Checker:
             self.fail(path, f"{value!r} is not valid{f' ({hint})' if hint else ''}", data, key)
         return value
 
-    def integer(self, data: dict, key: str, path: str, default: int = 0, minimum: int = 0) -> int:
+    def integer(self, data: dict, key: str, path: str, maximum: int, default: int = 0, minimum: int = 0) -> int:
         value = data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(path, f"must be an integer, got {value!r}", data, key)
             return default
         if value < minimum:
             self.fail(path, f"must be >= {minimum}, got {value}", data, key)
+        if value > maximum:
+            self.fail(path, f"must be <= {maximum}, got {value}", data, key)
         return value
 
     def one_of(self, data: dict, key: str, path: str, choices: tuple[str, ...], default: str) -> str:
@@ -75,8 +105,9 @@ class _Checker:
             return default
         return value
 
-    def mapping(self, data: Any, path: str, allowed: set[str], required: tuple[str, ...],
-                parent: Any = None, key: Any = None) -> bool:
+    def mapping(
+        self, data: Any, path: str, allowed: set[str], required: tuple[str, ...], parent: Any = None, key: Any = None
+    ) -> bool:
         if not isinstance(data, dict):
             self.fail(path, f"must be a mapping, got {type(data).__name__}", parent, key)
             return False
@@ -97,7 +128,7 @@ class _Checker:
             if key in ("", None):
                 self.fail(path, "config item names must not be empty", items)
                 continue
-            if isinstance(value, dict | list) or value is None:
+            if not isinstance(value, CONFIG_ITEM_SCALARS):  # bool is an int
                 self.fail(f"{path}.{key}", "must be a string", items, key)
                 continue
             result[str(key)] = scalar_text(value)
@@ -119,25 +150,34 @@ def _parse_pool(check: _Checker, data: Any, path: str, parent: Any, index: int) 
         return None
     name = check.string(data, "name", f"{path}.name", POOL_NAME_RE, "lowercase letters, digits, -")
     profile = check.string(data, "profile", f"{path}.profile", SLUG_RE, "a profile folder name")
-    min_size = check.integer(data, "min_size", f"{path}.min_size")
-    max_size = check.integer(data, "max_size", f"{path}.max_size")
+    min_size = check.integer(data, "min_size", f"{path}.min_size", INT64_MAX)
+    max_size = check.integer(data, "max_size", f"{path}.max_size", INT64_MAX)
     if min_size > max_size:
         check.fail(f"{path}.min_size", f"must be <= max_size ({min_size} > {max_size})", data, "min_size")
     legacy = "instance_type" in data and "instance_types" not in data
     if "instance_type" in data and "instance_types" in data:
         check.fail(path, "give instance_types or instance_type, not both", data, "instance_type")
     raw_types = [data["instance_type"]] if legacy else data.get("instance_types")
-    if not isinstance(raw_types, list) or not raw_types or not all(
-            isinstance(t, str) and t for t in raw_types):
-        check.fail(f"{path}.instance_types", "must be a non-empty list of instance type names",
-                   data, "instance_type" if legacy else "instance_types")
+    if not isinstance(raw_types, list) or not raw_types or not all(isinstance(t, str) and t for t in raw_types):
+        check.fail(
+            f"{path}.instance_types",
+            "must be a non-empty list of instance type names",
+            data,
+            "instance_type" if legacy else "instance_types",
+        )
         raw_types = ["invalid"]
     return NodePool(
-        name=name or "", profile=profile or "", min_size=min_size, max_size=max_size,
-        instance_types=list(raw_types), legacy_instance_type=legacy,
-        discount_strategy=check.one_of(data, "discount_strategy", f"{path}.discount_strategy",
-                                       DISCOUNT_STRATEGIES, "none"),
-        config_items=check.config_items(data, f"{path}.config_items"))
+        name=name or "",
+        profile=profile or "",
+        min_size=min_size,
+        max_size=max_size,
+        instance_types=list(raw_types),
+        legacy_instance_type=legacy,
+        discount_strategy=check.one_of(
+            data, "discount_strategy", f"{path}.discount_strategy", DISCOUNT_STRATEGIES, "none"
+        ),
+        config_items=check.config_items(data, f"{path}.config_items"),
+    )
 
 
 def _parse_pools(check: _Checker, data: dict) -> list[NodePool]:
@@ -145,8 +185,7 @@ def _parse_pools(check: _Checker, data: dict) -> list[NodePool]:
     if not isinstance(pools_data, list):
         check.fail("node_pools", "must be a list", data, "node_pools")
         return []
-    pools = [_parse_pool(check, item, f"node_pools[{i}]", pools_data, i)
-             for i, item in enumerate(pools_data)]
+    pools = [_parse_pool(check, item, f"node_pools[{i}]", pools_data, i) for i, item in enumerate(pools_data)]
     seen: set[str] = set()
     for i, pool in enumerate(pools):
         if pool is not None and pool.name in seen:
@@ -167,7 +206,7 @@ def _parse_status(check: _Checker, data: dict) -> ClusterStatus:
         return ClusterStatus()
     try:
         return ClusterStatus.from_dict(status)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         check.fail("status", f"invalid: {exc}", data, "status")
         return ClusterStatus()
 
@@ -181,10 +220,12 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
         raise ValidationError(check.problems, label, source)
     strings: dict[str, Callable[[], Any]] = {
         "id": lambda: check.string(data, "id", "id", CLUSTER_ID_RE, "letters, digits and : . _ -"),
-        "local_id": lambda: check.string(data, "local_id", "local_id", LOCAL_ID_RE,
-                                         "lowercase letter first, then lowercase letters, digits, -"),
+        "local_id": lambda: check.string(
+            data, "local_id", "local_id", LOCAL_ID_RE, "lowercase letter first, then lowercase letters, digits, -"
+        ),
         "infrastructure_account": lambda: check.string(
-            data, "infrastructure_account", "infrastructure_account", ACCOUNT_RE, "aws:<12 digits>"),
+            data, "infrastructure_account", "infrastructure_account", ACCOUNT_RE, "aws:<12 digits>"
+        ),
         "region": lambda: check.string(data, "region", "region", REGION_RE, "e.g. eu-central-1"),
         "provider": lambda: check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws"),
         "alias": lambda: check.string(data, "alias", "alias"),
@@ -195,14 +236,16 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
     url = values["api_server_url"]
     if url and not URL_RE.match(url):
         check.fail("api_server_url", f"{url!r} is not an http(s) URL", data, "api_server_url")
-    optional = {name: check.string(data, name, name, default=None)
-                for name in ("channel", "owner", "account_name", "created_at")}
+    optional = {
+        name: check.string(data, name, name, default=None)
+        for name in ("channel", "owner", "account_name", "created_at")
+    }
     status = _parse_status(check, data)
     cluster = Cluster(
-        **values, **optional,
-        lifecycle_status=check.one_of(data, "lifecycle_status", "lifecycle_status",
-                                      LIFECYCLE_STATUSES, "requested"),
-        criticality_level=check.integer(data, "criticality_level", "criticality_level"),
+        **values,
+        **optional,
+        lifecycle_status=check.one_of(data, "lifecycle_status", "lifecycle_status", LIFECYCLE_STATUSES, "requested"),
+        criticality_level=check.integer(data, "criticality_level", "criticality_level", INT32_MAX),
         config_items=check.config_items(data, "config_items"),
         node_pools=_parse_pools(check, data),
         status=status,

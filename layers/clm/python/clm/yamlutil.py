@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
@@ -40,9 +41,12 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if key in result:
+        if not isinstance(key, Hashable):  # a complex key (`? [a, b]`); PyYAML's own loader refuses it too
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
+                "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
+            )
+        if key in result:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[str(key)] = key_node.start_mark.line + 1
     return result
