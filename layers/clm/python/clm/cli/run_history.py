@@ -18,7 +18,7 @@ from typing import Any
 from clm.cli.executions import execution_name
 
 # The helpers clm.workflow.run.fail makes problem titles with: a failed step reads as the problem it records.
-from clm.workflow.run import _innermost, _message
+from clm.workflow.run import error_title, innermost_error
 
 END_STATUS = {
     "ExecutionSucceeded": ("SUCCEEDED", "executionSucceededEventDetails"),
@@ -202,7 +202,7 @@ def _pool_label(step: _Step) -> str:
 
 def _error_message(error: str, cause: str) -> str:
     """`Error: message` as CLM records problems: a child execution's own error, a Lambda error's errorMessage."""
-    return _message(*_innermost(error, cause))
+    return error_title(*innermost_error(error, cause))
 
 
 def _listed(items: list[str]) -> str:

@@ -71,25 +71,25 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
 
 def fail(registry: DynamoRegistry, cluster_id: str, execution: str, error: str, cause: str) -> Problem:
     """Record a failed run's error as a problem on the cluster and release the lock; `next_version` stays."""
-    error, cause = _innermost(error, cause)
-    problem = Problem(title=_message(error, cause), type=PROBLEM_TYPE + error, instance=execution)
+    error, cause = innermost_error(error, cause)
+    problem = Problem(title=error_title(error, cause), type=PROBLEM_TYPE + error, instance=execution)
     registry.record_problem(cluster_id, problem)
     registry.release_lock(cluster_id, execution)
     return problem
 
 
-def _innermost(error: str, cause: str) -> tuple[str, str]:
+def innermost_error(error: str, cause: str) -> tuple[str, str]:
     """The error of the child workflow that failed, when `cause` describes its execution (startExecution.sync:2)."""
     try:
         details = json.loads(cause)
     except (TypeError, ValueError):
         return error, cause
     if isinstance(details, dict) and details.get("ExecutionArn") and details.get("Error"):
-        return _innermost(details["Error"], details.get("Cause") or "")
+        return innermost_error(details["Error"], details.get("Cause") or "")
     return error, cause
 
 
-def _message(error: str, cause: str) -> str:
+def error_title(error: str, cause: str) -> str:
     """The readable message of a Step Functions error: a Lambda error's errorMessage, or the cause itself."""
     try:
         details = json.loads(cause)
