@@ -1,4 +1,4 @@
-"""`clm sandbox up|down|status`: the local sandbox (moto, a real control plane, simulated nodes)."""
+"""`clm sandbox up|down|status|demo`: the local sandbox (moto, a real control plane, simulated nodes)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,21 @@ from clm.cli.context import CliContext
 from clm.cli.output import emit
 
 
-def _runner() -> Any:
-    """The sandbox runner; only in a development install (the sandbox is never deployed)."""
+def _sandbox_module(name: str) -> Any:
+    """A module of the sandbox package; only in a development install (the sandbox is never deployed)."""
+    import importlib
+
     try:
-        from clm_sandbox import runner
+        return importlib.import_module(f"clm_sandbox.{name}")
     except ImportError:
         raise click.ClickException(
             "the sandbox is not installed: run `make demo` or `pip install -e .` in a clone of the CLM repository"
         ) from None
-    return runner
+
+
+def _runner() -> Any:
+    """The sandbox runner."""
+    return _sandbox_module("runner")
 
 
 def _show(state: Any, ctx: CliContext, title: str) -> None:
@@ -43,6 +49,7 @@ def sandbox() -> None:
     clm sandbox up        start it in the background (the first run builds Kubernetes, ~10 min)
     clm sandbox status    is it running, and where
     clm sandbox down      stop it and remove its nodes and data
+    clm sandbox demo      the main job end to end in a sandbox of its own: provision, then roll every node
     """
 
 
@@ -94,3 +101,16 @@ def down() -> None:
         click.echo("sandbox stopped")
     else:
         click.echo("sandbox not running")
+
+
+@sandbox.command()
+@click.option("--keep", is_flag=True, help="Keep the demo's sandbox running at the end (Ctrl-C stops it).")
+@click.option("--wait-scale", type=float, default=None, help="Factor on Wait states, e.g. 0.2 (default: real time).")
+def demo(keep: bool, wait_scale: float | None) -> None:
+    """Deploy CLM into a fresh sandbox, provision kube-1, roll its nodes to a new AMI, and summarise the roll.
+
+    The same as `make demo`; it writes .demo/roll-timeline.html and .demo/sandbox.log.
+    """
+    args = ["--keep"] if keep else []
+    args += ["--wait-scale", str(wait_scale)] if wait_scale is not None else []
+    _sandbox_module("demo").main(args)
