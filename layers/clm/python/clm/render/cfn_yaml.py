@@ -10,7 +10,7 @@ from clm.yamlutil import SafeLoader
 
 
 class CfnLoader(SafeLoader):
-    """SafeLoader that maps `!Ref x` to {"Ref": x} and `!Fn x` to {"Fn::Fn": x}."""
+    """SafeLoader that maps `!Ref x` to {"Ref": x} and `!Fn x` to {"Fn::Fn": x}, and keeps timestamps as text."""
 
 
 def _construct_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
@@ -28,6 +28,8 @@ def _construct_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str,
 
 
 CfnLoader.add_multi_constructor("!", _construct_tag)
+# CloudFormation reads YAML timestamps as text: `Version: 2012-10-17` in a policy stays the string it must be.
+CfnLoader.add_constructor("tag:yaml.org,2002:timestamp", CfnLoader.construct_yaml_str)
 
 
 def load_template(text: str) -> Any:

@@ -12,8 +12,16 @@ from clm.yamlutil import error_line, error_reason, load_with_lines, plain
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 PHASES = ("pre_apply", "post_apply")
-ENTRY_FIELDS = {"kind", "namespace", "name", "selector", "labels", "has_owner", "propagation_policy",
-                "grace_period_seconds"}
+ENTRY_FIELDS = {
+    "kind",
+    "namespace",
+    "name",
+    "selector",
+    "labels",
+    "has_owner",
+    "propagation_policy",
+    "grace_period_seconds",
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,10 @@ class Deletions:
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         """Plain dict in deletions.yaml's format."""
-        return {"pre_apply": [d.to_dict() for d in self.pre_apply],
-                "post_apply": [d.to_dict() for d in self.post_apply]}
+        return {
+            "pre_apply": [d.to_dict() for d in self.pre_apply],
+            "post_apply": [d.to_dict() for d in self.post_apply],
+        }
 
 
 def _entry_problems(entry: Any) -> list[str]:
@@ -53,6 +63,11 @@ def _entry_problems(entry: Any) -> list[str]:
     problems = [f"unknown field {key!r}" for key in sorted(set(map(str, entry)) - ENTRY_FIELDS)]
     if not isinstance(entry.get("kind"), str) or not entry.get("kind"):
         problems.append("kind is required")
+    problems += [
+        f"{key} must be a string"
+        for key in ("namespace", "name", "selector")
+        if entry.get(key) is not None and not isinstance(entry[key], str)
+    ]
     targets = [key for key in ("name", "selector", "labels") if entry.get(key) not in (None, "", {})]
     if len(targets) != 1:
         problems.append(f"give exactly one of name, selector, labels (got {', '.join(targets) or 'none'})")
@@ -60,8 +75,10 @@ def _entry_problems(entry: Any) -> list[str]:
         problems.append("has_owner goes with selector or labels, not name")
     if "has_owner" in entry and not isinstance(entry["has_owner"], bool):
         problems.append("has_owner must be true or false")
-    if "labels" in entry and not (isinstance(entry["labels"], dict)
-                                  and all(isinstance(v, str) for v in entry["labels"].values())):
+    if "labels" in entry and not (
+        isinstance(entry["labels"], dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["labels"].items())
+    ):
         problems.append("labels must be a mapping of strings")
     policy = entry.get("propagation_policy")
     if policy is not None and policy not in PROPAGATION_POLICIES:
@@ -84,8 +101,9 @@ def parse_deletions(text: str, file: str, cluster_id: str | None = None) -> Dele
         raise RenderError("expected a mapping with pre_apply and post_apply", file, 1, cluster_id)
     unknown = sorted(set(map(str, data)) - set(PHASES))
     if unknown:
-        raise RenderError(f"unknown key {unknown[0]!r} (expected pre_apply, post_apply)", file,
-                          data.line_of(unknown[0]), cluster_id)
+        raise RenderError(
+            f"unknown key {unknown[0]!r} (expected pre_apply, post_apply)", file, data.line_of(unknown[0]), cluster_id
+        )
     phases: dict[str, list[Deletion]] = {}
     for phase in PHASES:
         entries = data.get(phase) or []
@@ -94,8 +112,8 @@ def parse_deletions(text: str, file: str, cluster_id: str | None = None) -> Dele
         for index, entry in enumerate(entries):
             problems = _entry_problems(entry)
             if problems:
-                raise RenderError(f"{phase}[{index}]: {'; '.join(problems)}", file,
-                                  entries.item_lines[index], cluster_id)
-        phases[phase] = [Deletion(**plain({**e, "namespace": str(e.get("namespace") or "")}))
-                         for e in entries]
+                raise RenderError(
+                    f"{phase}[{index}]: {'; '.join(problems)}", file, entries.item_lines[index], cluster_id
+                )
+        phases[phase] = [Deletion(**plain({**e, "namespace": str(e.get("namespace") or "")})) for e in entries]
     return Deletions(**phases)

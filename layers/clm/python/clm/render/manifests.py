@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from clm.errors import RenderError
+from clm.render.json_values import json_problem
 from clm.yamlutil import error_line, error_reason, load_all_with_lines, plain
 
 
@@ -53,8 +54,7 @@ def split_manifests(text: str, file: str, cluster_id: str | None = None) -> list
     try:
         documents = load_all_with_lines(text)
     except yaml.YAMLError as exc:
-        raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc),
-                          cluster_id) from None
+        raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
     result = []
     for index, doc in enumerate(documents, start=1):
         if doc is None:
@@ -63,5 +63,8 @@ def split_manifests(text: str, file: str, cluster_id: str | None = None) -> list
         problem = _document_problem(doc)
         if problem:
             raise RenderError(f"document {index}: {problem}", file, line, cluster_id)
+        not_json = json_problem(doc)
+        if not_json:
+            raise RenderError(f"document {index}: {not_json[0]}", file, not_json[1] or line, cluster_id)
         result.append(Manifest(file=file, index=index, line=line or 1, body=plain(doc)))
     return result
