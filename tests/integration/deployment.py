@@ -157,3 +157,20 @@ def wait_for_ready_pods(api: k8s.ApiClient, count: int, timeout: float = 30.0) -
             return
         time.sleep(0.1)
     pytest.fail(f"fewer than {count} Ready web pods after {timeout} s")
+
+
+def provisioned(deployment: Deployment, nodes: Any, kube_api: k8s.ApiClient) -> set[str]:
+    """Wait for the first run of the registered cluster, its 3 Ready Nodes and web pods; returns its instances."""
+    the_run(deployment.settle(known=0))
+    nodes.wait_for_ready_nodes(3, timeout=30)
+    wait_for_ready_pods(kube_api, 3)
+    return instances(deployment.session)
+
+
+def upload_new_ami(deployment: Deployment) -> None:
+    """Upload config-defaults.yaml with a new worker AMI (every node outdated): the upload starts reconcile."""
+    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
+    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    deployment.session.client("s3").put_object(
+        Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/config-defaults.yaml", Body=changed.encode()
+    )

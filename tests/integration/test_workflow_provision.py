@@ -18,9 +18,10 @@ from tests.integration.deployment import (
     Deployment,
     HealthyPods,
     instances,
+    provisioned,
     register_example_cluster,
     the_run,
-    wait_for_ready_pods,
+    upload_new_ami,
 )
 
 pytestmark = [
@@ -83,21 +84,12 @@ def test_config_change_rolls_every_node_without_breaking_the_pdb(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
     register_example_cluster(deployment)
-    the_run(deployment.settle(known=0))
-    nodes.wait_for_ready_nodes(3, timeout=30)
-    wait_for_ready_pods(kube_api, 3)
-    before = instances(deployment.session)
-    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
-    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    before = provisioned(deployment, nodes, kube_api)
     known = len(deployment.executions(deployment.provision))
     watcher = HealthyPods(kube_api)
     watcher.start()
     try:  # the upload starts reconcile (S3 Object Created), which starts provision
-        deployment.session.client("s3").put_object(
-            Bucket=deployment.outputs["ConfigBucketName"],
-            Key="config/cluster/config-defaults.yaml",
-            Body=changed.encode(),
-        )
+        upload_new_ami(deployment)
         execution = the_run(deployment.settle(known))
     finally:
         watcher.stop()
@@ -162,17 +154,10 @@ def test_replacement_that_never_becomes_ready_stops_the_roll_naming_the_instance
     cluster.config_items["kube_auth_secret"] = "clm/kube-1"
     cluster.node_pools[0].config_items["node_startup_timeout"] = "20s"
     deployment.registry.put(cluster)
-    the_run(deployment.settle(known=0))
-    nodes.wait_for_ready_nodes(3, timeout=30)
-    wait_for_ready_pods(kube_api, 3)
-    before = instances(deployment.session)
+    before = provisioned(deployment, nodes, kube_api)
     nodes.boot_delay = 3600.0  # from now on, new instances never register a Node
     known = len(deployment.executions(deployment.provision))
-    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
-    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
-    deployment.session.client("s3").put_object(
-        Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/config-defaults.yaml", Body=changed.encode()
-    )
+    upload_new_ami(deployment)
     runs = deployment.settle(known)
     failed = [e for e in runs if e["status"] == "FAILED"]
     assert len(failed) == 1 and failed[0]["error"] == "ClusterRunFailed", [(e["status"], e.get("error")) for e in runs]
@@ -205,20 +190,11 @@ def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
     register_example_cluster(deployment)
-    the_run(deployment.settle(known=0))
-    nodes.wait_for_ready_nodes(3, timeout=30)
-    wait_for_ready_pods(kube_api, 3)
-    before = instances(deployment.session)
-    defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"
-    changed = defaults.read_text().replace("worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c")
+    before = provisioned(deployment, nodes, kube_api)
     watcher = HealthyPods(kube_api)
     watcher.start()
     try:
-        deployment.session.client("s3").put_object(
-            Bucket=deployment.outputs["ConfigBucketName"],
-            Key="config/cluster/config-defaults.yaml",
-            Body=changed.encode(),
-        )
+        upload_new_ami(deployment)
         _wait_for_second_drain(deployment)
         [killed] = [e for e in deployment.executions(deployment.provision) if e["status"] == "RUNNING"]
         deployment.sfn.stop_execution(executionArn=killed["executionArn"], cause="killed by the test mid-drain")
