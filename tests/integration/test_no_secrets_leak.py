@@ -1,0 +1,217 @@
+"""No secret leaks: a provision run on the sandbox reaches the cluster with a bearer token from Secrets Manager, and
+neither the token, the CA's private key nor the secret's value shows up anywhere CLM writes: execution histories
+(inputs, outputs, task parameters and results of every state machine), the Lambda handlers' log lines, CloudWatch
+Logs, the registry and the buckets. Payloads between states carry keys (renderings/<hash>.json), never manifests."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+import re
+import secrets
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from clm.registry.clusters_yaml import load_clusters
+from clm_sandbox.controlplane import ControlPlane
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import ROOT, Deployment, register_example_cluster, the_run
+
+pytestmark = [
+    pytest.mark.integration,
+    # moto's CloudFormation skips AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm (nothing tested here needs them)
+    pytest.mark.filterwarnings("ignore:Tried to parse AWS"),
+]
+
+MAX_PAYLOAD_BYTES = 8 * 1024
+RENDERING_KEY = re.compile(r"renderings/[0-9a-f]{24}\.json")
+# What a manifest or a template would bring into a payload, as YAML or as JSON.
+MANIFEST_MARKERS = ("apiVersion:", "metadata:", '"metadata"', "Resources:", '"Resources"', "AWSTemplateFormatVersion")
+PAYLOAD_FIELDS = ("input", "output", "parameters")
+
+
+def secret_forms(control_plane: ControlPlane, token: str, secret_value: str) -> dict[str, str]:
+    """Every secret and the forms it could take in a log or a payload: as is, JSON-escaped, base64."""
+    assert control_plane.tmpdir is not None
+    ca_key = (control_plane.tmpdir / "ca.key").read_text()
+    key_lines = [line for line in ca_key.splitlines() if line and not line.startswith("-----")]
+    forms = {f"CA key line {i}": line for i, line in enumerate(key_lines) if len(line) >= 32}
+    for name, value in {"token": token, "admin token": control_plane.token, "secret value": secret_value}.items():
+        forms[name] = value
+        forms[f"{name}, JSON-escaped"] = json.dumps(value)[1:-1]
+        forms[f"{name}, base64"] = base64.b64encode(value.encode()).decode()
+    return forms
+
+
+def assert_no_secret(where: str, text: str, forms: dict[str, str]) -> None:
+    leaked = [name for name, form in forms.items() if form in text]
+    assert not leaked, f"{where} holds {', '.join(leaked)}"
+
+
+class CurrentStdout:
+    """Writes to whatever `sys.stdout` is at the time: the capture of the running test phase."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+@pytest.fixture
+def handler_output(capfd: pytest.CaptureFixture[str]) -> pytest.CaptureFixture[str]:
+    """What the in-process Lambda handlers print (their powertools JSON log lines), as Lambda sends stdout to
+    CloudWatch Logs. The logger "clm" is configured once per process, with a stream handler bound to the stdout of
+    the test phase that made it first (closed since); it is pointed at the current stdout for good, unflushed."""
+    from aws_lambda_powertools import Logger
+
+    Logger(service="clm")  # what every handler module does first; configures the process's logger "clm" once
+    for handler in logging.getLogger("clm").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.stream = CurrentStdout()
+    return capfd
+
+
+def histories(deployment: Deployment) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """(state machine name, described execution, history events) of every execution of every state machine."""
+    sfn = deployment.sfn
+    found = []
+    for machine in sfn.list_state_machines()["stateMachines"]:
+        for execution in deployment.executions(machine["stateMachineArn"]):
+            arn = execution["executionArn"]
+            pages = sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
+            events = [event for page in pages for event in page["events"]]
+            found.append((machine["name"], sfn.describe_execution(executionArn=arn), events))
+    return found
+
+
+def payloads(described: dict[str, Any], events: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """(where, text) of the execution's input and output and of every input, output and parameters in its history."""
+    for field in ("input", "output"):
+        if described.get(field) is not None:
+            yield f"execution {field}", described[field]
+    for event in events:
+        for name, details in event.items():
+            if name.endswith("EventDetails"):
+                for field in PAYLOAD_FIELDS:
+                    if isinstance(details.get(field), str):
+                        yield f"event {event['id']} ({event['type']}) {field}", details[field]
+
+
+def log_events(session: Any) -> list[str]:
+    """Every log event in moto's CloudWatch Logs."""
+    logs = session.client("logs")
+    groups = [
+        g["logGroupName"] for page in logs.get_paginator("describe_log_groups").paginate() for g in page["logGroups"]
+    ]
+    return [
+        event["message"]
+        for group in groups
+        for page in logs.get_paginator("filter_log_events").paginate(logGroupName=group)
+        for event in page["events"]
+    ]
+
+
+def bucket_objects(s3: Any, bucket: str) -> dict[str, bytes]:
+    """Every version of every object in the bucket, by key and version."""
+    found = {}
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for version in page.get("Versions", []):
+            body = s3.get_object(Bucket=bucket, Key=version["Key"], VersionId=version["VersionId"])["Body"].read()
+            found[f"{version['Key']}@{version['VersionId']}"] = body
+    return found
+
+
+def assert_payloads_carry_keys_not_secrets(deployment: Deployment, forms: dict[str, str]) -> set[str]:
+    """Every payload of every execution is small, holds no secret and no manifest; returns the rendering keys."""
+    executions = histories(deployment)
+    assert {machine for machine, _, _ in executions} >= {"clm-provision", "clm-reconcile"}
+    rendering_keys = set()
+    for machine, described, events in executions:
+        for where, text in payloads(described, events):
+            place = f"{machine} {described['name']}: {where}"
+            assert_no_secret(place, text, forms)
+            assert len(text.encode()) <= MAX_PAYLOAD_BYTES, f"{place}: {len(text.encode())} bytes"
+            assert not [m for m in MANIFEST_MARKERS if m in text], f"{place} carries a manifest or template: {text}"
+            rendering_keys |= set(RENDERING_KEY.findall(text))
+    assert len(rendering_keys) == 1, rendering_keys  # one rendering, passed on by key
+    return rendering_keys
+
+
+def assert_logs_hold_no_secret(
+    output: pytest.CaptureFixture[str], session: Any, forms: dict[str, str], steps: set[str]
+) -> list[dict[str, Any]]:
+    """The handlers' stdout (which has the log lines of `steps`) and stderr, and CloudWatch Logs hold no secret;
+    returns the handlers' log lines."""
+    captured = output.readouterr()
+    log_lines = [json.loads(line) for line in captured.out.splitlines() if line.startswith("{")]
+    assert {line.get("step") for line in log_lines} >= steps
+    assert_no_secret("the handlers' stdout", captured.out, forms)
+    assert_no_secret("the handlers' stderr", captured.err, forms)
+    assert_no_secret("CloudWatch Logs", "\n".join(log_events(session)), forms)
+    return log_lines
+
+
+def assert_stores_hold_no_secret(deployment: Deployment, forms: dict[str, str], rendering_keys: set[str]) -> None:
+    """The registry's items and every object version of the artefact and config buckets hold no secret."""
+    items = deployment.session.client("dynamodb").scan(TableName=deployment.outputs["RegistryTableName"])["Items"]
+    assert [item["id"]["S"] for item in items] == [deployment.cluster_id]
+    assert_no_secret("the registry", json.dumps(items), forms)
+    s3 = deployment.session.client("s3")
+    for bucket in (deployment.outputs["ArtefactBucketName"], deployment.outputs["ConfigBucketName"]):
+        objects = bucket_objects(s3, bucket)
+        for key, body in objects.items():
+            assert_no_secret(f"s3://{bucket}/{key}", body.decode(errors="replace"), forms)
+        if bucket == deployment.outputs["ArtefactBucketName"]:
+            assert {key.split("@")[0] for key in objects} == rendering_keys
+
+
+def test_a_provision_run_leaks_no_secret_and_passes_keys_not_manifests(
+    deployment: Deployment,
+    nodes: NodeSimulator,
+    kube_api: k8s.ApiClient,
+    control_plane: ControlPlane,
+    handler_output: pytest.CaptureFixture[str],
+) -> None:
+    secret_value = deployment.session.client("secretsmanager").get_secret_value(SecretId="clm/kube-1")["SecretString"]
+    assert control_plane.token in secret_value  # the kubeconfig holds the bearer token
+    register_example_cluster(deployment)  # kube_auth_secret: clm/kube-1
+    run = the_run(deployment.settle(known=0))
+    assert [d.metadata.name for d in k8s.AppsV1Api(kube_api).list_namespaced_deployment("example").items] == ["web"]
+    forms = secret_forms(control_plane, control_plane.token, secret_value)
+
+    rendering_keys = assert_payloads_carry_keys_not_secrets(deployment, forms)
+    assert set(RENDERING_KEY.findall(run["output"])) == rendering_keys
+    assert_logs_hold_no_secret(handler_output, deployment.session, forms, {"render", "apply", "plan", "succeed"})
+    assert_stores_hold_no_secret(deployment, forms, rendering_keys)
+
+
+def test_a_rejected_token_fails_the_run_without_leaking_it(
+    deployment: Deployment, control_plane: ControlPlane, handler_output: pytest.CaptureFixture[str]
+) -> None:
+    """The error path: a secret holding a token the API server refuses (401). The failure is recorded and named,
+    and the token stays out of the error, the problem, the logs and the payloads."""
+    token = secrets.token_hex(32)
+    secret_value = json.dumps({"token": token})
+    deployment.session.client("secretsmanager").create_secret(Name="clm/kube-1-token", SecretString=secret_value)
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    ca = base64.b64encode(control_plane.ca_path.read_bytes()).decode()
+    items = {**cluster.config_items, "kube_auth_secret": "clm/kube-1-token", "api_server_ca": ca}
+    deployment.registry.put(dataclasses.replace(cluster, api_server_url=control_plane.server, config_items=items))
+    runs = deployment.settle(known=0)
+    failed = [e for e in runs if e["status"] == "FAILED"]
+    assert [e["error"] for e in failed] == ["ClusterRunFailed"], [(e["status"], e.get("error")) for e in runs]
+    problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
+    assert "401" in problem or "Unauthorized" in problem, problem
+    forms = secret_forms(control_plane, token, secret_value)
+
+    rendering_keys = assert_payloads_carry_keys_not_secrets(deployment, forms)
+    log_lines = assert_logs_hold_no_secret(handler_output, deployment.session, forms, {"render", "apply", "fail"})
+    assert [line for line in log_lines if line.get("message") == "step failed" and line.get("step") == "apply"]
+    assert_stores_hold_no_secret(deployment, forms, rendering_keys)
