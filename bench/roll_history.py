@@ -1,0 +1,190 @@
+"""Where a run's time and cost went, read from the execution histories of a provision run and its children.
+
+Every Lambda call (which step, when, how long, its input and output) and every Wait state (which, how long), on
+one time axis (epoch seconds); and per node, its drain: first pass to the pass that found it empty.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from clm_sandbox.demo_report import history
+
+History = list[dict[str, Any]]
+_LAMBDA_ENDS = {"LambdaFunctionSucceeded", "LambdaFunctionFailed", "LambdaFunctionTimedOut"}
+
+
+@dataclass(frozen=True)
+class LambdaCall:
+    """One Lambda invocation of a Task state, in `execution`."""
+
+    execution: str
+    step: str
+    started: float
+    ended: float
+    event: dict[str, Any]
+    result: Any
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+
+@dataclass(frozen=True)
+class WaitSpan:
+    """One pass through a Wait state."""
+
+    state: str
+    started: float
+    ended: float
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+
+@dataclass
+class Trace:
+    """The Lambda calls and Wait states of a run and its child executions, oldest first."""
+
+    calls: list[LambdaCall] = field(default_factory=list)
+    waits: list[WaitSpan] = field(default_factory=list)
+    executions: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # arn -> (start, stop)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # arn -> the execution's input
+
+    def pool_calls(self, pool: str) -> list[LambdaCall]:
+        """The calls of the roll-node-pool executions of `pool`."""
+        return [c for c in self.calls if (self.inputs.get(c.execution, {}).get("pool") or {}).get("node_pool") == pool]
+
+    def by_step(self) -> dict[str, list[LambdaCall]]:
+        """Lambda calls grouped by step, in order of first call."""
+        steps: dict[str, list[LambdaCall]] = defaultdict(list)
+        for call in self.calls:
+            steps[call.step].append(call)
+        return dict(steps)
+
+    def by_wait_state(self) -> dict[str, list[WaitSpan]]:
+        """Wait states passed through, grouped by state name."""
+        states: dict[str, list[WaitSpan]] = defaultdict(list)
+        for wait in self.waits:
+            states[wait.state].append(wait)
+        return dict(states)
+
+
+@dataclass(frozen=True)
+class NodeDrain:
+    """The drain of one node: from its first pass's start to the end of the pass that found it done."""
+
+    node: str
+    started: float
+    done: float | None
+    passes: int
+    evicted: int
+    forced: int
+    lambda_seconds: float
+
+
+def run_histories(sfn: Any, arn: str) -> dict[str, History]:
+    """The histories of the execution `arn` and of every child execution it started, by execution ARN."""
+    histories: dict[str, History] = {}
+    pending = [arn]
+    while pending:
+        current = pending.pop()
+        if current in histories:
+            continue
+        histories[current] = history(sfn, current)
+        pending.extend(_children(histories[current]))
+    return histories
+
+
+def _children(events: History) -> list[str]:
+    children = []
+    for event in events:
+        details = event.get("taskSubmittedEventDetails") or {}
+        if event["type"] == "TaskSubmitted" and details.get("resourceType") == "states":
+            children.append(json.loads(details["output"])["ExecutionArn"])
+    return children
+
+
+def trace(histories: dict[str, History]) -> Trace:
+    """The calls and waits of every history, on one time axis."""
+    result = Trace()
+    for arn, events in histories.items():
+        by_id = {event["id"]: event for event in events}
+        start = stop = None
+        for event in events:
+            kind = event["type"]
+            if kind == "ExecutionStarted":
+                start = _epoch(event["timestamp"])
+                result.inputs[arn] = json.loads(event["executionStartedEventDetails"].get("input") or "{}")
+            elif kind in {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}:
+                stop = _epoch(event["timestamp"])
+            elif kind in _LAMBDA_ENDS:
+                result.calls.append(_call(arn, event, by_id))
+            elif kind == "WaitStateExited":
+                entered = by_id[event["previousEventId"]]
+                result.waits.append(
+                    WaitSpan(
+                        event["stateExitedEventDetails"]["name"],
+                        _epoch(entered["timestamp"]),
+                        _epoch(event["timestamp"]),
+                    )
+                )
+        result.executions[arn] = (start or 0.0, stop)
+    result.calls.sort(key=lambda call: call.started)
+    result.waits.sort(key=lambda wait: wait.started)
+    return result
+
+
+def _call(arn: str, end: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> LambdaCall:
+    started = by_id[end["previousEventId"]]
+    scheduled = by_id[started["previousEventId"]]
+    event = json.loads(scheduled["lambdaFunctionScheduledEventDetails"].get("input") or "{}")
+    output = (end.get("lambdaFunctionSucceededEventDetails") or {}).get("output")
+    return LambdaCall(
+        arn,
+        str(event.get("step", "?")),
+        _epoch(started["timestamp"]),
+        _epoch(end["timestamp"]),
+        event,
+        json.loads(output) if output else None,
+    )
+
+
+def _epoch(value: datetime | str | float) -> float:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).timestamp()
+    return float(value)
+
+
+def node_drains(calls: list[LambdaCall]) -> list[NodeDrain]:
+    """Per node, its drain passes, in order of the first pass."""
+    passes: dict[str, list[LambdaCall]] = defaultdict(list)
+    for call in calls:
+        node = (call.event.get("replacement") or {}).get("node") if call.step == "drain" else None
+        if node:
+            passes[node].append(call)
+    drains = []
+    for node, calls_of_node in passes.items():
+        results = [call.result or {} for call in calls_of_node]
+        done = next(
+            (call.ended for call, result in zip(calls_of_node, results, strict=True) if result.get("done")), None
+        )
+        drains.append(
+            NodeDrain(
+                node,
+                calls_of_node[0].started,
+                done,
+                len(calls_of_node),
+                sum(len(result.get("evicted") or []) for result in results),
+                sum(len(result.get("forced") or []) for result in results),
+                sum(call.seconds for call in calls_of_node),
+            )
+        )
+    return sorted(drains, key=lambda drain: drain.started)
