@@ -1,0 +1,111 @@
+"""The roll benchmark's arithmetic: its lower bound and the reading of execution histories (bench/roll_*.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bench.roll_bound import Simulation, roll_bound, stretches
+from bench.roll_history import node_drains, run_histories, trace
+
+SIM = Simulation(nodes=3, replicas=6, boot_delay=5.0, grace=3, pod_ready_delay=1.0)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_drain_bound_is_the_budget_gated_evictions_then_the_last_grace_period() -> None:
+    assert [SIM.drain_bound(pods) for pods in (0, 1, 2, 3)] == [0.0, 3.0, 4.0, 5.0]
+    assert SIM.node_bound(2) == 9.0
+    assert roll_bound([2, 0, 3], SIM) == 9.0 + 5.0 + 10.0
+
+
+def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_roll_end() -> None:
+    nodes = stretches([("a", 2, 10.0, 15.0), ("b", 0, 21.0, 21.5)], roll_end=27.0, simulation=SIM)
+    assert [(n.node, n.drain_seconds, n.replace_seconds) for n in nodes] == [("a", 5.0, 6.0), ("b", 0.5, 5.5)]
+    assert [(n.drain_overhead, n.replace_overhead) for n in nodes] == [(1.0, 1.0), (0.5, 0.5)]
+
+
+class _History:
+    """Events of one execution with ids, previous ids and timestamps (seconds after T0)."""
+
+    def __init__(self, arn: str, execution_input: dict[str, Any]):
+        self.arn, self.events = arn, []
+        self.add(0.0, "ExecutionStarted", executionStartedEventDetails={"input": json.dumps(execution_input)})
+
+    def add(self, at: float, kind: str, previous: int | None = None, **details: Any) -> int:
+        event_id = len(self.events) + 1
+        self.events.append(
+            {
+                "id": event_id,
+                "previousEventId": previous if previous is not None else event_id - 1,
+                "timestamp": T0 + timedelta(seconds=at),
+                "type": kind,
+                **details,
+            }
+        )
+        return event_id
+
+    def call(self, start: float, end: float, event: dict[str, Any], output: dict[str, Any]) -> None:
+        self.add(start, "LambdaFunctionScheduled", lambdaFunctionScheduledEventDetails={"input": json.dumps(event)})
+        self.add(start, "LambdaFunctionStarted")
+        self.add(end, "LambdaFunctionSucceeded", lambdaFunctionSucceededEventDetails={"output": json.dumps(output)})
+
+    def wait(self, start: float, end: float, name: str) -> None:
+        entered = self.add(start, "WaitStateEntered", stateEnteredEventDetails={"name": name})
+        self.add(end, "WaitStateExited", entered, stateExitedEventDetails={"name": name})
+
+
+class _Sfn:
+    def __init__(self, *histories: _History):
+        self.histories = {h.arn: h.events for h in histories}
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "get_execution_history"
+        sfn = self
+
+        class Pages:
+            def paginate(self, executionArn: str) -> list[dict[str, Any]]:  # noqa: N803 - boto3's name
+                return [{"events": sfn.histories[executionArn]}]
+
+        return Pages()
+
+
+def _drain(node: str) -> dict[str, Any]:
+    return {"step": "drain", "replacement": {"node": node}, "execution": "child"}
+
+
+def test_trace_reads_calls_waits_and_each_nodes_drain_across_child_executions() -> None:
+    parent = _History("parent", {"cluster_id": "c"})
+    parent.call(0.5, 0.75, {"step": "begin"}, {"action": "provision"})
+    parent.add(
+        1.0,
+        "TaskSubmitted",
+        taskSubmittedEventDetails={"resourceType": "states", "output": json.dumps({"ExecutionArn": "child"})},
+    )
+    child = _History("child", {"pool": {"node_pool": "workers"}})
+    child.call(1.5, 2.0, {"step": "plan"}, {"action": "replace"})
+    child.call(2.0, 7.0, _drain("n1"), {"done": False, "evicted": ["ns/a", "ns/b"], "forced": []})
+    child.wait(7.0, 9.0, "WaitForDrain")
+    child.call(9.0, 9.5, _drain("n1"), {"done": True, "evicted": [], "forced": ["ns/c"]})
+    child.call(9.5, 9.75, {"step": "terminate"}, {})
+    child.add(10.0, "ExecutionSucceeded")
+
+    run = trace(run_histories(_Sfn(parent, child), "parent"))
+
+    assert [c.step for c in run.calls] == ["begin", "plan", "drain", "drain", "terminate"]
+    assert {step: len(calls) for step, calls in run.by_step().items()} == {
+        "begin": 1,
+        "plan": 1,
+        "drain": 2,
+        "terminate": 1,
+    }
+    assert [(w.state, w.seconds) for w in run.waits] == [("WaitForDrain", 2.0)]
+    assert [c.step for c in run.pool_calls("workers")] == ["plan", "drain", "drain", "terminate"]
+    [drain] = node_drains(run.calls)
+    start = T0.timestamp()
+    assert (drain.node, drain.started - start, drain.done and drain.done - start) == ("n1", 2.0, 9.5)
+    assert (drain.passes, drain.evicted, drain.forced) == (2, 2, 1)
+    assert drain.lambda_seconds == pytest.approx(5.5)
+    assert run.executions["child"] == (start, start + 10.0)
