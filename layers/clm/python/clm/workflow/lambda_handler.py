@@ -3,7 +3,9 @@
 A handler module is two lines: the table of steps it serves and ``handler = step_handler(name, steps)``.
 The Step Functions task passes ``{"step": <name>, "cluster_id": ..., ...}``; every log line carries the
 cluster id, the execution and the step. Errors propagate with their class name as Lambda's errorType, which
-is what Retry and Catch in the state machines match on.
+is what Retry and Catch in the state machines match on; an error that may pass by itself (an API server that
+is unreachable, throttling or unavailable: the error's `transient` is true) is raised as TransientError, which
+the state machines retry.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ class UnknownStep(ClmError):
     """The event names a step this function does not serve (a state machine / handler mismatch)."""
 
     asl_name = "UnknownStep"
+
+
+class TransientError(ClmError):
+    """A step failed for a reason that may pass by itself; its message is the original error's."""
+
+    asl_name = "TransientError"
 
 
 def step_handler(function: str, steps: Mapping[str, Step]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -51,6 +59,8 @@ def step_handler(function: str, steps: Mapping[str, Step]) -> Callable[[dict[str
         except ClmError as error:
             logger.warning("step failed", extra={"error": type(error).__name__, "reason": str(error)})
             metrics.add_metric(name="StepErrors", unit=MetricUnit.Count, value=1)
+            if getattr(error, "transient", False):
+                raise TransientError(str(error)) from error
             raise
         logger.info("step done", extra={"result": result})
         return result
