@@ -85,6 +85,7 @@ class RollResult:
     first_drain: float
     roll_end: float
     watch: ReadyWatch
+    server_cpu: float  # CPU seconds of moto's server process (Step Functions, Lambdas, AWS) during the run
 
     @property
     def bound(self) -> float:
@@ -95,10 +96,12 @@ def measure_roll(sandbox: RollSandbox) -> RollResult:
     """Trigger the roll (a new AMI in the config), time it, and read its histories."""
     watch = ReadyWatch(sandbox, sandbox.simulation.replicas - 1)
     watch.start()
+    cpu = sandbox.server_cpu_seconds()
     try:
         run = sandbox.run(sandbox.new_ami)
     finally:
         watch.stop()
+    cpu = sandbox.server_cpu_seconds() - cpu
     sfn = sandbox.client("stepfunctions")
     run_trace = trace(run_histories(sfn, run.arn))
     drains = node_drains(run_trace.calls)
@@ -110,7 +113,7 @@ def measure_roll(sandbox: RollSandbox) -> RollResult:
     nodes = stretches(
         [(d.node, d.evicted + d.forced, d.started, d.done or d.started) for d in drains], roll_end, sandbox.simulation
     )
-    return RollResult(run, run_figures(sfn, run.arn), run_trace, nodes, drains[0].started, roll_end, watch)
+    return RollResult(run, run_figures(sfn, run.arn), run_trace, nodes, drains[0].started, roll_end, watch, cpu)
 
 
 def load() -> str:
@@ -161,9 +164,34 @@ def roll_tables(result: RollResult, simulation: Simulation) -> list[Table]:
         ("Lambda-seconds", figures.lambda_seconds, "{:.2f}"),
         ("evictions", figures.evictions, "{:.2f}"),
         ("PDB refusals (429)", figures.pdb_refusals, "{:.2f}"),
+        ("CPU-seconds of moto's process (interpreter, Lambdas, AWS)", result.server_cpu, "{:.2f}"),
     ):
         cost.add_row(name, f"{value:g}" if isinstance(value, int) else f"{value:.1f}", fmt.format(value / count))
-    return [summary, cost, _overhead_table(result), _steps_table(result.trace)]
+    return [summary, cost, _overhead_table(result), _steps_table(result.trace), _nodes_table(result)]
+
+
+def _nodes_table(result: RollResult) -> Table:
+    table = _table(
+        "per node (drain: first pass to empty; replace: empty to the next node's first pass)",
+        "node",
+        "budget pods",
+        "drain s",
+        "bound s",
+        "replace s",
+        "boot s",
+        "overhead s",
+    )
+    for n in result.nodes:
+        table.add_row(
+            n.node,
+            str(n.pods),
+            f"{n.drain_seconds:.2f}",
+            f"{n.drain_bound:.1f}",
+            f"{n.replace_seconds:.2f}",
+            f"{n.boot_delay:.1f}",
+            f"{n.drain_overhead + n.replace_overhead:.2f}",
+        )
+    return table
 
 
 def _overhead_table(result: RollResult) -> Table:

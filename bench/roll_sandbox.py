@@ -73,6 +73,7 @@ class RollSandbox:
     """What the benchmark started and the clients it uses."""
 
     endpoint: str
+    server_pid: int
     plane: ControlPlane
     kube_api: Any
     session: boto3.Session
@@ -80,6 +81,11 @@ class RollSandbox:
     simulation: Simulation
     cluster: Cluster
     simulator: NodeSimulator | None = None
+
+    def server_cpu_seconds(self) -> float:
+        """CPU time moto's server process used so far: Step Functions, the Lambda handlers and AWS."""
+        fields = Path(f"/proc/{self.server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def client(self, service: str) -> Any:
         """A boto3 client for moto's server."""
@@ -171,15 +177,16 @@ def workload_with_grace(grace: float) -> str:
 
 
 @contextmanager
-def moto_server_logged(log: Path) -> Iterator[str]:
-    """moto's server in a process of its own (in-process Lambdas, real-time waits), its output in `log`."""
+def moto_server_logged(log: Path) -> Iterator[tuple[str, int]]:
+    """moto's server in a process of its own (in-process Lambdas, real-time waits), its output in `log`; yields
+    its endpoint and process id."""
     env = {**os.environ, **SANDBOX_ENV}
     env.pop("AWS_ENDPOINT_URL", None)
     command = [sys.executable, "-m", MODULE, "--lambda-mode", "inprocess", "--wait-scale", "1"]
     with log.open("w") as output:
         server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
     try:
-        yield _endpoint_from(log, server)
+        yield _endpoint_from(log, server), server.pid
     finally:
         server.terminate()
         try:
@@ -204,12 +211,14 @@ def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Any) -> Rol
     ensure_built()
     os.environ.update(SANDBOX_ENV)
     plane = stack.enter_context(ControlPlane(log_dir=logs / "control-plane"))
-    endpoint = stack.enter_context(moto_server_logged(logs / "moto-server.log"))
+    endpoint, server_pid = stack.enter_context(moto_server_logged(logs / "moto-server.log"))
     say(f"moto server {endpoint}, Kubernetes {plane.server}; deploying CLM (CDK app) into moto")
     outputs = deploy(endpoint)
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
-    sandbox = RollSandbox(endpoint, plane, kube_api, session, outputs, simulation, bench_cluster(simulation))
+    sandbox = RollSandbox(
+        endpoint, server_pid, plane, kube_api, session, outputs, simulation, bench_cluster(simulation)
+    )
     s3, bucket = sandbox.client("s3"), outputs["ConfigBucketName"]
     upload_config(s3, bucket, EXAMPLES / "config")
     upload_config(s3, bucket, EXAMPLES / "config", {WORKLOAD: workload_with_grace(simulation.grace)})

@@ -2,10 +2,17 @@
 
 A pass cordons the node (idempotent; the drain start is kept on the node), evicts what it can,
 force-deletes a PDB-blocked pod when CLM's force rules allow, and then, while something that gates
-progress is expected within its budget (a budget settling as replacements turn Ready, a terminating
-pod's grace period ending), watches for it and acts again at once. It returns when the node is
-empty of evictable pods, or when nothing more is expected within its budget, with `wait_seconds`
-computed from what it saw.
+progress is expected soon (within WATCH_HORIZON: a budget settling as a replacement turns Ready, the
+last terminating pod's grace period ending, the force rules allowing), watches for it and acts again at
+once. Anything further away is the workflow's Wait state: the pass returns `wait_seconds` computed from
+what it saw, ending LEAD seconds before the expected moment, so that Lambda time is spent on work and
+short watches, never on long waits:
+
+- only terminating pods left: until shortly before the last one's grace period ends (exact for pods
+  this pass evicted, from the deletion timestamp's whole seconds otherwise);
+- blocked by a settling budget: a second, growing with the drain's age up to the poll interval;
+- blocked by a budget that will not change on its own (every pod healthy): the poll interval
+  (drain_poll_interval), or until the force rules allow, whichever comes first.
 """
 
 from __future__ import annotations
@@ -38,7 +45,13 @@ TERMINATION_HEADROOM = 30.0
 STAMP_PRECISION = 1.0
 # Waits for a pod past its grace period grow with how late it is, up to this.
 MAX_OVERDUE_WAIT = 5.0
-SETTLING_WAIT = 1.0
+# A kubelet reports a pod gone about this long after its grace period ended, at most (else it is overdue).
+KUBELET_SLACK = 1.0
+SETTLING_WAIT = 1  # seconds
+# A pass watches for what it expects within this many seconds; a longer wait is the workflow's Wait state,
+# ending LEAD seconds before the expected moment (whole seconds, rounded down).
+WATCH_HORIZON = 1.5
+LEAD = 0.5
 MAX_LISTED = 20
 EVICTION_WORKERS = 8
 
@@ -81,6 +94,11 @@ def _listed(keys: Sequence[str]) -> list[str]:
     return list(keys[:MAX_LISTED])
 
 
+def _ahead_of(seconds: float) -> int:
+    """A Wait (whole seconds, at least 1) that ends about LEAD seconds before something `seconds` away."""
+    return max(1, math.floor(seconds - LEAD))
+
+
 class _Drainer:
     def __init__(
         self,
@@ -97,6 +115,8 @@ class _Drainer:
         self.evicted: list[str] = []
         self.forced: list[str] = []
         self.blocked: list[_Blocked] = []
+        self.evicted_at: dict[str, datetime] = {}  # uid -> when this pass evicted it
+        self.settle_watch_ends: float | None = None  # monotonic end of the watch on a settling budget
 
     def observe(self) -> _Observation:
         listed = self.kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={self.node}"})
@@ -125,9 +145,11 @@ class _Drainer:
             else:
                 candidates.append(pod)
         outcomes = self._evict_all(candidates)
+        evicted_at = self.clock.now()
         for pod, outcome in zip(candidates, outcomes, strict=True):
             if outcome.result == EVICTED:
                 self.evicted.append(outcome.pod)
+                self.evicted_at[pod["metadata"].get("uid", "")] = evicted_at
             elif outcome.result == BLOCKED:
                 self.blocked.append(self._blocked_by_server(pod, outcome, observation.budgets))
         return any(o.result == EVICTED for o in outcomes)
@@ -185,30 +207,51 @@ class _Drainer:
     def next_step(self, observation: _Observation) -> tuple[float | None, int]:
         """When to act again within this pass (monotonic; None: not within it), and wait_seconds after it."""
         now, mono = self.clock.now(), time.monotonic()
-        remaining = self.deadline - mono
-        waits: list[float] = []
-        watch = False
-        timer: float | None = None
-        for pod in observation.waiting_for:
-            earliest = ((deletion_deadline(pod) or now) - now).total_seconds()
-            latest = earliest + STAMP_PRECISION
-            waits.append(latest if latest > 0 else min(MAX_OVERDUE_WAIT, -latest))
-            watch = watch or earliest <= remaining
+        if self.blocked:  # progress needs an eviction or a forced deletion
+            wake_at, wait_seconds = self._next_for_blocked(now, mono)
+        else:  # only terminating pods are left: the node is empty when the last one is gone
+            wake_at, wait_seconds = self._next_for_terminating(observation, now, mono)
+        return (None if wake_at is None else min(wake_at, self.deadline)), wait_seconds
+
+    def _next_for_terminating(self, observation: _Observation, now: datetime, mono: float) -> tuple[float | None, int]:
+        last = max(self._seconds_left(pod, now) for pod in observation.waiting_for)
+        if last < -KUBELET_SLACK:  # overdue: look again after a wait that grows with how late it is
+            return None, math.ceil(min(MAX_OVERDUE_WAIT, -last))
+        if last <= WATCH_HORIZON:
+            return mono + last + KUBELET_SLACK, SETTLING_WAIT
+        return None, _ahead_of(last)
+
+    def _seconds_left(self, pod: Pod, now: datetime) -> float:
+        """Until the pod's grace period ends: exact if this pass evicted it, else the latest its timestamp allows."""
+        meta = pod["metadata"]
+        grace = meta.get("deletionGracePeriodSeconds")
+        evicted_at = self.evicted_at.get(meta.get("uid", ""))
+        if evicted_at is not None and grace is not None:
+            return (evicted_at + timedelta(seconds=float(grace)) - now).total_seconds()
+        return ((deletion_deadline(pod) or now) - now).total_seconds() + STAMP_PRECISION
+
+    def _next_for_blocked(self, now: datetime, mono: float) -> tuple[float | None, int]:
         age = (now - self.drain_start).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
+        poll = math.ceil(self.settings.poll_interval)
+        wakes: list[float] = []
+        waits: list[int] = []
+        if any(b.settling for b in self.blocked):  # a replacement turning Ready will open the budget
+            if backoff <= WATCH_HORIZON:  # a young drain: watch for it a while
+                if self.settle_watch_ends is None:
+                    self.settle_watch_ends = mono + WATCH_HORIZON
+                if mono < self.settle_watch_ends:
+                    wakes.append(self.settle_watch_ends)
+            waits.append(math.ceil(backoff))
         for blocked in self.blocked:
             if blocked.settling:
-                waits.append(SETTLING_WAIT)
-                watch = True
                 continue
             until_force = (blocked.force_at - now).total_seconds() if blocked.force_at else math.inf
-            waits.append(min(backoff, max(until_force, 0.0)))
-            if until_force <= remaining:
-                timer = min(timer if timer is not None else math.inf, mono + max(until_force, 0.0))
-        wait_seconds = max(1, math.ceil(min(waits, default=SETTLING_WAIT)))
-        if watch:
-            return min(self.deadline, timer if timer is not None else math.inf), wait_seconds
-        return timer, wait_seconds
+            if until_force <= WATCH_HORIZON:
+                wakes.append(mono + max(until_force, 0.0))
+            else:  # nothing changes on its own: poll, or come back just before the force rules allow
+                waits.append(poll if until_force == math.inf else min(poll, _ahead_of(until_force)))
+        return min(wakes, default=None), max(1, min(waits, default=SETTLING_WAIT))
 
     def watches(self, observation: _Observation) -> list[WatchSpec]:
         specs = [
@@ -250,8 +293,11 @@ class _Drainer:
                 return self.result(observation, True, 0)
             progressed = self.evict(observation)
             progressed = self.force(observation) or progressed
-            if progressed and time.monotonic() < self.deadline:
-                continue  # list again: what was evicted is terminating now
+            if progressed:
+                self.settle_watch_ends = None
+                if time.monotonic() < self.deadline:
+                    continue  # list again: what was evicted is terminating now
+                return self.result(observation, False, SETTLING_WAIT)  # listed before this round: soon again
             wake_at, wait_seconds = self.next_step(observation)
             if wake_at is None or time.monotonic() >= self.deadline:
                 return self.result(observation, False, wait_seconds)

@@ -48,7 +48,7 @@ def pool_state(
 ) -> PoolState:
     """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`."""
     by_instance = {instance_id_of(node): node for node in nodes}
-    members, boot_times = [], []
+    members, boot_times, outdated_boot_times = [], [], []
     for instance in inventory.instances:
         launched = _parse_time(instance.launch_time)
         node = by_instance.get(instance.id)
@@ -63,8 +63,10 @@ def pool_state(
             )
         )
         ready_since = _ready_since(node) if node else None
-        if launched and ready_since and not instance.outdated:
-            boot_times.append(max((ready_since - launched).total_seconds(), 0.0))
+        if launched and ready_since:
+            seconds = max((ready_since - launched).total_seconds(), 0.0)
+            (outdated_boot_times if instance.outdated else boot_times).append(seconds)
+    boot_times = boot_times or outdated_boot_times  # the pool's older instances until a new one has booted
     return PoolState(
         name=name,
         asg_name=inventory.asg_name,

@@ -9,6 +9,7 @@ continued by the next one: nodes CLM already took out of service are finished fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +19,12 @@ from clm.rolling.pool import Member, PoolState, RollSettings
 MIN_WAIT_SECONDS = 1
 MAX_WAIT_SECONDS = 30
 UNKNOWN_BOOT_WAIT_SECONDS = 10
+# After replacing nodes, the workflow waits for their successors' boot before planning again, ending this many
+# seconds before they are expected Ready; the plan then watches for them (Wait states have whole seconds).
+BOOT_LEAD = 0.5
+# A plan watches for booting nodes expected Ready within this many seconds (or late by less), this long past it.
+BOOT_WATCH = 2.0
+BOOT_SLACK = 1.0
 
 
 class NodeStartupTimeout(ClmError):
@@ -56,7 +63,12 @@ class Replacement:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the workflow does next: `done`, `wait`, `scale` or `replace`."""
+    """What the workflow does next: `done`, `wait`, `scale` or `replace`.
+
+    `wait_seconds`: for `wait`, until planning again; for `replace`, after the replacements, for their successors
+    to boot. `watch_seconds`: for `wait`, how long the plan step may watch for the booting nodes turning Ready
+    and then decide again at once (None: not worth it, the Wait state carries the wait).
+    """
 
     action: str
     reason: str
@@ -65,6 +77,7 @@ class Decision:
     min_size: int | None = None
     baseline: int | None = None
     replace: list[Replacement] = field(default_factory=list)
+    watch_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict for the Step Functions payload, without empty fields."""
@@ -107,20 +120,33 @@ def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettin
     if oldest.seconds_since_launch > settings.node_startup_timeout:
         raise NodeStartupTimeout(state.name, oldest, settings.node_startup_timeout)
     ids = ", ".join(m.instance_id for m in booting)
+    remaining = _boot_remaining(state, booting)
     return Decision(
         "wait",
         f"waiting for {len(booting)} new node(s) to become Ready: {ids}",
-        wait_seconds=_boot_wait(state, booting),
+        wait_seconds=_boot_wait(remaining),
+        watch_seconds=_boot_watch(remaining),
     )
 
 
-def _boot_wait(state: PoolState, booting: list[Member]) -> int:
-    """Seconds until the youngest booting instance is expected Ready, from how long the others took."""
+def _boot_remaining(state: PoolState, booting: list[Member]) -> float | None:
+    """Seconds until the youngest booting instance is expected Ready, from how long the others took (None: unknown)."""
     if state.typical_boot_seconds is None:
+        return None
+    return state.typical_boot_seconds - min(m.seconds_since_launch for m in booting)
+
+
+def _boot_wait(remaining: float | None) -> int:
+    if remaining is None:
         return UNKNOWN_BOOT_WAIT_SECONDS
-    youngest = min(m.seconds_since_launch for m in booting)
-    remaining = state.typical_boot_seconds - youngest
     return int(min(max(remaining + 0.999, MIN_WAIT_SECONDS), MAX_WAIT_SECONDS))
+
+
+def _boot_watch(remaining: float | None) -> float | None:
+    """Watch for nodes due within BOOT_WATCH seconds (or late by less than that), until a little past their time."""
+    if remaining is None or not -BOOT_WATCH < remaining <= BOOT_WATCH:
+        return None
+    return max(remaining, 0.0) + BOOT_SLACK
 
 
 def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool) -> Decision:
@@ -181,4 +207,7 @@ def _replace(members: list[Member], state: PoolState, removing: bool, reason: st
         decrement = surplus > 0
         surplus -= int(decrement)
         replacements.append(Replacement(member.instance_id, member.node.name if member.node else None, decrement))
-    return Decision("replace", reason, replace=replacements)
+    succeeded = any(not r.decrement for r in replacements)  # the group launches a successor
+    boot = state.typical_boot_seconds if succeeded else None
+    wait = 0 if boot is None else max(0, math.floor(boot - BOOT_LEAD))
+    return Decision("replace", reason, wait_seconds=wait, replace=replacements)

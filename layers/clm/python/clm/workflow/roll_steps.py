@@ -6,14 +6,17 @@ again (group, instances, Nodes, node annotations), so an execution can die at an
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from clm.aws import client
-from clm.rolling.observe import pool_state
+from clm.kube.waiting import WatchSpec, wait_for_event
+from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import plan as plan_next
+from clm.rolling.pool import PoolState
 from clm.rolling.settings import roll_settings
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
@@ -63,17 +66,44 @@ def _resume(stack_name: str) -> str:
 
 
 def plan(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace)."""
+    """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace).
+
+    When the decision is to wait for nodes about to turn Ready (`watch_seconds`), watch for that first and
+    decide again at once, from the Nodes listed again (the group's side is seconds old): the Wait state that
+    would follow has whole seconds and a plan call of its own.
+    """
     cluster = rendering(event["rendering"]).cluster
     pool = event["node_pool"]
-    inventory = _inventory(cluster.id, pool)
     removing = bool(event.get("removing"))
     pool_items = {} if removing else cluster.node_pool(pool).config_items
     settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    inventory = _inventory(cluster.id, pool)
+    baseline = _baseline(inventory.asg_name)
     with kube_client(cluster) as kube:
-        nodes = (kube.get("/api/v1/nodes") or {}).get("items", [])
-    state = pool_state(pool, inventory, nodes, _baseline(inventory.asg_name), datetime.now(UTC))
-    return plan_next(state, settings, removing=removing).to_dict()
+        state, nodes_version = _observe(kube, pool, inventory, baseline)
+        decision = plan_next(state, settings, removing=removing)
+        if decision.watch_seconds is not None:
+            booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
+            deadline = time.monotonic() + decision.watch_seconds
+            if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
+                decision = plan_next(_observe(kube, pool, inventory, baseline)[0], settings, removing=removing)
+    return decision.to_dict()
+
+
+def _observe(kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None) -> tuple[PoolState, str]:
+    """The pool's state with its Nodes as listed now, and the resourceVersion of that list."""
+    listed = kube.get("/api/v1/nodes") or {}
+    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC))
+    return state, (listed.get("metadata") or {}).get("resourceVersion", "")
+
+
+def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
+    """Wakes when the Node of one of `instances` is (or turns) Ready."""
+
+    def ready(kind: str, node: dict[str, Any]) -> bool:
+        return kind in {"ADDED", "MODIFIED"} and instance_id_of(node) in instances and node_state(node).ready
+
+    return WatchSpec("/api/v1/nodes", nodes_version, ready)
 
 
 def scale(event: dict[str, Any]) -> dict[str, Any]:

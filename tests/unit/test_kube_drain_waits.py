@@ -1,0 +1,95 @@
+"""How long a drain pass hands over to the workflow's Wait state: computed from what gates progress, never fixed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from clm.kube.client import KubeClient
+from clm.kube.drain import drain_pass
+from clm.kube.settings import DrainSettings
+from tests.unit.test_kube_client import RecordedTransport, response
+from tests.unit.test_kube_eviction import NOW, cordoned_node, recorded_v1
+from tests.unit.test_kube_pods import make_pod
+
+WEB = {"app": "web"}
+
+
+def budget(*, allowed: int = 0, healthy: int = 3, expected: int = 3) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "app", "generation": 1},
+        "spec": {"minAvailable": 3, "selector": {"matchLabels": WEB}},
+        "status": {
+            "observedGeneration": 1,
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": 3,
+            "expectedPods": expected,
+        },
+    }
+
+
+def terminating(name: str, due: datetime, grace: int = 30) -> dict[str, Any]:
+    pod = make_pod(name, labels=WEB, deleting=due)
+    pod["metadata"]["deletionGracePeriodSeconds"] = grace
+    return pod
+
+
+def node(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], drain_start: datetime) -> RecordedTransport:
+    listed = {"metadata": {"resourceVersion": "100"}}
+    return recorded_v1(
+        {
+            ("GET", "/api/v1/nodes/n1"): [response(200, cordoned_node(drain_start.strftime("%Y-%m-%dT%H:%M:%SZ")))],
+            ("GET", "/api/v1/pods"): [response(200, {**listed, "items": pods})],
+            ("GET", "/apis/policy/v1/poddisruptionbudgets"): [response(200, {**listed, "items": budgets})],
+        }
+    )
+
+
+def one_pass(transport: RecordedTransport, settings: DrainSettings | None = None) -> dict[str, Any]:
+    return drain_pass(KubeClient(transport, "c1"), "n1", settings or DrainSettings(), now=NOW, budget_seconds=0)
+
+
+@pytest.mark.parametrize(
+    ("due_in", "wait"),
+    [
+        (10, 10),  # the timestamp's whole second: gone by 11 s at the latest; back half a second before
+        (3, 3),
+        (2, 2),
+        (-4, 4),  # overdue (3 s past the latest end, and the pass's own moment): a wait growing with it
+        (-20, 5),
+    ],
+)
+def test_only_terminating_pods_left_wait_until_just_before_the_last_grace_period_ends(due_in: int, wait: int) -> None:
+    pods = [
+        terminating("web-1", NOW + timedelta(seconds=due_in - 5)),
+        terminating("web-2", NOW + timedelta(seconds=due_in)),
+    ]
+    result = one_pass(node(pods, [budget()], NOW))
+    assert (result["done"], result["terminating"], result["wait_seconds"]) == (False, ["app/web-1", "app/web-2"], wait)
+
+
+def test_a_budget_blocked_with_every_pod_healthy_is_polled_at_the_poll_interval() -> None:
+    pods = [make_pod("web-1", labels=WEB)]
+    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=5)))
+    assert [b["pdb"] for b in result["blocked"]] == ["app/web"]
+    assert result["wait_seconds"] == 30  # CLM's drain_poll_interval: it does not change on its own
+
+
+def test_a_blocked_pod_is_looked_at_again_just_before_the_force_rules_allow() -> None:
+    settings = DrainSettings(grace_period=60, min_pod_lifetime=0, min_healthy_sibling_lifetime=0)
+    pods = [make_pod("web-1", labels=WEB)]
+    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=40)), settings)
+    assert result["wait_seconds"] == 19  # forced from 20 s on; the next pass comes half a second before
+
+
+@pytest.mark.parametrize(("drain_age", "wait"), [(3, 1), (55, 6), (1000, 30)])
+def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_is_young(drain_age: int, wait: int) -> None:
+    pods = [make_pod("web-1", labels=WEB)]
+    settling = budget(healthy=2, expected=3)  # a replacement is starting
+    result = one_pass(node(pods, [settling], NOW - timedelta(seconds=drain_age)))
+    assert result["wait_seconds"] == wait
