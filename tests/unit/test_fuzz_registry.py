@@ -7,6 +7,7 @@ never as another exception. Invalid items among good ones are reported by reconc
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from clm.registry.dynamodb import DynamoRegistry, create_table
 from clm.validation import CLUSTER_FIELDS, POOL_FIELDS
 from clm.version import desired_version
 from clm.workflow.reconcile_steps import reconcile
+from tests.damage import YAML_DAMAGE, damaged
 from tests.strategies import text
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -125,6 +127,9 @@ def assert_valid(clusters: list[Cluster]) -> None:
 @given(edits(_slots(EXAMPLE), yaml_values))
 @example({"path": ("clusters", 0), "key": "criticality_level", "delete": False, "value": 2**31})
 @example({"path": ("clusters", 1, "node_pools", 0), "key": "max_size", "delete": False, "value": 2**63})
+@example({"path": ("clusters", 0, "node_pools", 0), "key": "name", "delete": False, "value": None})
+@example({"path": ("clusters", 0), "key": "environment", "delete": False, "value": None})
+@example({"path": ("clusters", 0), "key": "region", "delete": False, "value": datetime.date(2000, 1, 1)})
 @example(
     {
         "path": ("clusters", 0),
@@ -145,79 +150,14 @@ def test_edited_clusters_yaml_loads_or_names_the_culprit(edit: dict[str, Any]) -
     assert_valid(clusters)
 
 
-# Damage at the level of text: YAML syntax, tags, anchors, complex keys, control characters, encodings.
-YAML_DAMAGE = [
-    ":",
-    ": ",
-    "- ",
-    "-",
-    "\t",
-    "\n",
-    "  ",
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    "&a ",
-    "*a",
-    "*nope",
-    "<<: *a\n",
-    "!!binary ",
-    "!!python/object/apply:os.system ['true'] ",
-    "!!set ",
-    "!!timestamp ",
-    "!Ref ",
-    "? [a, b]\n: c\n",
-    "? {a: 1}\n: c\n",
-    '"',
-    "'",
-    "|",
-    ">",
-    "%YAML 1.1\n",
-    "---\n",
-    "...\n",
-    "#",
-    "@",
-    "`",
-    "\x00",
-    "\ufeff",
-    "\x85",
-    "é",
-    "中",
-    "😀",
-    "null",
-    "~",
-    "1e400",
-    ".nan",
-    "2024-01-01",
-    "0x1F",
-    "- id: x\n",
-    "clusters:\n",
-]
-
-
-@st.composite
-def damaged_texts(draw: st.DrawFn, base: str) -> bytes:
-    """`base` with up to three snippets inserted and maybe a slice deleted (as bytes: encodings break too)."""
-    data = base.encode()
-    for _ in range(draw(st.integers(1, 3))):
-        at = draw(st.integers(0, len(data)))
-        snippet = draw(st.sampled_from(YAML_DAMAGE).map(str.encode) | st.binary(min_size=1, max_size=3))
-        data = data[:at] + snippet + data[at:]
-    if draw(st.booleans()):
-        start = draw(st.integers(0, len(data)))
-        data = data[:start] + data[start + draw(st.integers(0, 40)) :]
-    return data
-
-
 @FUZZ
-@given(damaged_texts(EXAMPLE_TEXT))
+@given(damaged(EXAMPLE_TEXT.encode(), st.sampled_from([*YAML_DAMAGE, "- id: x\n", "clusters:\n"]).map(str.encode)))
 @example(EXAMPLE_TEXT.replace("- id: aws:123456789012:eu-west-1:kube-2", "- ? [a, b]\n  : c", 1).encode())
 @example(EXAMPLE_TEXT.replace('app_replicas: "3"', "? {a: 1}\n    : c", 1).encode())
-def test_damaged_clusters_yaml_loads_or_names_the_file(damaged: bytes) -> None:
+@example(EXAMPLE_TEXT.replace("owner: team-platform", "owner: !!timestamp team-platform").encode())
+def test_damaged_clusters_yaml_loads_or_names_the_file(broken: bytes) -> None:
     try:
-        clusters = load_clusters(damaged)
+        clusters = load_clusters(broken)
     except ValidationError as error:
         assert str(error).startswith("clusters.yaml"), str(error)
         return

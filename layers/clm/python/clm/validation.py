@@ -76,13 +76,14 @@ class _Checker:
     ) -> str | None:
         value = data.get(key, default)
         if value is None:
-            return None
-        if isinstance(value, datetime | date):  # YAML timestamps, e.g. created_at
-            return value.isoformat()
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            if default is None:  # an optional field left empty
+                return None
+            value = ""  # `key:` with no value reads as the empty string, as in CLM
+        if isinstance(value, bool) or not isinstance(value, str | int | float | date):
             self.fail(path, f"must be a string, got {type(value).__name__}", data, key)
             return default
-        value = str(value)
+        # YAML timestamps (e.g. created_at) as ISO 8601 text; datetime is a date
+        value = value.isoformat() if isinstance(value, date) else str(value)
         if pattern is not None and not pattern.match(value):
             self.fail(path, f"{value!r} is not valid{f' ({hint})' if hint else ''}", data, key)
         return value

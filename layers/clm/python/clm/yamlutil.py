@@ -27,7 +27,24 @@ class LineList(list):
 
 
 # libyaml's parser when PyYAML was built with it (about 10x faster), the pure-Python one otherwise.
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FastSafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# What PyYAML's constructors raise for an explicitly tagged value that does not parse (`!!int x`, `!!bool x`,
+# `!!timestamp x`), instead of a YAMLError.
+_CONSTRUCTOR_FAILURES = (ValueError, TypeError, AttributeError, KeyError)
+
+
+class SafeLoader(_FastSafeLoader):
+    """The safe loader, whose tagged values that do not parse are YAML errors pointing at their line."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's construction; a value its tag cannot read raises ConstructorError with the node's position."""
+        try:
+            return super().construct_object(node, deep)
+        except _CONSTRUCTOR_FAILURES:
+            value = f" {node.value!r}" if isinstance(node, yaml.ScalarNode) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.tag}{value} cannot be read", node.start_mark
+            ) from None
 
 
 class _LineLoader(SafeLoader):
