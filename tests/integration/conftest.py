@@ -64,6 +64,7 @@ def deployment(
     )
     registry = DynamoRegistry(sandbox_aws.client("dynamodb"), outputs["RegistryTableName"])
     deployment = Deployment(sandbox_aws, registry, outputs, "aws:123456789012:eu-central-1:kube-1")
+    deployment.settle()  # the upload's reconciles end before a test registers a cluster (no late second run)
     yield deployment
     deployment.settle()  # nothing may run on after the test's moto is gone
 

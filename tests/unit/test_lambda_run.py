@@ -67,8 +67,12 @@ def test_begin_render_succeed(deployment: DynamoRegistry, lambda_logs: io.String
     rendered = call("render", cluster_id=cluster_id)
     assert rendered["rendering"].startswith("renderings/")
     call("succeed", cluster_id=cluster_id, plan=plan, version=rendered["version"])
-    status = deployment.get(cluster_id).status
-    assert status.current_version == rendered["version"]
+    cluster = deployment.get(cluster_id)
+    assert (cluster.status.current_version, cluster.lifecycle_status) == (rendered["version"], "ready")
+    again = call("begin", cluster_id=cluster_id)  # ready changes the spec: one more run follows, as in CLM
+    assert again["action"] == "provision"
+    rendered = call("render", cluster_id=cluster_id)
+    call("succeed", cluster_id=cluster_id, plan=again, version=rendered["version"])
     assert call("begin", cluster_id=cluster_id)["action"] == "skip"
     logs = [json.loads(line) for line in lambda_logs.getvalue().splitlines() if line.startswith("{")]
     done = [line for line in logs if line.get("message") == "step done"]
