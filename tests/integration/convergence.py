@@ -1,0 +1,51 @@
+"""What a cluster looks like once a roll that was interrupted (killed, failed) has been run again to the end."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import Deployment, instances
+
+NODES = 3  # the example cluster's node pool
+
+
+def new_executions(deployment: Deployment, state_machine: str, known: set[str]) -> list[dict[str, Any]]:
+    """The executions of the state machine whose ARNs are not in `known`, oldest first."""
+    return [e for e in deployment.executions(state_machine) if e["executionArn"] not in known]
+
+
+def terminated(deployment: Deployment, rolls: set[str]) -> Counter[str]:
+    """How often the roll executions not in `rolls` entered Terminate, by instance id."""
+    counts: Counter[str] = Counter()
+    for execution in new_executions(deployment, deployment.roll_node_pool, rolls):
+        pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+        for page in pages:
+            for event in page["events"]:
+                entered = event.get("stateEnteredEventDetails")
+                if entered and entered["name"] == "Terminate":
+                    counts[json.loads(entered["input"])["replacement"]["instance_id"]] += 1
+    return counts
+
+
+def assert_converged(
+    deployment: Deployment, nodes: NodeSimulator, again: dict[str, Any], before: set[str], rolls: set[str]
+) -> None:
+    """`again`, the run after an interrupted one, succeeded (a skip only when the interrupted run had finished its
+    work), every node outdated at the start (`before`) was replaced exactly once by the rolls not in `rolls`, the
+    group is back to its size with its processes resumed, the registry is at the desired version with nothing
+    pending, and no lock is held."""
+    assert again["status"] == "SUCCEEDED", again
+    plan = json.loads(again["output"])["plan"]
+    assert plan["action"] == "provision" or plan["reason"].startswith("up to date"), plan
+    after = instances(deployment.session)
+    assert len(after) == NODES and not after & before, (before, after)
+    assert terminated(deployment, rolls) == Counter(before), "every outdated instance terminated exactly once"
+    assert len(nodes.wait_for_ready_nodes(NODES, timeout=30)) == NODES
+    [group] = deployment.session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert (group["DesiredCapacity"], group["MinSize"], group["SuspendedProcesses"]) == (NODES, NODES, [])
+    status = deployment.registry.get(deployment.cluster_id).status
+    assert (status.current_version, status.next_version, status.problems) == (plan["desired_version"], "", [])
+    assert deployment.registry.lock_holder(deployment.cluster_id) is None
