@@ -93,3 +93,9 @@ def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_is_young(drai
     settling = budget(healthy=2, expected=3)  # a replacement is starting
     result = one_pass(node(pods, [settling], NOW - timedelta(seconds=drain_age)))
     assert result["wait_seconds"] == wait
+
+
+def test_a_pod_gone_before_its_eviction_has_the_node_listed_again_soon() -> None:
+    pods = [make_pod("web-1", labels=WEB)]  # its eviction is answered 404: deleted meanwhile
+    result = one_pass(node(pods, [budget(allowed=1)], NOW))
+    assert (result["done"], result["evicted"], result["blocked"], result["wait_seconds"]) == (False, [], [], 1)

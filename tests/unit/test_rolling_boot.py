@@ -57,6 +57,8 @@ def test_boot_time_comes_from_new_instances_and_before_any_from_the_older_ones()
 def test_a_replacement_is_followed_by_a_wait_for_its_successor_to_boot() -> None:
     decision = plan(pool(member(1), member(2), boot=5.3), RollSettings())
     assert (decision.action, decision.wait_seconds) == ("replace", 4)  # half a second early, whole seconds
+    slow = plan(pool(member(1), member(2), boot=5.3), RollSettings(), lead=1.2)  # observing takes 1.2 s
+    assert slow.wait_seconds == 3
     unknown = plan(pool(member(1), member(2)), RollSettings())
     assert (unknown.action, unknown.wait_seconds) == ("replace", 0)
 
@@ -71,9 +73,9 @@ def test_a_replacement_that_shrinks_the_group_waits_for_no_boot() -> None:
     ("age", "watch"),
     [
         (3.8, 2.2),  # due in 1.2 s: watch until a second past it
-        (20.0, None),  # due in 10 s: the Wait state waits
+        (1.0, None),  # due in 4 s: the Wait state waits
         (5.5, 1.0),  # half a second late: watch a second
-        (8.0, None),  # 3 s late: something is slow, poll
+        (9.0, None),  # 4 s late: something is slow, the Wait state polls
     ],
 )
 def test_a_plan_watches_for_nodes_due_within_seconds(age: float, watch: float | None) -> None:

@@ -214,7 +214,9 @@ class _Drainer:
         return (None if wake_at is None else min(wake_at, self.deadline)), wait_seconds
 
     def _next_for_terminating(self, observation: _Observation, now: datetime, mono: float) -> tuple[float | None, int]:
-        last = max(self._seconds_left(pod, now) for pod in observation.waiting_for)
+        last = max((self._seconds_left(pod, now) for pod in observation.waiting_for), default=None)
+        if last is None:  # what was listed went away meanwhile: list again soon
+            return None, SETTLING_WAIT
         if last < -KUBELET_SLACK:  # overdue: look again after a wait that grows with how late it is
             return None, math.ceil(min(MAX_OVERDUE_WAIT, -last))
         if last <= WATCH_HORIZON:

@@ -9,6 +9,7 @@ continued by the next one: nodes CLM already took out of service are finished fi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,10 +21,11 @@ MIN_WAIT_SECONDS = 1
 MAX_WAIT_SECONDS = 30
 UNKNOWN_BOOT_WAIT_SECONDS = 10
 # After replacing nodes, the workflow waits for their successors' boot before planning again, ending this many
-# seconds before they are expected Ready; the plan then watches for them (Wait states have whole seconds).
+# seconds (plus the time a plan takes to observe the pool) before they are expected Ready; the plan then watches
+# for them (Wait states have whole seconds).
 BOOT_LEAD = 0.5
-# A plan watches for booting nodes expected Ready within this many seconds (or late by less), this long past it.
-BOOT_WATCH = 2.0
+# A plan watches for booting nodes expected Ready within this many seconds (or late by less), until a little past.
+BOOT_WATCH = 2.5
 BOOT_SLACK = 1.0
 
 
@@ -84,8 +86,22 @@ class Decision:
         return {key: value for key, value in asdict(self).items() if value not in (None, [])}
 
 
-def plan(state: PoolState, settings: RollSettings, *, removing: bool = False) -> Decision:
-    """The next step of rolling `state` (or of draining it to zero when the pool is `removing`)."""
+def plan(state: PoolState, settings: RollSettings, *, removing: bool = False, lead: float = 0.0) -> Decision:
+    """The next step of rolling `state` (or of draining it to zero when the pool is `removing`).
+
+    `lead`: how long observing the pool took; the wait after a replacement ends that much earlier, so that the
+    next plan has observed the pool by the time the successors are expected Ready.
+    """
+    decision = _decide(state, settings, removing)
+    if decision.action != "replace" or state.typical_boot_seconds is None:
+        return decision
+    if all(r.decrement for r in decision.replace):  # the group shrinks: no successor to wait for
+        return decision
+    wait = max(0, math.floor(state.typical_boot_seconds - lead - BOOT_LEAD))
+    return dataclasses.replace(decision, wait_seconds=wait)
+
+
+def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decision:
     in_service = [m for m in state.members if m.in_service]
     if removing and state.min_size > 0:
         return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
@@ -207,7 +223,4 @@ def _replace(members: list[Member], state: PoolState, removing: bool, reason: st
         decrement = surplus > 0
         surplus -= int(decrement)
         replacements.append(Replacement(member.instance_id, member.node.name if member.node else None, decrement))
-    succeeded = any(not r.decrement for r in replacements)  # the group launches a successor
-    boot = state.typical_boot_seconds if succeeded else None
-    wait = 0 if boot is None else max(0, math.floor(boot - BOOT_LEAD))
-    return Decision("replace", reason, wait_seconds=wait, replace=replacements)
+    return Decision("replace", reason, replace=replacements)

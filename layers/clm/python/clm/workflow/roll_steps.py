@@ -77,11 +77,12 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     removing = bool(event.get("removing"))
     pool_items = {} if removing else cluster.node_pool(pool).config_items
     settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    started = time.monotonic()
     inventory = _inventory(cluster.id, pool)
     baseline = _baseline(inventory.asg_name)
     with kube_client(cluster) as kube:
         state, nodes_version = _observe(kube, pool, inventory, baseline)
-        decision = plan_next(state, settings, removing=removing)
+        decision = plan_next(state, settings, removing=removing, lead=time.monotonic() - started)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
