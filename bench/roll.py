@@ -3,27 +3,35 @@
     .venv/bin/python bench/roll.py [--nodes 20] [--boot-delay 5] [--grace 3] [--pod-ready 1] [--replicas 2N]
                                    [--blocked 60,600]
 
-The CDK app is deployed into moto's server (a process of its own, Lambdas in-process; Wait states in real time),
-with the real Kubernetes control plane and the node simulator (boot delay, pods Ready `--pod-ready` seconds after
-binding, grace periods in real time). kube-1 gets one pool of exactly N nodes and `--replicas` web pods with a
-`--grace` seconds grace period behind a PodDisruptionBudget allowing one disruption. A new worker AMI uploaded to the
-config bucket triggers the roll (reconcile, then provision); it is timed from the upload to the end of the run:
+The sandbox (roll_sandbox): the CDK app deployed into moto's server, run as a process of its own with the Lambda
+handlers in-process (warm containers, as Lambda keeps them; a fresh interpreter per call would time Python's
+start, not CLM) so that Step Functions, the handlers and AWS (CLM's side) do not share an interpreter with this
+process's node simulator and watcher (the kubelets' side); the real Kubernetes control plane; the node simulator
+(new Nodes Ready `--boot-delay` s after launch, pods Ready `--pod-ready` s after binding, grace periods in real
+time). Wait states run in real time (not scaled). kube-1 gets one pool of exactly N nodes (max_unavailable 1)
+and `--replicas` web pods with a `--grace` s grace period behind their PodDisruptionBudget (minAvailable =
+replicas - 1). A new worker AMI uploaded to the config bucket triggers the roll (S3 event, reconcile, provision),
+timed from the upload to the end of the run:
 
-- lower bound: see roll_bound (per node: PDB-gated evictions and the last grace period, then the boot of the
-  replacement); ratio = total / bound; control overhead per node = (total - bound) / N;
-- cost per node: Step Functions state transitions, Lambda calls and Lambda-seconds of the run and its children;
-- where the time went: before the first drain, per node its drain and its replacement against their bounds, after
-  the roll; Lambda seconds per step and Wait state seconds per state.
+- lower bound (roll_bound): per node i, its k_i budget pods leave one at a time, each eviction waiting for the
+  previous pod's replacement to be Ready, the last one then terminating, and the node's successor boots:
+  bound = sum_i [(k_i - 1) * pod_ready + grace (0 if k_i = 0) + boot_delay], k_i observed (pods evicted);
+  ratio = total / bound; control overhead per node = (total - bound) / N;
+- cost per node: Step Functions state transitions, Lambda calls and Lambda-seconds of the run and its children
+  (clm_sandbox.demo_report.run_figures), and the CPU time of moto's process;
+- where the time went: before the first drain, per node its drain and its replacement against their bounds,
+  after the roll; Lambda seconds per step and Wait state seconds per state; a row per node.
 
 Then the blocked drain (roll_blocked): a one-node pool whose pod a budget never lets go, forced after
-`drain_grace_period` = each of `--blocked` seconds; its Lambda-seconds must not grow with the blocked time.
-Prints the targets with pass/fail; exits 0 whatever they say (a measurement), 1 if the sandbox fails.
-Time figures depend on the machine's load, printed at the start and the end; counts do not.
+`drain_grace_period` = each of `--blocked` seconds: the Lambda-seconds its drain passes cost, against the time.
+Prints the targets with pass/MISS and exits 0 whatever they say (a measurement), 1 if the sandbox fails.
+Time figures depend on the machine's load (printed at the start, after the roll and at the end); counts do not.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import statistics
 import sys
@@ -92,8 +100,8 @@ class RollResult:
         return sum(n.drain_bound + n.boot_delay for n in self.nodes)
 
 
-def measure_roll(sandbox: RollSandbox) -> RollResult:
-    """Trigger the roll (a new AMI in the config), time it, and read its histories."""
+def measure_roll(sandbox: RollSandbox, logs: Path) -> RollResult:
+    """Trigger the roll (a new AMI in the config), time it, and read its histories (kept in `logs`)."""
     watch = ReadyWatch(sandbox, sandbox.simulation.replicas - 1)
     watch.start()
     cpu = sandbox.server_cpu_seconds()
@@ -103,7 +111,9 @@ def measure_roll(sandbox: RollSandbox) -> RollResult:
         watch.stop()
     cpu = sandbox.server_cpu_seconds() - cpu
     sfn = sandbox.client("stepfunctions")
-    run_trace = trace(run_histories(sfn, run.arn))
+    histories = run_histories(sfn, run.arn)
+    (logs / "roll-histories.json").write_text(json.dumps(histories, default=str))
+    run_trace = trace(histories)
     drains = node_drains(run_trace.calls)
     if not drains or any(d.done is None for d in drains):
         raise RuntimeError(f"run {run.arn}: a node's drain did not finish: {drains}")
@@ -269,6 +279,16 @@ def blocked_table(drains: list[BlockedDrain]) -> Table:
     return table
 
 
+def blocked_per_hour(drain: BlockedDrain) -> str:
+    """What an hour blocked costs at the longest run's rate: passes (one per poll) and their Lambda-seconds."""
+    passes = drain.passes * 3600 / drain.blocked_for
+    per_pass = drain.drain_lambda_seconds / max(drain.passes, 1)
+    return (
+        f"an hour blocked at that rate: ~{passes:.0f} drain passes x {per_pass:.2f} Lambda-s = "
+        f"~{passes * per_pass:.0f} Lambda-s (the waiting itself is Wait states: no Lambda time)"
+    )
+
+
 def targets_table(result: RollResult, drains: list[BlockedDrain]) -> tuple[Table, list[str]]:
     """Each target, what was measured, pass or MISS; and the names of the missed ones."""
     count = len(result.nodes)
@@ -335,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
         with ExitStack() as stack:
             sandbox = start(stack, simulation, logs, lambda text: console.print(f"[dim]{text}[/]"))
             console.print(f"[dim]setup done after {time.monotonic() - started:.0f} s; rolling ({load()})[/]")
-            result = measure_roll(sandbox)
+            result = measure_roll(sandbox, logs)
             console.print(f"after the roll: {load()}")
             for table in roll_tables(result, simulation):
                 console.print(table)
@@ -346,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
                     console.print(f"[dim]blocked drain of {seconds} s ({load()})[/]")
                     drains.append(blocked_drain(sandbox, seconds))
                 console.print(blocked_table(drains))
+                console.print(blocked_per_hour(drains[-1]))
     except Exception as exc:
         console.print(f"[bold red]benchmark failed:[/] {type(exc).__name__}: {exc} (logs in {logs})")
         raise SystemExit(1) from exc

@@ -82,12 +82,14 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     baseline = _baseline(inventory.asg_name)
     with kube_client(cluster) as kube:
         state, nodes_version = _observe(kube, pool, inventory, baseline)
-        decision = plan_next(state, settings, removing=removing, lead=time.monotonic() - started)
+        lead = time.monotonic() - started  # how long the next plan will take to see the pool
+        decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
-                decision = plan_next(_observe(kube, pool, inventory, baseline)[0], settings, removing=removing)
+                state = _observe(kube, pool, inventory, baseline)[0]
+                decision = plan_next(state, settings, removing=removing, lead=lead)
     return decision.to_dict()
 
 
