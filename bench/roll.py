@@ -50,6 +50,7 @@ from roll_history import Trace, node_drains, run_histories, trace
 from roll_sandbox import RollSandbox, Run, ready_pods, start
 
 from clm_sandbox.demo_report import RunFigures, run_figures
+from clm_sandbox.nodesim import EventKind
 
 MAX_RATIO, MAX_OVERHEAD, MAX_TRANSITIONS, MAX_LAMBDA_SECONDS = 1.15, 3.0, 25.0, 5.0
 console = Console(highlight=False, width=130)
@@ -94,6 +95,7 @@ class RollResult:
     roll_end: float
     watch: ReadyWatch
     server_cpu: float  # CPU seconds of moto's server process (Step Functions, Lambdas, AWS) during the run
+    successors_late: list[float]  # per replaced node, its successor Ready later than the boot delay
 
     @property
     def bound(self) -> float:
@@ -123,7 +125,22 @@ def measure_roll(sandbox: RollSandbox, logs: Path) -> RollResult:
     nodes = stretches(
         [(d.node, d.evicted + d.forced, d.started, d.done or d.started) for d in drains], roll_end, sandbox.simulation
     )
-    return RollResult(run, run_figures(sfn, run.arn), run_trace, nodes, drains[0].started, roll_end, watch, cpu)
+    late = successors_late(run_trace, sandbox, sandbox.simulation.boot_delay)
+    return RollResult(run, run_figures(sfn, run.arn), run_trace, nodes, drains[0].started, roll_end, watch, cpu, late)
+
+
+def successors_late(run_trace: Trace, sandbox: RollSandbox, boot_delay: float) -> list[float]:
+    """Per terminated node, how much later than the boot delay after its terminate call its successor's Node was
+    made Ready: the simulator's and moto's share of the replace stretch, not CLM's."""
+    assert sandbox.simulator is not None
+    offset = time.time() - time.monotonic()
+    ready = sorted(event.at + offset for event in sandbox.simulator.events_of(EventKind.NODE_READY))
+    late = []
+    for call in (c for c in run_trace.calls if c.step == "terminate"):
+        successor = next((at for at in ready if at > call.ended), None)
+        if successor is not None:
+            late.append(max(successor - call.ended - boot_delay, 0.0))
+    return late
 
 
 def load() -> str:
@@ -225,10 +242,17 @@ def _overhead_table(result: RollResult) -> Table:
         f"{max(drains):.2f}",
     )
     table.add_row(
-        "replacements beyond the boot delay (terminate, plan, Wait)",
+        "replacements beyond the boot delay (terminate, Wait, plan; the successors' boot)",
         f"{sum(replaces):.1f}",
         f"{statistics.mean(replaces):.2f}",
         f"{max(replaces):.2f}",
+    )
+    late = result.successors_late or [0.0]
+    table.add_row(
+        "  of which successors Ready late after the terminate call (simulator, moto)",
+        f"{sum(late):.1f}",
+        f"{sum(late) / count:.2f}",
+        f"{max(late):.2f}",
     )
     table.add_row("roll done to the end of the run (resume, succeed)", f"{after:.1f}", f"{after / count:.2f}", "")
     return table

@@ -72,9 +72,9 @@ def test_a_replacement_that_shrinks_the_group_waits_for_no_boot() -> None:
 @pytest.mark.parametrize(
     ("age", "watch"),
     [
-        (3.8, 2.2),  # due in 1.2 s: watch until a second past it
+        (3.8, 3.2),  # due in 1.2 s: watch until two seconds past it
         (1.0, None),  # due in 4 s: the Wait state waits
-        (5.5, 1.0),  # half a second late: watch a second
+        (5.5, 2.0),  # half a second late: watch two seconds
         (9.0, None),  # 4 s late: something is slow, the Wait state polls
     ],
 )

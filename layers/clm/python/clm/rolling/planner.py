@@ -26,7 +26,7 @@ UNKNOWN_BOOT_WAIT_SECONDS = 10
 BOOT_LEAD = 0.5
 # A plan watches for booting nodes expected Ready within this many seconds (or late by less), until a little past.
 BOOT_WATCH = 2.5
-BOOT_SLACK = 1.0
+BOOT_SLACK = 2.0
 
 
 class NodeStartupTimeout(ClmError):
