@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,10 +54,10 @@ class BenchError(RuntimeError):
 
 @dataclass(frozen=True)
 class Run:
-    """One provision execution started by a trigger: wall times (epoch seconds) of the trigger and of its end."""
+    """One provision execution started by a trigger, which succeeded: wall times (epoch seconds) of the trigger, of
+    its start and of its end."""
 
     arn: str
-    status: str
     triggered: float
     started: float
     stopped: float
@@ -99,7 +99,7 @@ class RollSandbox:
     def provision(self) -> str:
         return self.outputs["ProvisionStateMachineArn"]
 
-    def run(self, trigger: Any, timeout: float = RUN_TIMEOUT) -> Run:
+    def run(self, trigger: Callable[[], object], timeout: float = RUN_TIMEOUT) -> Run:
         """Call `trigger()`, then wait for the provision run it starts and for every execution to end."""
         sfn = self.client("stepfunctions")
         known = {e["executionArn"] for e in _executions(sfn, self.provision)}
@@ -116,7 +116,7 @@ class RollSandbox:
             raise BenchError(
                 f"provision run {arn} of {self.cluster.id}: {described['status']}: {described.get('cause', '')[:500]}"
             )
-        return Run(arn, described["status"], triggered, _epoch(described["startDate"]), _epoch(described["stopDate"]))
+        return Run(arn, triggered, _epoch(described["startDate"]), _epoch(described["stopDate"]))
 
     def settle(self, deadline: float) -> None:
         """Wait until no execution of any state machine runs."""
@@ -206,7 +206,7 @@ def _endpoint_from(log: Path, server: subprocess.Popen[str]) -> str:
     raise BenchError(f"moto server did not start within {SERVER_START_TIMEOUT:.0f} s (its output: {log})")
 
 
-def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Any) -> RollSandbox:
+def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[str], None]) -> RollSandbox:
     """Start everything, provision the bench cluster and wait for N Ready nodes and the Ready web pods."""
     ensure_built()
     os.environ.update(SANDBOX_ENV)
