@@ -3,6 +3,8 @@ configuration, with the function's environment variables seen by the calling thr
 
 Imported modules and the function's import paths stay, like a warm container.
 Modules a handler imports by absolute name (its siblings, layer packages) are shared by name across functions.
+Tracing is off here (``POWERTOOLS_TRACE_DISABLED``): X-Ray's patch of botocore is process-wide, so it would trace,
+and warn about, every AWS call of the process that hosts the handlers (a test, the CLI). It runs in subprocess mode.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from clm_sandbox.patches.lambda_runtime import Invocation
 
 _loading = threading.RLock()  # sys.path, sys.modules and the handlers' packages
 _function_locks: dict[str, threading.RLock] = {}
+UNTRACED = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
 def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: Any, request_id: str) -> Invocation:
@@ -32,7 +35,7 @@ def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: A
     handler whose AWS call makes moto invoke another function (a DynamoDB stream's) through the server does not
     wait for itself.
     """
-    with _function_lock(function.function_arn), thread_environment(env):
+    with _function_lock(function.function_arn), thread_environment({**env, **UNTRACED}):
         with _loading:
             _add_import_paths(code.import_paths)
             try:

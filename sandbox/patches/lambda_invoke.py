@@ -115,12 +115,20 @@ def lambda_environment(function: Any, code: FunctionCode, request_id: str, endpo
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.run_time}",
             "LAMBDA_TASK_ROOT": str(code.root),
             "_HANDLER": function.handler,
+            "_X_AMZN_TRACE_ID": trace_header(),
             **SANDBOX_CREDENTIALS,
         }
     )
     if endpoint:
         env["AWS_ENDPOINT_URL"] = endpoint
     return env
+
+
+def trace_header() -> str:
+    """A sampled X-Ray trace header, as Lambda sets it for active tracing (the segments go to a daemon address
+    nobody listens on). Without it the X-Ray SDK warns on every call that the Lambda worker is initialising."""
+    root = f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
+    return f"Root={root};Parent={uuid.uuid4().hex[:16]};Sampled=1"
 
 
 def _invoke(self: Any, body: str | bytes, request_headers: Any, response_headers: Any) -> bytes:

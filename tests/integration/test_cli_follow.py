@@ -84,7 +84,7 @@ def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, 
     assert any("replacement node(s) Ready" in step for step in pool)
     assert "3/3 nodes replaced" in roll.output  # the pool's progress bar, complete
     version = deployment.registry.get(cluster_id).status.current_version
-    [row] = json.loads(clm(deployment, "-o", "json", "status", cluster_id).output)
+    [row] = json.loads(clm(deployment, "-o", "json", "status", cluster_id).stdout)
     assert (row["current_version"], row["running_execution"], row["last_problem"]) == (version, None, None)
 
     switch_rules(deployment.session, deployment.outputs["EventBusName"], enabled=True)  # the registry trigger
