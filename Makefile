@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	@# The outcome is repeated last, after pytest has exited: nothing a test left running can print after it.
 	$(BIN)/python -m pytest $(PYTEST_ARGS) 2>&1 | tee .pytest.log; rc=$${PIPESTATUS[0]}; \
-	echo '--- test outcome ---'; grep -aE '^(FAILED|ERROR) |(passed|failed|errors?|deselected|no tests ran) in [0-9.]+s' .pytest.log; \
+	echo '--- test outcome ---'; grep -aE '^(FAILED|ERROR) |^=+ .* in [0-9.]+s' .pytest.log; \
 	if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
 lint: $(STAMP)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
+from hypothesis import HealthCheck, settings
 from moto import mock_aws
 
 from clm_sandbox.moto_server import SERVER_CONFIG, moto_server_process
@@ -15,6 +16,10 @@ from clm_sandbox.patches import wait_scale as wait_scaling
 
 REGION = "eu-central-1"
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # CDK's jsii on Node 20
+# Property tests judge correctness, not speed: on a loaded 2-core CI machine a draw can stall for a second, which
+# fails Hypothesis' generation-speed health check and per-example deadline without saying anything about CLM.
+settings.register_profile("clm", suppress_health_check=[HealthCheck.too_slow], deadline=None)
+settings.load_profile("clm")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import REGION, Deployment, upload_config
+from tests.integration.deployment import REGION, Deployment, remove_example_objects, upload_config
 
 
 @pytest.fixture(scope="session")
@@ -53,9 +53,11 @@ def deployment(
     assembly: Assembly,
     wait_scale: Callable[[float], None],
     control_plane: ControlPlane,
+    kube_api: client.ApiClient,
 ) -> Iterator[Deployment]:
     """The CDK app deployed into moto as `cdk deploy` would and the example config uploaded; kube-1 is not in the
-    registry yet (registering it is what starts its first run). Waits at the end until no execution runs."""
+    registry yet (registering it is what starts its first run). Waits at the end until no execution runs, then
+    removes the example's objects from the shared control plane."""
     wait_scale(0.02)
     outputs = deploy_assembly(assembly, sandbox_aws.client, REGION)
     upload_config(sandbox_aws.client("s3"), outputs["ConfigBucketName"])
@@ -67,6 +69,7 @@ def deployment(
     deployment.settle()  # the upload's reconciles end before a test registers a cluster (no late second run)
     yield deployment
     deployment.settle()  # nothing may run on after the test's moto is gone
+    remove_example_objects(kube_api)
 
 
 @pytest.fixture

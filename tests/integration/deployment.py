@@ -102,6 +102,29 @@ def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:
     return working[0]
 
 
+def remove_example_objects(api: k8s.ApiClient, timeout: float = 60.0) -> None:
+    """Delete what the example config applied to the shared control plane (its namespace, cluster role and
+    kube-system ConfigMap), so that its DaemonSet and pending pods never land on other tests' Nodes."""
+    core = k8s.CoreV1Api(api)
+    deletions = (
+        lambda: core.delete_namespace("example"),
+        lambda: core.delete_namespaced_config_map("cluster-info", "kube-system"),
+        lambda: k8s.RbacAuthorizationV1Api(api).delete_cluster_role("cluster-info-reader"),
+    )
+    for delete in deletions:
+        try:
+            delete()
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
+    deadline = time.monotonic() + timeout
+    while any(n.metadata.name == "example" for n in core.list_namespace().items):
+        assert time.monotonic() < deadline, "namespace example still there after the test"
+        # No kubelet finishes the pods of a gone simulator: delete them at once, so the namespace can go.
+        core.delete_collection_namespaced_pod("example", grace_period_seconds=0)
+        time.sleep(0.5)
+
+
 def upload_config(s3: Any, bucket: str) -> None:
     for path in sorted((ROOT / "examples" / "config").rglob("*")):
         if path.is_file():
