@@ -303,16 +303,6 @@ def blocked_table(drains: list[BlockedDrain]) -> Table:
     return table
 
 
-def blocked_per_hour(drain: BlockedDrain) -> str:
-    """What an hour blocked costs at the longest run's rate: passes (one per poll) and their Lambda-seconds."""
-    passes = drain.passes * 3600 / drain.blocked_for
-    per_pass = drain.drain_lambda_seconds / max(drain.passes, 1)
-    return (
-        f"an hour blocked at that rate: ~{passes:.0f} drain passes x {per_pass:.2f} Lambda-s = "
-        f"~{passes * per_pass:.0f} Lambda-s (the waiting itself is Wait states: no Lambda time)"
-    )
-
-
 def targets_table(result: RollResult, drains: list[BlockedDrain]) -> tuple[Table, list[str]]:
     """Each target, what was measured, pass or MISS; and the names of the missed ones."""
     count = len(result.nodes)
@@ -390,7 +380,6 @@ def main(argv: list[str] | None = None) -> None:
                     console.print(f"[dim]blocked drain of {seconds} s ({load()})[/]")
                     drains.append(blocked_drain(sandbox, seconds))
                 console.print(blocked_table(drains))
-                console.print(blocked_per_hour(drains[-1]))
     except Exception as exc:
         console.print(f"[bold red]benchmark failed:[/] {type(exc).__name__}: {exc} (logs in {logs})")
         raise SystemExit(1) from exc

@@ -73,11 +73,20 @@ def test_only_terminating_pods_left_wait_until_just_before_the_last_grace_period
     assert (result["done"], result["terminating"], result["wait_seconds"]) == (False, ["app/web-1", "app/web-2"], wait)
 
 
-def test_a_budget_blocked_with_every_pod_healthy_is_polled_at_the_poll_interval() -> None:
+@pytest.mark.parametrize(
+    ("drain_age", "wait"),
+    [
+        (5, 30),  # CLM's drain_poll_interval: it does not change on its own
+        (30, 30),
+        (100, 100),  # backing off: as long as the drain has lasted
+        (5000, 900),  # but looked at again every 15 minutes (someone may fix it)
+    ],
+)
+def test_a_budget_blocked_with_every_pod_healthy_is_polled_with_a_back_off(drain_age: int, wait: int) -> None:
     pods = [make_pod("web-1", labels=WEB)]
-    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=5)))
+    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=drain_age)))
     assert [b["pdb"] for b in result["blocked"]] == ["app/web"]
-    assert result["wait_seconds"] == 30  # CLM's drain_poll_interval: it does not change on its own
+    assert result["wait_seconds"] == wait
 
 
 def test_a_blocked_pod_is_looked_at_again_just_before_the_force_rules_allow() -> None:

@@ -11,8 +11,9 @@ short watches, never on long waits:
 - only terminating pods left: until shortly before the last one's grace period ends (exact for pods
   this pass evicted, from the deletion timestamp's whole seconds otherwise);
 - blocked by a settling budget: a second, growing with the drain's age up to the poll interval;
-- blocked by a budget that will not change on its own (every pod healthy): the poll interval
-  (drain_poll_interval), or until the force rules allow, whichever comes first.
+- blocked by a budget that will not change on its own (every pod healthy): as long as the drain has
+  lasted (a back-off: at least drain_poll_interval, at most BLOCKED_POLL_CAP), or until the force rules
+  allow, whichever comes first; an hour blocked costs a handful of passes more than a minute, not 120.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ MAX_OVERDUE_WAIT = 5.0
 # A kubelet reports a pod gone about this long after its grace period ended, at most (else it is overdue).
 KUBELET_SLACK = 1.0
 SETTLING_WAIT = 1  # seconds
+# A budget blocked with every pod healthy is looked at again at least this often (someone may fix it).
+BLOCKED_POLL_CAP = 900.0
 # A pass watches for what it expects within this many seconds; a longer wait is the workflow's Wait state,
 # ending LEAD seconds before the expected moment (whole seconds, rounded down).
 WATCH_HORIZON = 1.5
@@ -235,7 +238,7 @@ class _Drainer:
     def _next_for_blocked(self, now: datetime, mono: float) -> tuple[float | None, int]:
         age = (now - self.drain_start).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
-        poll = math.ceil(self.settings.poll_interval)
+        poll = math.ceil(max(self.settings.poll_interval, min(math.floor(age), BLOCKED_POLL_CAP)))
         wakes: list[float] = []
         waits: list[int] = []
         if any(b.settling for b in self.blocked):  # a replacement turning Ready will open the budget
