@@ -543,7 +543,7 @@ def test_wait_scale_makes_a_minute_wait_short(local: Client, wait_scale: Callabl
         stateMachineArn=machine, input=json.dumps({"seconds": 60, "at": in_a_minute()})
     )
     assert finished(local, started["executionArn"])["status"] == "SUCCEEDED"
-    assert time.monotonic() - began < 1.0
+    assert time.monotonic() - began < 15.0  # not the minute (a loaded CI machine took over a second to poll)
 
 
 def test_without_scale_waits_take_real_time(local: Client) -> None:
