@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clm.render.renderer import RenderedCluster, RenderedStack
 from clm.stacks.errors import InvalidStackSpec
 from clm.stacks.names import cluster_stack_name, cluster_stack_tags, node_pool_stack_name, node_pool_stack_tags
+
+if TYPE_CHECKING:
+    from clm.render.renderer import RenderedCluster, RenderedStack
 
 
 @dataclass(frozen=True)
