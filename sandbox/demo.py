@@ -36,7 +36,7 @@ from rich.table import Table
 
 from clm.cli.follow import Outcome, follow, report
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.controlplane import ControlPlane, ensure_built
+from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
 from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
 from clm_sandbox.demo_watch import RollWatch, Workload
 from clm_sandbox.deploy import deploy
@@ -166,7 +166,12 @@ class Sandbox:
 def start_sandbox(stack: ExitStack) -> Sandbox:
     """Steps 1 and 2: moto, the control plane, CLM deployed, the config uploaded, the kubeconfig secret."""
     console.print(Rule("1. sandbox: moto (AWS), Kubernetes control plane, node simulator"))
-    ensure_built(OUT / "control-plane-build.log")
+    build_log = OUT / "control-plane-build.log"
+    try:
+        verify_binaries()
+    except CacheError:
+        console.print(f"building the Kubernetes control plane from Debian sources (once, ~10 min): {build_log}")
+    ensure_built(build_log)
     endpoint = stack.enter_context(moto_server())
     os.environ["AWS_ENDPOINT_URL"] = endpoint  # the in-process Lambda handlers' AWS
     plane = stack.enter_context(ControlPlane(log_dir=OUT / "control-plane"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterator
 
 import boto3
@@ -22,7 +24,10 @@ def control_plane() -> Iterator[ControlPlane]:
     """A running Kubernetes v1.20.2 control plane, shared by the session (built first if not cached).
 
     Tests that share it must use their own namespaces and clean up cluster-scoped objects they create.
+    A SIGTERM (a CI timeout, a kill) ends the session like Ctrl-C, so that the control plane is stopped too.
     """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     ensure_built()
     with ControlPlane() as cp:
         yield cp

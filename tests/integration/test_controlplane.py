@@ -5,11 +5,13 @@ The binaries are built once (several minutes) by ``ensure_built()`` when the cac
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -245,3 +247,47 @@ def test_build_script_returns_at_once_when_cached(binaries: dict[str, Path]) -> 
     assert result.returncode == 0, result.stderr
     assert "cache complete" in result.stdout
     assert elapsed < 5, f"cached build script took {elapsed:.1f} s"
+
+
+def test_a_terminated_test_session_stops_the_shared_control_plane(tmp_path: Path) -> None:
+    root = Path(__file__).parents[2]
+    (tmp_path / "test_hang.py").write_text(
+        "import json, time\n"
+        "def test_hang(control_plane):\n"
+        "    print('PIDS', control_plane.tmpdir, json.dumps(control_plane.pids), flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    session = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-s",
+            "-q",
+            "-p",
+            "tests.integration.conftest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_hang.py"),
+        ],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert session.stdout is not None
+        line = next(line for line in session.stdout if line.startswith("PIDS "))
+        _, tmpdir, pids = line.split(" ", 2)
+        session.send_signal(signal.SIGTERM)
+        assert session.wait(timeout=60) != 0
+    finally:
+        session.kill()
+    started = json.loads(pids)
+    try:
+        _assert_stopped(started, Path(tmpdir.strip()))
+    finally:  # nothing left behind for the next tests if it failed
+        for pid in started.values():
+            if not _gone(pid):
+                os.killpg(pid, signal.SIGKILL)
