@@ -48,8 +48,10 @@ def main() -> None:
         files[f"cluster/manifests/zz-bench/{n:03d}.yaml"] = MANIFEST.format(n=n).encode()
     tree = ConfigTree(version="bench", files=files, source="bench")
     template = load_clusters((EXAMPLES / "clusters.yaml").read_text())[1]
-    fleet = [dataclasses.replace(template, id=f"aws:123456789012:eu-west-1:bench-{i}", local_id=f"bench-{i}")
-             for i in range(args.clusters)]
+    fleet = [
+        dataclasses.replace(template, id=f"aws:123456789012:eu-west-1:bench-{i}", local_id=f"bench-{i}")
+        for i in range(args.clusters)
+    ]
 
     renderer = Renderer(tree)
     start = time.perf_counter()

@@ -8,8 +8,12 @@ from clm.model import DISCOUNT_STRATEGIES, LIFECYCLE_STATUSES, Cluster, ClusterS
 
 LOWER = "abcdefghijklmnopqrstuvwxyz"
 # Built from plain alphabets rather than regexes: cheap enough for Hypothesis' generation health check.
-slug = st.builds(lambda first, middle, last: first + middle + last, st.sampled_from(LOWER),
-                 st.text(LOWER + "0123456789-", max_size=10), st.sampled_from(LOWER + "0123456789"))
+slug = st.builds(
+    lambda first, middle, last: first + middle + last,
+    st.sampled_from(LOWER),
+    st.text(LOWER + "0123456789-", max_size=10),
+    st.sampled_from(LOWER + "0123456789"),
+)
 # A fixed alphabet (ASCII, YAML's special characters, some non-ASCII): st.characters() with categories builds a
 # Unicode table on first use, seconds on a fresh machine, which trips Hypothesis' generation health check.
 text = st.text(st.sampled_from([chr(c) for c in range(32, 127)] + list("äéßøλЖ中文😀\u00a0")), max_size=20)
@@ -23,20 +27,37 @@ def node_pools(draw: st.DrawFn) -> list[NodePool]:
     for name in names:
         low = draw(st.integers(0, 20))
         legacy = draw(st.booleans())
-        types = [draw(st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge"]))] if legacy else draw(
-            st.lists(st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge", "m6i.large"]),
-                     min_size=1, max_size=3, unique=True))
-        pools.append(NodePool(name=name, profile=draw(slug), min_size=low,
-                              max_size=low + draw(st.integers(0, 20)), instance_types=types,
-                              legacy_instance_type=legacy,
-                              discount_strategy=draw(st.sampled_from(DISCOUNT_STRATEGIES)),
-                              config_items=draw(config_items)))
+        types = (
+            [draw(st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge"]))]
+            if legacy
+            else draw(
+                st.lists(
+                    st.sampled_from(["m5.large", "c5.xlarge", "r5.2xlarge", "m6i.large"]),
+                    min_size=1,
+                    max_size=3,
+                    unique=True,
+                )
+            )
+        )
+        pools.append(
+            NodePool(
+                name=name,
+                profile=draw(slug),
+                min_size=low,
+                max_size=low + draw(st.integers(0, 20)),
+                instance_types=types,
+                legacy_instance_type=legacy,
+                discount_strategy=draw(st.sampled_from(DISCOUNT_STRATEGIES)),
+                config_items=draw(config_items),
+            )
+        )
     return pools
 
 
 problems = st.builds(Problem, title=text, detail=text, status=st.integers(0, 599))
-statuses = st.builds(ClusterStatus, current_version=text, last_version=text, next_version=text,
-                     problems=st.lists(problems, max_size=3))
+statuses = st.builds(
+    ClusterStatus, current_version=text, last_version=text, next_version=text, problems=st.lists(problems, max_size=3)
+)
 
 
 @st.composite

@@ -38,8 +38,10 @@ def test_import_list_show_export_round_trip(run, tmp_path):
     again = run("-o", "json", "registry", "import", str(EXAMPLES / "clusters.yaml"))
     assert [row["change"] for row in json.loads(again.output)] == ["unchanged", "unchanged"]
     listed = json.loads(run("-o", "json", "registry", "list").output)
-    assert {row["id"] for row in listed} == {"aws:123456789012:eu-central-1:kube-1",
-                                            "aws:123456789012:eu-west-1:kube-2"}
+    assert {row["id"] for row in listed} == {
+        "aws:123456789012:eu-central-1:kube-1",
+        "aws:123456789012:eu-west-1:kube-2",
+    }
     shown = yaml.safe_load(run("registry", "show", "aws:123456789012:eu-west-1:kube-2").output)
     assert shown["node_pools"][0]["instance_type"] == "m5.xlarge"
     out = tmp_path / "export.yaml"
@@ -68,8 +70,16 @@ def test_render_from_registry_and_from_file(run, tmp_path):
     rows = json.loads(result.output)
     assert [row["manifests"] for row in rows] == [7, 7]
     assert (tmp_path / "kube-1" / "manifests" / "02-example-app" / "002-deployment-web.yaml").exists()
-    from_file = run("-o", "json", "render", "aws:123456789012:eu-central-1:kube-1", "--config",
-                    str(EXAMPLES / "config"), "--registry-file", str(EXAMPLES / "clusters.yaml"))
+    from_file = run(
+        "-o",
+        "json",
+        "render",
+        "aws:123456789012:eu-central-1:kube-1",
+        "--config",
+        str(EXAMPLES / "config"),
+        "--registry-file",
+        str(EXAMPLES / "clusters.yaml"),
+    )
     assert json.loads(from_file.output)[0]["version"] == rows[0]["version"]
 
 
@@ -81,17 +91,32 @@ def test_render_unknown_cluster(run):
 def run_clm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
-    return subprocess.run([sys.executable, "-m", "clm.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "clm.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("args", "env", "expected"), [
-    (["registry", "show", "x"], {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
-     "error: cannot reach http://127.0.0.1:9"),
-    (["registry", "import", "/nonexistent.yaml"], {}, "does not exist"),
-    (["render", "x", "--config", str(EXAMPLES / "config"), "--registry-file",
-      str(EXAMPLES / "clusters.yaml")], {}, "error: cluster x is not in the registry"),
-])
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            ["registry", "show", "x"],
+            {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+            "error: cannot reach http://127.0.0.1:9",
+        ),
+        (["registry", "import", "/nonexistent.yaml"], {}, "does not exist"),
+        (
+            ["render", "x", "--config", str(EXAMPLES / "config"), "--registry-file", str(EXAMPLES / "clusters.yaml")],
+            {},
+            "error: cluster x is not in the registry",
+        ),
+    ],
+)
 def test_errors_are_one_line_without_traceback(args, env, expected):
     result = run_clm(*args, env=env)
     assert result.returncode != 0
@@ -110,9 +135,14 @@ def test_template_error_names_file_and_line(tmp_path):
 
 
 def test_no_credentials_is_one_line(tmp_path):
-    env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "x"),
-           "AWS_CONFIG_FILE": str(tmp_path / "y"), "AWS_EC2_METADATA_DISABLED": "true",
-           "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    env = {
+        "AWS_ACCESS_KEY_ID": "",
+        "AWS_SECRET_ACCESS_KEY": "",
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "x"),
+        "AWS_CONFIG_FILE": str(tmp_path / "y"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    }
     result = run_clm("registry", "list", env=env)
     assert result.returncode == 1
     assert "error: no AWS credentials" in result.stderr

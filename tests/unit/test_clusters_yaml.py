@@ -74,8 +74,11 @@ def test_malformed_yaml_names_file_and_line():
 
 
 def test_unknown_field_names_cluster_and_line():
-    text = (EXAMPLES / "clusters.yaml").read_text().replace("  owner: team-platform\n",
-                                                            "  owner: team-platform\n  colour: blue\n")
+    text = (
+        (EXAMPLES / "clusters.yaml")
+        .read_text()
+        .replace("  owner: team-platform\n", "  owner: team-platform\n  colour: blue\n")
+    )
     message = error_of(text)
     assert "cluster aws:123456789012:eu-central-1:kube-1: colour (line 18): unknown field" in message
 

@@ -22,8 +22,17 @@ VALID: dict[str, Any] = {
     "region": "eu-central-1",
     "provider": "zalando-aws",
     "lifecycle_status": "ready",
-    "node_pools": [{"name": "default", "profile": "worker-default", "min_size": 1, "max_size": 3,
-                    "instance_types": ["m5.large"], "discount_strategy": "none", "config_items": {}}],
+    "node_pools": [
+        {
+            "name": "default",
+            "profile": "worker-default",
+            "min_size": 1,
+            "max_size": 3,
+            "instance_types": ["m5.large"],
+            "discount_strategy": "none",
+            "config_items": {},
+        }
+    ],
 }
 
 
@@ -54,24 +63,27 @@ def test_valid_cluster_parses_with_defaults():
     assert Cluster.from_dict(cluster.to_dict()) == cluster
 
 
-@pytest.mark.parametrize(("path", "value", "expected"), [
-    ("id", "has space", "id: 'has space' is not valid"),
-    ("region", "europe", "region: 'europe' is not valid"),
-    ("infrastructure_account", "aws:123", "infrastructure_account: 'aws:123' is not valid (aws:<12 digits>)"),
-    ("lifecycle_status", "gone", "lifecycle_status: 'gone' is not one of requested, ready"),
-    ("criticality_level", "high", "criticality_level: must be an integer"),
-    ("api_server_url", "ftp://x", "api_server_url: 'ftp://x' is not an http(s) URL"),
-    ("local_id", "Kube_1", "local_id: 'Kube_1' is not valid"),
-    ("surprise", 1, "surprise: unknown field"),
-    ("node_pools.0.max_size", 0, "node_pools[0].min_size: must be <= max_size (1 > 0)"),
-    ("node_pools.0.min_size", -1, "node_pools[0].min_size: must be >= 0"),
-    ("node_pools.0.instance_types", [], "node_pools[0].instance_types: must be a non-empty list"),
-    ("node_pools.0.discount_strategy", "cheap", "node_pools[0].discount_strategy: 'cheap' is not one of"),
-    ("node_pools.0.colour", "red", "node_pools[0].colour: unknown field"),
-    ("node_pools.0.name", ..., "node_pools[0].name: is required"),
-    ("config_items", {"nested": {"a": 1}}, "config_items.nested: must be a string"),
-    ("region", ..., "region: is required"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("id", "has space", "id: 'has space' is not valid"),
+        ("region", "europe", "region: 'europe' is not valid"),
+        ("infrastructure_account", "aws:123", "infrastructure_account: 'aws:123' is not valid (aws:<12 digits>)"),
+        ("lifecycle_status", "gone", "lifecycle_status: 'gone' is not one of requested, ready"),
+        ("criticality_level", "high", "criticality_level: must be an integer"),
+        ("api_server_url", "ftp://x", "api_server_url: 'ftp://x' is not an http(s) URL"),
+        ("local_id", "Kube_1", "local_id: 'Kube_1' is not valid"),
+        ("surprise", 1, "surprise: unknown field"),
+        ("node_pools.0.max_size", 0, "node_pools[0].min_size: must be <= max_size (1 > 0)"),
+        ("node_pools.0.min_size", -1, "node_pools[0].min_size: must be >= 0"),
+        ("node_pools.0.instance_types", [], "node_pools[0].instance_types: must be a non-empty list"),
+        ("node_pools.0.discount_strategy", "cheap", "node_pools[0].discount_strategy: 'cheap' is not one of"),
+        ("node_pools.0.colour", "red", "node_pools[0].colour: unknown field"),
+        ("node_pools.0.name", ..., "node_pools[0].name: is required"),
+        ("config_items", {"nested": {"a": 1}}, "config_items.nested: must be a string"),
+        ("region", ..., "region: is required"),
+    ],
+)
 def test_invalid_field_is_named_with_cluster(path, value, expected):
     data = with_change(path, value)
     message = error_of(data)

@@ -46,7 +46,7 @@ def test_marker_only_when_truncated(existing: list[Problem], new: Problem):
         assert result == appended
     else:
         assert result[0] == TOO_MANY_PROBLEMS
-        assert result[1:] == appended[len(appended) - len(result) + 1:]
+        assert result[1:] == appended[len(appended) - len(result) + 1 :]
 
 
 @given(problem_lists)
@@ -74,7 +74,9 @@ def test_repeats_already_stored_collapse_too():
 def test_problems_differing_in_any_field_are_distinct():
     existing = [Problem(title="a", detail="one")]
     assert add_problem(existing, Problem(title="a", detail="two")) == [
-        Problem(title="a", detail="one"), Problem(title="a", detail="two")]
+        Problem(title="a", detail="one"),
+        Problem(title="a", detail="two"),
+    ]
 
 
 def test_exactly_the_limit_is_not_truncated():
@@ -97,5 +99,4 @@ def test_marker_stays_first_as_problems_keep_coming():
 
 
 def test_marker_shape():
-    assert Problem(type="https://clm/problems/too-many-problems",
-                                        title="<multiple problems>") == TOO_MANY_PROBLEMS
+    assert Problem(type="https://clm/problems/too-many-problems", title="<multiple problems>") == TOO_MANY_PROBLEMS

@@ -23,8 +23,7 @@ def cluster_data(cluster_id: str = CLUSTER_ID, **changes: Any) -> dict[str, Any]
         "local_id": "kube-1",
         "api_server_url": "https://kube-1.example.org",
         "channel": "stable",
-        "config_items": {"cluster_update_block": "", "docker_registry": "registry.example.org",
-                         "weight": "1.5"},
+        "config_items": {"cluster_update_block": "", "docker_registry": "registry.example.org", "weight": "1.5"},
         "criticality_level": 2,
         "environment": "production",
         "infrastructure_account": "aws:123456789012",
@@ -33,15 +32,39 @@ def cluster_data(cluster_id: str = CLUSTER_ID, **changes: Any) -> dict[str, Any]
         "lifecycle_status": "ready",
         "owner": "team-k8s",
         "node_pools": [
-            {"name": "default-master", "profile": "master-default", "min_size": 1, "max_size": 2,
-             "instance_type": "m5.large", "discount_strategy": "none", "config_items": {}},
-            {"name": "default-worker", "profile": "worker-default", "min_size": 0, "max_size": 20,
-             "instance_types": ["m5.xlarge", "m5a.xlarge"], "discount_strategy": "spot",
-             "config_items": {"taints": "dedicated=worker:NoSchedule", "empty": ""}},
+            {
+                "name": "default-master",
+                "profile": "master-default",
+                "min_size": 1,
+                "max_size": 2,
+                "instance_type": "m5.large",
+                "discount_strategy": "none",
+                "config_items": {},
+            },
+            {
+                "name": "default-worker",
+                "profile": "worker-default",
+                "min_size": 0,
+                "max_size": 20,
+                "instance_types": ["m5.xlarge", "m5a.xlarge"],
+                "discount_strategy": "spot",
+                "config_items": {"taints": "dedicated=worker:NoSchedule", "empty": ""},
+            },
         ],
-        "status": {"current_version": "c1#h1", "last_version": "c0#h0", "next_version": "",
-                   "problems": [{"title": "boom", "detail": "stack failed", "status": 500,
-                                 "type": "https://clm/problems/general-error", "instance": ""}]},
+        "status": {
+            "current_version": "c1#h1",
+            "last_version": "c0#h0",
+            "next_version": "",
+            "problems": [
+                {
+                    "title": "boom",
+                    "detail": "stack failed",
+                    "status": 500,
+                    "type": "https://clm/problems/general-error",
+                    "instance": "",
+                }
+            ],
+        },
     }
     data.update(changes)
     return data
@@ -168,16 +191,18 @@ def test_list_paginates(registry, client):
     assert registry.list_clusters() == clusters
 
 
-@pytest.mark.parametrize(("spec_change", "status", "message"), [
-    ({"region": {"S": "nowhere"}}, None, "region: 'nowhere' is not valid"),
-    ({"criticality_level": {"N": "1.5"}}, None, "criticality_level: must be an integer, got 1.5"),
-    ({"id": {"S": "someone-else"}}, None, "spec.id: 'someone-else' differs from the item's key"),
-    ({"colour": {"S": "blue"}}, None, "colour: unknown field"),
-    ({}, {"S": "broken"}, "status: not a map"),
-    ({}, {"M": {"problems": {"L": [{"S": "boom"}]}}}, "status: 'str' object has no attribute 'get'"),
-])
-def test_invalid_item_is_reported_and_others_still_list(client, registry, stored, spec_change, status,
-                                                          message):
+@pytest.mark.parametrize(
+    ("spec_change", "status", "message"),
+    [
+        ({"region": {"S": "nowhere"}}, None, "region: 'nowhere' is not valid"),
+        ({"criticality_level": {"N": "1.5"}}, None, "criticality_level: must be an integer, got 1.5"),
+        ({"id": {"S": "someone-else"}}, None, "spec.id: 'someone-else' differs from the item's key"),
+        ({"colour": {"S": "blue"}}, None, "colour: unknown field"),
+        ({}, {"S": "broken"}, "status: not a map"),
+        ({}, {"M": {"problems": {"L": [{"S": "boom"}]}}}, "status: 'str' object has no attribute 'get'"),
+    ],
+)
+def test_invalid_item_is_reported_and_others_still_list(client, registry, stored, spec_change, status, message):
     bad_id = "aws:123456789012:eu-central-1:bad"
     good_item = raw_item(client)
     spec = {**good_item["spec"]["M"], "id": {"S": bad_id}, **spec_change}
@@ -197,8 +222,10 @@ def test_invalid_item_is_reported_and_others_still_list(client, registry, stored
 
 def test_item_without_spec_is_reported(client, registry, stored):
     client.put_item(TableName=TABLE, Item={"id": {"S": "bare"}})
-    assert registry.list_clusters_report() == ([stored], [
-        ("bare", f"dynamodb:{TABLE}: cluster bare: spec: missing or not a map")])
+    assert registry.list_clusters_report() == (
+        [stored],
+        [("bare", f"dynamodb:{TABLE}: cluster bare: spec: missing or not a map")],
+    )
 
 
 def test_delete_missing_cluster(registry):
@@ -207,14 +234,16 @@ def test_delete_missing_cluster(registry):
 
 
 def test_missing_cluster_everywhere(registry):
-    for call in (lambda: registry.get("nope"),
-                 lambda: registry.update_status("nope", lambda status: None),
-                 lambda: registry.record_problem("nope", Problem(title="x")),
-                 lambda: registry.start_update("nope", "v"),
-                 lambda: registry.record_success("nope", "v"),
-                 lambda: registry.record_decommissioned("nope"),
-                 lambda: registry.acquire_lock("nope", "exec-1", running()),
-                 lambda: registry.lock_holder("nope")):
+    for call in (
+        lambda: registry.get("nope"),
+        lambda: registry.update_status("nope", lambda status: None),
+        lambda: registry.record_problem("nope", Problem(title="x")),
+        lambda: registry.start_update("nope", "v"),
+        lambda: registry.record_success("nope", "v"),
+        lambda: registry.record_decommissioned("nope"),
+        lambda: registry.acquire_lock("nope", "exec-1", running()),
+        lambda: registry.lock_holder("nope"),
+    ):
         with pytest.raises(ClusterNotFound, match="cluster nope is not in the registry"):
             call()
     assert registry.release_lock("nope", "exec-1") is False
@@ -222,11 +251,15 @@ def test_missing_cluster_everywhere(registry):
 
 def test_other_dynamodb_errors_propagate(client):
     registry = DynamoRegistry(client, "no-such-table")
-    for call in (registry.list_clusters, lambda: registry.get(CLUSTER_ID),
-                 lambda: registry.put(make_cluster()), lambda: registry.delete(CLUSTER_ID),
-                 lambda: registry.record_problem(CLUSTER_ID, Problem(title="x")),
-                 lambda: registry.acquire_lock(CLUSTER_ID, "exec-1", running()),
-                 lambda: registry.release_lock(CLUSTER_ID, "exec-1")):
+    for call in (
+        registry.list_clusters,
+        lambda: registry.get(CLUSTER_ID),
+        lambda: registry.put(make_cluster()),
+        lambda: registry.delete(CLUSTER_ID),
+        lambda: registry.record_problem(CLUSTER_ID, Problem(title="x")),
+        lambda: registry.acquire_lock(CLUSTER_ID, "exec-1", running()),
+        lambda: registry.release_lock(CLUSTER_ID, "exec-1"),
+    ):
         with pytest.raises(ClientError) as caught:
             call()
         assert caught.value.response["Error"]["Code"] == "ResourceNotFoundException"
@@ -316,8 +349,7 @@ def test_update_lifecycle(registry, stored):
     registry.record_problem(CLUSTER_ID, Problem(title="failed"))
     assert registry.get(CLUSTER_ID).status.next_version == "c2#h2"
     written = registry.record_success(CLUSTER_ID, "c2#h2")
-    assert written == ClusterStatus(current_version="c2#h2", last_version="c1#h1", next_version="",
-                                    problems=[])
+    assert written == ClusterStatus(current_version="c2#h2", last_version="c1#h1", next_version="", problems=[])
     assert registry.get(CLUSTER_ID).status == written
 
 
@@ -413,8 +445,13 @@ def test_delete_refuses_while_locked(registry, stored):
 
 
 def test_malformed_lock_is_named(client, registry, stored):
-    client.update_item(TableName=TABLE, Key={"id": {"S": CLUSTER_ID}}, UpdateExpression="SET #l = :l",
-                       ExpressionAttributeNames={"#l": "lock"}, ExpressionAttributeValues={":l": {"S": "x"}})
+    client.update_item(
+        TableName=TABLE,
+        Key={"id": {"S": CLUSTER_ID}},
+        UpdateExpression="SET #l = :l",
+        ExpressionAttributeNames={"#l": "lock"},
+        ExpressionAttributeValues={":l": {"S": "x"}},
+    )
     with pytest.raises(RegistryError, match="malformed lock 'x'"):
         registry.lock_holder(CLUSTER_ID)
     with pytest.raises(RegistryError, match="malformed lock 'x'"):

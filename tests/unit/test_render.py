@@ -37,8 +37,15 @@ def test_example_renders_every_cluster(example_tree, example_clusters):
     assert sorted(kube2.node_pool_stacks) == ["batch", "default-worker"]
     assert [c.name for c in kube1.components] == ["cluster-config", "example-app"]
     kinds = [m.kind for c in kube1.components for m in c.manifests]
-    assert kinds == ["ConfigMap", "ClusterRole", "Namespace", "Deployment", "PodDisruptionBudget",
-                     "DaemonSet", "ConfigMap"]
+    assert kinds == [
+        "ConfigMap",
+        "ClusterRole",
+        "Namespace",
+        "Deployment",
+        "PodDisruptionBudget",
+        "DaemonSet",
+        "ConfigMap",
+    ]
     assert kube1.cluster_stack.template["Resources"]["Vpc"]["Type"] == "AWS::EC2::VPC"
     spot = kube2.node_pool_stacks["batch"].template["Resources"]["LaunchTemplate"]
     assert spot["Properties"]["LaunchTemplateData"]["InstanceMarketOptions"]["MarketType"] == "spot"
@@ -71,14 +78,26 @@ def test_manifest_hash_follows_the_sibling(example_tree, example_clusters):
         return deployment.body["spec"]["template"]["metadata"]["annotations"]["config-hash"]
 
     sibling = "cluster/manifests/example-app/03-config.yaml"
-    changed = ConfigTree(version="x", source="t", files={**example_tree.files, sibling: (
-        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: example}\ndata: {a: b}\n")})
+    changed = ConfigTree(
+        version="x",
+        source="t",
+        files={
+            **example_tree.files,
+            sibling: (
+                b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: example}\ndata: {a: b}\n"
+            ),
+        },
+    )
     assert config_hash(example_tree) != config_hash(changed)
 
 
 def test_empty_documents_are_dropped(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__extra__a_dot_yaml=(
-        "---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__extra__a_dot_yaml=(
+            "---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"
+        ),
+    )
     extra = Renderer(tree).render(example_clusters[0]).components[-1]
     assert extra.name == "extra"
     assert [(m.index, m.line) for m in extra.manifests] == [(2, 4)]
@@ -93,16 +112,24 @@ def test_template_syntax_error_names_file_and_line(example_tree, example_cluster
 
 
 def test_undefined_variable_names_file_and_line(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__extra__a_dot_yaml=(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ cluster.config_items.no_such_item }}\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__extra__a_dot_yaml=(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ cluster.config_items.no_such_item }}\n"
+        ),
+    )
     error = render_error(tree, example_clusters[0])
     assert (error.file, error.line) == ("cluster/manifests/extra/a.yaml", 4)
     assert "no_such_item" in str(error)
 
 
 def test_document_without_kind_is_named(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__extra__a_dot_yaml=(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nmetadata: {name: x}\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__extra__a_dot_yaml=(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nmetadata: {name: x}\n"
+        ),
+    )
     error = render_error(tree, example_clusters[0])
     assert str(error).endswith("cluster/manifests/extra/a.yaml:5: document 2: kind is missing")
 
@@ -114,18 +141,25 @@ def test_invalid_rendered_yaml_is_named(example_tree, example_clusters):
     assert "rendered YAML is invalid" in str(error)
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ("{kind: ConfigMap, namespace: a, name: x, labels: {a: b}}", "exactly one of name, selector, labels"),
-    ("{kind: ConfigMap, namespace: a}", "exactly one of name, selector, labels (got none)"),
-    ("{namespace: a, name: x}", "kind is required"),
-    ("{kind: Pod, name: x, has_owner: true}", "has_owner goes with selector or labels"),
-    ("{kind: Pod, selector: a=b, propagation_policy: Later}", "propagation_policy 'Later' is not one of"),
-    ("{kind: Pod, selector: a=b, grace_period_seconds: -1}", "grace_period_seconds must be an integer >= 0"),
-    ("{kind: Pod, name: x, colour: red}", "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{kind: ConfigMap, namespace: a, name: x, labels: {a: b}}", "exactly one of name, selector, labels"),
+        ("{kind: ConfigMap, namespace: a}", "exactly one of name, selector, labels (got none)"),
+        ("{namespace: a, name: x}", "kind is required"),
+        ("{kind: Pod, name: x, has_owner: true}", "has_owner goes with selector or labels"),
+        ("{kind: Pod, selector: a=b, propagation_policy: Later}", "propagation_policy 'Later' is not one of"),
+        ("{kind: Pod, selector: a=b, grace_period_seconds: -1}", "grace_period_seconds must be an integer >= 0"),
+        ("{kind: Pod, name: x, colour: red}", "unknown field 'colour'"),
+    ],
+)
 def test_bad_deletions_entry_is_named(example_tree, example_clusters, entry, message):
-    tree = tree_with(example_tree, cluster__manifests__deletions_dot_yaml=(
-        f"pre_apply: []\npost_apply:\n- {{kind: Pod, name: fine}}\n- {entry}\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__deletions_dot_yaml=(
+            f"pre_apply: []\npost_apply:\n- {{kind: Pod, name: fine}}\n- {entry}\n"
+        ),
+    )
     error = render_error(tree, example_clusters[0])
     assert (error.file, error.line) == ("cluster/manifests/deletions.yaml", 4)
     assert "post_apply[1]: " in str(error)
@@ -133,19 +167,29 @@ def test_bad_deletions_entry_is_named(example_tree, example_clusters, entry, mes
 
 
 def test_deletions_options_parse(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__deletions_dot_yaml=(
-        "pre_apply:\n- {kind: Pod, namespace: a, selector: 'app=x,tier!=db', has_owner: false,\n"
-        "   propagation_policy: Foreground, grace_period_seconds: 0}\npost_apply:\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__deletions_dot_yaml=(
+            "pre_apply:\n- {kind: Pod, namespace: a, selector: 'app=x,tier!=db', has_owner: false,\n"
+            "   propagation_policy: Foreground, grace_period_seconds: 0}\npost_apply:\n"
+        ),
+    )
     deletion = Renderer(tree).render(example_clusters[0]).deletions.pre_apply[0]
-    assert deletion.to_dict() == {"kind": "Pod", "namespace": "a", "selector": "app=x,tier!=db",
-                                  "has_owner": False, "propagation_policy": "Foreground",
-                                  "grace_period_seconds": 0}
+    assert deletion.to_dict() == {
+        "kind": "Pod",
+        "namespace": "a",
+        "selector": "app=x,tier!=db",
+        "has_owner": False,
+        "propagation_policy": "Foreground",
+        "grace_period_seconds": 0,
+    }
 
 
 def test_missing_profile_names_pool_and_path(example_tree, example_clusters):
     tree = tree_with(example_tree, cluster__node_pools__worker_spot__stack_dot_yaml=None)
-    tree = ConfigTree(version="t", source="test-tree", files={
-        k: v for k, v in tree.files.items() if "worker-spot" not in k})
+    tree = ConfigTree(
+        version="t", source="test-tree", files={k: v for k, v in tree.files.items() if "worker-spot" not in k}
+    )
     error = render_error(tree, example_clusters[1])
     assert "node pool 'batch' uses profile 'worker-spot', but cluster/node-pools/worker-spot/stack.yaml" in str(error)
 
@@ -165,25 +209,39 @@ def test_stack_without_resources_is_rejected(example_tree, example_clusters):
 
 
 def test_sandbox_blocks_internals(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__extra__a_dot_yaml=(
-        "{{ cluster.__class__.__init__.__globals__ }}\n"))
+    tree = tree_with(
+        example_tree, cluster__manifests__extra__a_dot_yaml=("{{ cluster.__class__.__init__.__globals__ }}\n")
+    )
     assert "error" in str(render_error(tree, example_clusters[0]))
 
 
 def test_functions(example_tree, example_clusters):
-    tree = tree_with(example_tree, cluster__manifests__extra__a_dot_yaml=(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f}\ndata:\n"
-        "  b64: {{ base64('hi') }}\n  back: {{ base64_decode('aGk=') }}\n  filt: {{ 'hi' | base64 }}\n"
-        "  sha: {{ sha256('') }}\n  acc: '{{ account_id(cluster.infrastructure_account) }}'\n"
-        "  az: {{ az_id('eu-central-1c') }}\n  n: '{{ az_count({'*': 'x', 'a': 'y', 'b': 'z'}) }}'\n"
-        "  split: '{{ split('a,b') | length }}-{{ split('') | length }}'\n"
-        "  join: {{ join('+', ['a', 'b']) }}\n  int: '{{ parse_int(' 7 ') + 1 }}'\n"
-        "  ind: |\n{{ indent(4, 'x\\ny') }}\n"))
+    tree = tree_with(
+        example_tree,
+        cluster__manifests__extra__a_dot_yaml=(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f}\ndata:\n"
+            "  b64: {{ base64('hi') }}\n  back: {{ base64_decode('aGk=') }}\n  filt: {{ 'hi' | base64 }}\n"
+            "  sha: {{ sha256('') }}\n  acc: '{{ account_id(cluster.infrastructure_account) }}'\n"
+            "  az: {{ az_id('eu-central-1c') }}\n  n: '{{ az_count({'*': 'x', 'a': 'y', 'b': 'z'}) }}'\n"
+            "  split: '{{ split('a,b') | length }}-{{ split('') | length }}'\n"
+            "  join: {{ join('+', ['a', 'b']) }}\n  int: '{{ parse_int(' 7 ') + 1 }}'\n"
+            "  ind: |\n{{ indent(4, 'x\\ny') }}\n"
+        ),
+    )
     data = Renderer(tree).render(example_clusters[0]).components[-1].manifests[0].body["data"]
-    assert data == {"b64": "aGk=", "back": "hi", "filt": "aGk=",
-                    "sha": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-                    "acc": "123456789012", "az": "1c", "n": "2", "split": "2-0", "join": "a+b",
-                    "int": "8", "ind": "x\ny\n"}
+    assert data == {
+        "b64": "aGk=",
+        "back": "hi",
+        "filt": "aGk=",
+        "sha": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "acc": "123456789012",
+        "az": "1c",
+        "n": "2",
+        "split": "2-0",
+        "join": "a+b",
+        "int": "8",
+        "ind": "x\ny\n",
+    }
 
 
 def test_function_error_names_file(example_tree, example_clusters):
@@ -195,5 +253,9 @@ def test_function_error_names_file(example_tree, example_clusters):
 
 def test_cloudformation_short_tags():
     template = load_template("A: !Ref X\nB: !GetAtt R.Arn\nC: !Sub 'x-${Y}'\nD: !Join [',', [a, b]]\n")
-    assert template == {"A": {"Ref": "X"}, "B": {"Fn::GetAtt": ["R", "Arn"]}, "C": {"Fn::Sub": "x-${Y}"},
-                        "D": {"Fn::Join": [",", ["a", "b"]]}}
+    assert template == {
+        "A": {"Ref": "X"},
+        "B": {"Fn::GetAtt": ["R", "Arn"]},
+        "C": {"Fn::Sub": "x-${Y}"},
+        "D": {"Fn::Join": [",", ["a", "b"]]},
+    }

@@ -14,10 +14,17 @@ from clm.model import Cluster, NodePool, Problem
 from clm.version import ClusterVersion, desired_version, needs_update, spec_hash
 from tests.strategies import clusters
 
-EXAMPLE = Cluster(id="aws:123456789012:eu-central-1:kube-1", local_id="kube-1",
-                  infrastructure_account="aws:123456789012", region="eu-central-1", provider="zalando-aws",
-                  lifecycle_status="ready", criticality_level=1, config_items={"b": "2", "a": "1"},
-                  node_pools=[NodePool("default", "worker-default", 1, 3, ["m5.large"])])
+EXAMPLE = Cluster(
+    id="aws:123456789012:eu-central-1:kube-1",
+    local_id="kube-1",
+    infrastructure_account="aws:123456789012",
+    region="eu-central-1",
+    provider="zalando-aws",
+    lifecycle_status="ready",
+    criticality_level=1,
+    config_items={"b": "2", "a": "1"},
+    node_pools=[NodePool("default", "worker-default", 1, 3, ["m5.large"])],
+)
 # Golden value, derived by hand from CLM's byte layout (id, account, local_id, url, channel, environment,
 # int32 LE criticality, lifecycle, provider, region, sorted items; per pool name, profile, types, discount,
 # int64 LE min/max, items). A change here would roll every cluster of every fleet.
@@ -26,26 +33,30 @@ EXAMPLE_HASH = "Ru9POqU4nigZISTq9YfxBn1gN2E"
 CLUSTER_CHANGES = {
     "id": lambda c: dataclasses.replace(c, id=c.id + "x"),
     "infrastructure_account": lambda c: dataclasses.replace(
-        c, infrastructure_account="aws:" + ("0" if c.account_id[0] != "0" else "1") + c.account_id[1:]),
+        c, infrastructure_account="aws:" + ("0" if c.account_id[0] != "0" else "1") + c.account_id[1:]
+    ),
     "local_id": lambda c: dataclasses.replace(c, local_id=c.local_id + "x"),
     "api_server_url": lambda c: dataclasses.replace(c, api_server_url=c.api_server_url + "/y"),
     "channel": lambda c: dataclasses.replace(c, channel=(c.channel or "") + "z"),
     "environment": lambda c: dataclasses.replace(c, environment=c.environment + "e"),
     "criticality_level": lambda c: dataclasses.replace(c, criticality_level=c.criticality_level + 1),
     "lifecycle_status": lambda c: dataclasses.replace(
-        c, lifecycle_status="ready" if c.lifecycle_status != "ready" else "requested"),
+        c, lifecycle_status="ready" if c.lifecycle_status != "ready" else "requested"
+    ),
     "provider": lambda c: dataclasses.replace(c, provider=c.provider + "-x"),
     "region": lambda c: dataclasses.replace(c, region="sa-east-1" if c.region != "sa-east-1" else "us-east-2"),
     "config_items (added)": lambda c: dataclasses.replace(c, config_items={**c.config_items, "new-key": "v"}),
     "node_pools (added)": lambda c: dataclasses.replace(
-        c, node_pools=[*c.node_pools, NodePool("extra-pool", "p", 0, 1, ["m5.large"])]),
+        c, node_pools=[*c.node_pools, NodePool("extra-pool", "p", 0, 1, ["m5.large"])]
+    ),
 }
 POOL_CHANGES = {
     "name": lambda p: dataclasses.replace(p, name=p.name + "x"),
     "profile": lambda p: dataclasses.replace(p, profile=p.profile + "x"),
     "instance_types": lambda p: dataclasses.replace(p, instance_types=[*p.instance_types, "t3.nano"]),
     "discount_strategy": lambda p: dataclasses.replace(
-        p, discount_strategy="spot" if p.discount_strategy != "spot" else "none"),
+        p, discount_strategy="spot" if p.discount_strategy != "spot" else "none"
+    ),
     "min_size": lambda p: dataclasses.replace(p, min_size=p.min_size + 1, max_size=p.max_size + 1),
     "max_size": lambda p: dataclasses.replace(p, max_size=p.max_size + 1),
     "config_items": lambda p: dataclasses.replace(p, config_items={**p.config_items, "new-key": "v"}),
@@ -55,10 +66,12 @@ EXCLUDED = {
     "owner": lambda c: dataclasses.replace(c, owner=(c.owner or "") + "other-team"),
     "account_name": lambda c: dataclasses.replace(c, account_name="renamed"),
     "created_at": lambda c: dataclasses.replace(c, created_at="2020-01-01T00:00:00Z"),
-    "status": lambda c: dataclasses.replace(c, status=dataclasses.replace(
-        c.status, current_version="x#y", problems=[Problem("boom")])),
-    "legacy_instance_type": lambda c: dataclasses.replace(c, node_pools=[
-        dataclasses.replace(p, legacy_instance_type=not p.legacy_instance_type) for p in c.node_pools]),
+    "status": lambda c: dataclasses.replace(
+        c, status=dataclasses.replace(c.status, current_version="x#y", problems=[Problem("boom")])
+    ),
+    "legacy_instance_type": lambda c: dataclasses.replace(
+        c, node_pools=[dataclasses.replace(p, legacy_instance_type=not p.legacy_instance_type) for p in c.node_pools]
+    ),
 }
 
 
@@ -68,13 +81,20 @@ def test_golden_hash_is_stable():
 
 
 def test_hash_is_the_same_in_another_process_with_another_hash_seed():
-    code = ("from clm.model import *; from clm.version import spec_hash; "
-            "print(spec_hash(Cluster(id='aws:123456789012:eu-central-1:kube-1', local_id='kube-1', "
-            "infrastructure_account='aws:123456789012', region='eu-central-1', provider='zalando-aws', "
-            "lifecycle_status='ready', criticality_level=1, config_items={'b': '2', 'a': '1'}, "
-            "node_pools=[NodePool('default', 'worker-default', 1, 3, ['m5.large'])])))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "12345"})
+    code = (
+        "from clm.model import *; from clm.version import spec_hash; "
+        "print(spec_hash(Cluster(id='aws:123456789012:eu-central-1:kube-1', local_id='kube-1', "
+        "infrastructure_account='aws:123456789012', region='eu-central-1', provider='zalando-aws', "
+        "lifecycle_status='ready', criticality_level=1, config_items={'b': '2', 'a': '1'}, "
+        "node_pools=[NodePool('default', 'worker-default', 1, 3, ['m5.large'])])))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
     assert out.stdout.strip() == EXAMPLE_HASH
 
 

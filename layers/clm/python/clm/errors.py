@@ -64,8 +64,7 @@ class RenderError(ClmError):
 
     asl_name = "RenderError"
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 cluster_id: str | None = None):
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, cluster_id: str | None = None):
         self.file = file
         self.line = line
         self.cluster_id = cluster_id

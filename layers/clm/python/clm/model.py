@@ -36,15 +36,24 @@ class Problem:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in CLM's field order."""
-        return {"detail": self.detail, "instance": self.instance, "status": self.status,
-                "title": self.title, "type": self.type}
+        return {
+            "detail": self.detail,
+            "instance": self.instance,
+            "status": self.status,
+            "title": self.title,
+            "type": self.type,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Problem:
         """Build from a dict written by `to_dict` (or by CLM)."""
-        return cls(title=str(data.get("title", "")), type=str(data.get("type", cls.type)),
-                   detail=str(data.get("detail", "")), instance=str(data.get("instance", "")),
-                   status=int(data.get("status", 0)))
+        return cls(
+            title=str(data.get("title", "")),
+            type=str(data.get("type", cls.type)),
+            detail=str(data.get("detail", "")),
+            instance=str(data.get("instance", "")),
+            status=int(data.get("status", 0)),
+        )
 
 
 @dataclass
@@ -58,17 +67,23 @@ class ClusterStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in CLM's field order."""
-        return {"current_version": self.current_version, "last_version": self.last_version,
-                "next_version": self.next_version, "problems": [p.to_dict() for p in self.problems]}
+        return {
+            "current_version": self.current_version,
+            "last_version": self.last_version,
+            "next_version": self.next_version,
+            "problems": [p.to_dict() for p in self.problems],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> ClusterStatus:
         """Build from a dict; None gives an empty status."""
         data = data or {}
-        return cls(current_version=str(data.get("current_version") or ""),
-                   last_version=str(data.get("last_version") or ""),
-                   next_version=str(data.get("next_version") or ""),
-                   problems=[Problem.from_dict(p) for p in data.get("problems") or []])
+        return cls(
+            current_version=str(data.get("current_version") or ""),
+            last_version=str(data.get("last_version") or ""),
+            next_version=str(data.get("next_version") or ""),
+            problems=[Problem.from_dict(p) for p in data.get("problems") or []],
+        )
 
 
 @dataclass
@@ -92,8 +107,12 @@ class NodePool:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in CLM's format, with `instance_type` where the input had it."""
-        data: dict[str, Any] = {"name": self.name, "profile": self.profile,
-                                "min_size": self.min_size, "max_size": self.max_size}
+        data: dict[str, Any] = {
+            "name": self.name,
+            "profile": self.profile,
+            "min_size": self.min_size,
+            "max_size": self.max_size,
+        }
         if self.legacy_instance_type:
             data["instance_type"] = self.instance_types[0]
         else:
@@ -145,19 +164,25 @@ class Cluster:
 
     def spec_dict(self) -> dict[str, Any]:
         """The spec as a plain dict in CLM's format, without status."""
-        data: dict[str, Any] = {"id": self.id, "alias": self.alias, "local_id": self.local_id,
-                                "api_server_url": self.api_server_url}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "alias": self.alias,
+            "local_id": self.local_id,
+            "api_server_url": self.api_server_url,
+        }
         if self.channel is not None:
             data["channel"] = self.channel
-        data.update({
-            "config_items": dict(self.config_items),
-            "criticality_level": self.criticality_level,
-            "environment": self.environment,
-            "infrastructure_account": self.infrastructure_account,
-            "region": self.region,
-            "provider": self.provider,
-            "lifecycle_status": self.lifecycle_status,
-        })
+        data.update(
+            {
+                "config_items": dict(self.config_items),
+                "criticality_level": self.criticality_level,
+                "environment": self.environment,
+                "infrastructure_account": self.infrastructure_account,
+                "region": self.region,
+                "provider": self.provider,
+                "lifecycle_status": self.lifecycle_status,
+            }
+        )
         for name in ("owner", "account_name", "created_at"):
             if getattr(self, name) is not None:
                 data[name] = getattr(self, name)

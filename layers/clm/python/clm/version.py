@@ -44,8 +44,14 @@ def _items(items: dict[str, str]) -> bytes:
 def spec_hash(cluster: Cluster) -> str:
     """CLM's hash of everything in the cluster spec that changes what gets deployed."""
     state = bytearray()
-    for text in (cluster.id, cluster.infrastructure_account, cluster.local_id, cluster.api_server_url,
-                 cluster.channel or "", cluster.environment):
+    for text in (
+        cluster.id,
+        cluster.infrastructure_account,
+        cluster.local_id,
+        cluster.api_server_url,
+        cluster.channel or "",
+        cluster.environment,
+    ):
         state += text.encode()
     state += struct.pack("<i", cluster.criticality_level)
     for text in (cluster.lifecycle_status, cluster.provider, cluster.region):

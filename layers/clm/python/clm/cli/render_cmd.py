@@ -15,16 +15,28 @@ pass_cli = click.make_pass_decorator(CliContext)
 
 @click.command()
 @click.argument("cluster_ids", nargs=-1, required=True, metavar="CLUSTER_ID...")
-@click.option("--config", "config_uri", required=True, envvar="CLM_CONFIG_SOURCE",
-              help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
-                   "(comma-separated: later sources override earlier ones).")
-@click.option("--registry-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Read clusters from this clusters.yaml instead of the registry table.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write the rendered files under OUT/<local_id>/ (default: only print a summary).")
+@click.option(
+    "--config",
+    "config_uri",
+    required=True,
+    envvar="CLM_CONFIG_SOURCE",
+    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
+    "(comma-separated: later sources override earlier ones).",
+)
+@click.option(
+    "--registry-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read clusters from this clusters.yaml instead of the registry table.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the rendered files under OUT/<local_id>/ (default: only print a summary).",
+)
 @pass_cli
-def render(cli: CliContext, cluster_ids: tuple[str, ...], config_uri: str, registry_file: Path | None,
-           out: Path | None) -> None:
+def render(
+    cli: CliContext, cluster_ids: tuple[str, ...], config_uri: str, registry_file: Path | None, out: Path | None
+) -> None:
     """Render stacks, manifests and deletions of CLUSTER_ID (or `all`); changes nothing in AWS or Kubernetes.
 
     A template error stops with the file and line at fault.
@@ -54,8 +66,19 @@ def render(cli: CliContext, cluster_ids: tuple[str, ...], config_uri: str, regis
                 (folder / relative).parent.mkdir(parents=True, exist_ok=True)
                 (folder / relative).write_text(content)
         facts = summary(rendered)
-        rows.append({"cluster": cluster_id, "version": rendered.version,
-                     "node_pools": ", ".join(facts["node_pools"]), "manifests": rendered.manifest_count,
-                     "files": len(files), "folder": str(out / rendered.cluster.local_id) if out else "-"})
-    emit(rows, ["cluster", "version", "node_pools", "manifests", "files", "folder"], cli.output,
-         title=f"rendered from {tree.source} at {tree.version}")
+        rows.append(
+            {
+                "cluster": cluster_id,
+                "version": rendered.version,
+                "node_pools": ", ".join(facts["node_pools"]),
+                "manifests": rendered.manifest_count,
+                "files": len(files),
+                "folder": str(out / rendered.cluster.local_id) if out else "-",
+            }
+        )
+    emit(
+        rows,
+        ["cluster", "version", "node_pools", "manifests", "files", "folder"],
+        cli.output,
+        title=f"rendered from {tree.source} at {tree.version}",
+    )

@@ -26,5 +26,4 @@ class CombinedSource:
         files: dict[str, bytes] = {}
         for tree in trees:
             files.update(tree.files)
-        return ConfigTree(version="+".join(tree.version for tree in trees), files=files,
-                          source=self.describe())
+        return ConfigTree(version="+".join(tree.version for tree in trees), files=files, source=self.describe())

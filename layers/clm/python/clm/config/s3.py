@@ -48,8 +48,7 @@ class S3Source:
                         continue
                     raise
                 return ConfigTree(version=digest(listing.items()), files=files, source=self.describe())
-        raise ConfigSourceError(f"{self.describe()}: objects kept changing while being read "
-                                f"({ATTEMPTS} attempts)")
+        raise ConfigSourceError(f"{self.describe()}: objects kept changing while being read ({ATTEMPTS} attempts)")
 
     def _list(self) -> tuple[bool, dict[str, str]]:
         """Whether the bucket is versioned, and each path's version id (versioned) or ETag."""
@@ -64,8 +63,9 @@ class S3Source:
             for page in self._pages("list_objects_v2"):
                 for item in page.get("Contents", []):
                     listing[item["Key"]] = item["ETag"]
-        return versioned, {key[len(self.prefix):]: identity for key, identity in listing.items()
-                           if not key.endswith("/")}
+        return versioned, {
+            key[len(self.prefix) :]: identity for key, identity in listing.items() if not key.endswith("/")
+        }
 
     def _pages(self, operation: str) -> Iterator[dict[str, Any]]:
         return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix)
@@ -80,7 +80,6 @@ class S3Source:
             yield
         except ClientError as exc:
             error = exc.response.get("Error", {})
-            raise ConfigSourceError(f"{self.describe()}: {error.get('Code')}: "
-                                    f"{error.get('Message')}") from None
+            raise ConfigSourceError(f"{self.describe()}: {error.get('Code')}: {error.get('Message')}") from None
         except BotoCoreError as exc:
             raise ConfigSourceError(f"{self.describe()}: {exc}") from None

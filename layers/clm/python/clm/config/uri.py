@@ -24,12 +24,12 @@ def source_from_uri(uri: str, client: Callable[[str], Any]) -> ConfigSource:
 
 def _one(uri: str, client: Callable[[str], Any]) -> ConfigSource:
     if uri.startswith("s3://"):
-        bucket, _, prefix = uri[len("s3://"):].partition("/")
+        bucket, _, prefix = uri[len("s3://") :].partition("/")
         if not bucket:
             raise ConfigSourceError(f"{uri}: expected s3://bucket/prefix")
         return S3Source(client("s3"), bucket, prefix)
     if uri.startswith("codecommit://"):
-        repository, sep, branch = uri[len("codecommit://"):].partition("@")
+        repository, sep, branch = uri[len("codecommit://") :].partition("@")
         if not repository or not sep or not branch:
             raise ConfigSourceError(f"{uri}: expected codecommit://repository@branch")
         return CodeCommitSource(client("codecommit"), repository, branch)

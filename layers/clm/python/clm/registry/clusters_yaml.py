@@ -23,8 +23,7 @@ def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Clus
         raise ValidationError(["expected a mapping with one key, 'clusters'"], source=source)
     items = data.get("clusters") or []
     if not isinstance(items, list):
-        raise ValidationError([f"'clusters' (line {data.line_of('clusters')}) must be a list"],
-                              source=source)
+        raise ValidationError([f"'clusters' (line {data.line_of('clusters')}) must be a list"], source=source)
     clusters: list[Cluster] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -36,8 +35,9 @@ def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Clus
             problems.append(str(exc))
             continue
         if cluster.id in first_line:
-            problems.append(f"{source}:{line}: cluster {cluster.id}: duplicate id "
-                            f"(first defined at line {first_line[cluster.id]})")
+            problems.append(
+                f"{source}:{line}: cluster {cluster.id}: duplicate id (first defined at line {first_line[cluster.id]})"
+            )
             continue
         first_line[cluster.id] = line
         clusters.append(cluster)

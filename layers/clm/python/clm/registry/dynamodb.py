@@ -22,8 +22,15 @@ from clm.model import Cluster, ClusterStatus, Problem
 from clm.registry.problems import add_problem
 
 MAX_ATTEMPTS = 10
-_NAMES = {"#id": "id", "#spec": "spec", "#status": "status", "#rev": "revision", "#lock": "lock",
-          "#exec": "execution", "#lifecycle": "lifecycle_status"}
+_NAMES = {
+    "#id": "id",
+    "#spec": "spec",
+    "#status": "status",
+    "#rev": "revision",
+    "#lock": "lock",
+    "#exec": "execution",
+    "#lifecycle": "lifecycle_status",
+}
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
 
@@ -44,8 +51,7 @@ def create_table(client: Any, table_name: str) -> None:
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceInUseException":
             raise
-    client.get_waiter("table_exists").wait(TableName=table_name,
-                                           WaiterConfig={"Delay": 1, "MaxAttempts": 300})
+    client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 300})
 
 
 class DynamoRegistry:
@@ -67,8 +73,11 @@ class DynamoRegistry:
         clusters: list[Cluster] = []
         invalid: list[tuple[str, str]] = []
         pages = self._client.get_paginator("scan").paginate(
-            TableName=self._table, ConsistentRead=True, ProjectionExpression="#id, #spec, #status",
-            ExpressionAttributeNames=_names("#id, #spec, #status"))
+            TableName=self._table,
+            ConsistentRead=True,
+            ProjectionExpression="#id, #spec, #status",
+            ExpressionAttributeNames=_names("#id, #spec, #status"),
+        )
         for page in pages:
             for item in page["Items"]:
                 try:
@@ -89,24 +98,29 @@ class DynamoRegistry:
         """
         Cluster.from_dict(cluster.to_dict(), self._source)
         spec = cluster.spec_dict()
-        self._update(cluster.id,
-                     "SET #spec = :spec, #status = if_not_exists(#status, :status), "
-                     "#rev = if_not_exists(#rev, :zero)",
-                     values={":spec": spec, ":status": cluster.status.to_dict(), ":zero": 0})
+        self._update(
+            cluster.id,
+            "SET #spec = :spec, #status = if_not_exists(#status, :status), #rev = if_not_exists(#rev, :zero)",
+            values={":spec": spec, ":status": cluster.status.to_dict(), ":zero": 0},
+        )
 
     def delete(self, cluster_id: str, force: bool = False) -> None:
         """Delete the cluster's item; refuse with RegistryError while its lock is held, unless `force`."""
         condition = "attribute_exists(#id)" + ("" if force else " AND attribute_not_exists(#lock)")
         try:
-            self._client.delete_item(TableName=self._table, Key=_key(cluster_id),
-                                     ConditionExpression=condition,
-                                     ExpressionAttributeNames=_names(condition),
-                                     ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._client.delete_item(
+                TableName=self._table,
+                Key=_key(cluster_id),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except ClientError as exc:
             current = _failed_item(exc, cluster_id)
             holder = _holder(current.get("lock"), cluster_id)
-            raise RegistryError(f"cluster {cluster_id} is locked by execution {holder}; "
-                                "not deleted (use force to delete anyway)") from None
+            raise RegistryError(
+                f"cluster {cluster_id} is locked by execution {holder}; not deleted (use force to delete anyway)"
+            ) from None
 
     # --- status ---------------------------------------------------------------------------------
 
@@ -120,35 +134,44 @@ class DynamoRegistry:
 
     def record_problem(self, cluster_id: str, problem: Problem) -> ClusterStatus:
         """Add a problem as CLM does: repeats coalesced, at most 25 kept."""
+
         def change(status: ClusterStatus) -> None:
             status.problems = add_problem(status.problems, problem)
+
         return self._write_status(cluster_id, change)
 
     def start_update(self, cluster_id: str, next_version: str) -> ClusterStatus:
         """Record the version an update is about to deploy (CLM's `next_version`)."""
+
         def change(status: ClusterStatus) -> None:
             status.next_version = next_version
+
         return self._write_status(cluster_id, change)
 
     def record_success(self, cluster_id: str, version: str, *, mark_ready: bool = False) -> ClusterStatus:
         """Record a successful update to `version`: the old current becomes last, problems are cleared;
         `mark_ready` also sets the spec's lifecycle_status to ready, as CLM does after a first provision."""
+
         def change(status: ClusterStatus) -> None:
             status.last_version, status.current_version = status.current_version, version
             status.next_version = ""
             status.problems = []
+
         if mark_ready:
             return self._write_status(cluster_id, change, ", #spec.#lifecycle = :lifecycle", {":lifecycle": "ready"})
         return self._write_status(cluster_id, change)
 
     def record_decommissioned(self, cluster_id: str) -> ClusterStatus:
         """Record a finished decommission as CLM does, setting the spec's lifecycle_status too."""
+
         def change(status: ClusterStatus) -> None:
             status.last_version, status.current_version = status.current_version, ""
             status.next_version = ""
             status.problems = []
-        return self._write_status(cluster_id, change, ", #spec.#lifecycle = :lifecycle",
-                                  {":lifecycle": "decommissioned"})
+
+        return self._write_status(
+            cluster_id, change, ", #spec.#lifecycle = :lifecycle", {":lifecycle": "decommissioned"}
+        )
 
     # --- lock -----------------------------------------------------------------------------------
 
@@ -162,17 +185,19 @@ class DynamoRegistry:
         lock = {"execution": execution, "acquired_at": datetime.now(UTC).isoformat(timespec="seconds")}
         for _ in range(MAX_ATTEMPTS):
             current = self._lock_write(
-                cluster_id, "SET #lock = if_not_exists(#lock, :lock)",
+                cluster_id,
+                "SET #lock = if_not_exists(#lock, :lock)",
                 "attribute_exists(#id) AND (attribute_not_exists(#lock) OR #lock.#exec = :holder)",
-                lock, execution)
+                lock,
+                execution,
+            )
             if current is None:
                 return True
             holder = _holder(current.get("lock"), cluster_id)
             if is_running(holder):
                 raise LockHeld(cluster_id, holder)
             # Take over; should another taker win in between, the next round sees the winner.
-            if self._lock_write(cluster_id, "SET #lock = :lock", "#lock.#exec = :holder",
-                                lock, holder) is None:
+            if self._lock_write(cluster_id, "SET #lock = :lock", "#lock.#exec = :holder", lock, holder) is None:
                 return holder
         raise RegistryError(f"cluster {cluster_id}: lock not taken after {MAX_ATTEMPTS} attempts")
 
@@ -193,46 +218,68 @@ class DynamoRegistry:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _write_status(self, cluster_id: str, change: Callable[[ClusterStatus], None],
-                      extra_update: str = "", extra_values: dict[str, Any] | None = None) -> ClusterStatus:
+    def _write_status(
+        self,
+        cluster_id: str,
+        change: Callable[[ClusterStatus], None],
+        extra_update: str = "",
+        extra_values: dict[str, Any] | None = None,
+    ) -> ClusterStatus:
         """Read status and revision, apply `change`, write conditionally on the revision; retry."""
         for _ in range(MAX_ATTEMPTS):
             data = _deserialize(self._get_item(cluster_id, "#id, #status, #rev"))
             status = self._to_status(data.get("status"), cluster_id)
             change(status)
             revision = data.get("revision")
-            condition = ("#rev = :rev" if revision is not None
-                         else "attribute_exists(#id) AND attribute_not_exists(#rev)")
+            condition = (
+                "#rev = :rev" if revision is not None else "attribute_exists(#id) AND attribute_not_exists(#rev)"
+            )
             values = {":status": status.to_dict(), ":next": (revision or 0) + 1, **(extra_values or {})}
             if revision is not None:
                 values[":rev"] = revision
             try:
-                self._update(cluster_id, "SET #status = :status, #rev = :next" + extra_update,
-                             condition, values)
+                self._update(cluster_id, "SET #status = :status, #rev = :next" + extra_update, condition, values)
             except ClientError as exc:
                 if not _condition_failed(exc):
                     raise
                 continue
             return status
-        raise RegistryError(f"cluster {cluster_id}: status not written, "
-                            f"other writers won {MAX_ATTEMPTS} times in a row")
+        raise RegistryError(
+            f"cluster {cluster_id}: status not written, other writers won {MAX_ATTEMPTS} times in a row"
+        )
 
-    def _lock_write(self, cluster_id: str, update: str, condition: str, lock: dict[str, str],
-                    holder: str) -> dict[str, Any] | None:
+    def _lock_write(
+        self, cluster_id: str, update: str, condition: str, lock: dict[str, str], holder: str
+    ) -> dict[str, Any] | None:
         """A conditional lock write: None when it succeeded, else the item as the condition saw it."""
         try:
-            self._update(cluster_id, update, condition, {":lock": lock, ":holder": holder},
-                         ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._update(
+                cluster_id,
+                update,
+                condition,
+                {":lock": lock, ":holder": holder},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except ClientError as exc:
             return _failed_item(exc, cluster_id)
         return None
 
-    def _update(self, cluster_id: str, update: str, condition: str | None = None,
-                values: dict[str, Any] | None = None, **extra: Any) -> None:
+    def _update(
+        self,
+        cluster_id: str,
+        update: str,
+        condition: str | None = None,
+        values: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
         """UpdateItem with attribute names filled in from the expressions."""
-        kwargs: dict[str, Any] = {"TableName": self._table, "Key": _key(cluster_id),
-                                  "UpdateExpression": update,
-                                  "ExpressionAttributeNames": _names(update, condition or ""), **extra}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": _key(cluster_id),
+            "UpdateExpression": update,
+            "ExpressionAttributeNames": _names(update, condition or ""),
+            **extra,
+        }
         if condition:
             kwargs["ConditionExpression"] = condition
         if values:
@@ -241,9 +288,13 @@ class DynamoRegistry:
 
     def _get_item(self, cluster_id: str, projection: str) -> dict[str, Any]:
         """The raw item (strongly consistent), projected; ClusterNotFound when absent."""
-        response = self._client.get_item(TableName=self._table, Key=_key(cluster_id), ConsistentRead=True,
-                                         ProjectionExpression=projection,
-                                         ExpressionAttributeNames=_names(projection))
+        response = self._client.get_item(
+            TableName=self._table,
+            Key=_key(cluster_id),
+            ConsistentRead=True,
+            ProjectionExpression=projection,
+            ExpressionAttributeNames=_names(projection),
+        )
         if "Item" not in response:
             raise ClusterNotFound(cluster_id)
         return response["Item"]
@@ -256,8 +307,9 @@ class DynamoRegistry:
         if not isinstance(spec, dict):
             raise ValidationError(["spec: missing or not a map"], cluster_id, self._source)
         if spec.get("id") != cluster_id:
-            raise ValidationError([f"spec.id: {spec.get('id')!r} differs from the item's key"],
-                                  cluster_id, self._source)
+            raise ValidationError(
+                [f"spec.id: {spec.get('id')!r} differs from the item's key"], cluster_id, self._source
+            )
         cluster = Cluster.from_dict({**spec, "status": None}, self._source)
         cluster.status = self._to_status(data.get("status"), cluster_id)
         return cluster

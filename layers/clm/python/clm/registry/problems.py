@@ -25,5 +25,5 @@ def add_problem(problems: list[Problem], problem: Problem) -> list[Problem]:
     """
     result = coalesce([*problems, problem])
     if len(result) > PROBLEM_LIMIT:
-        result = coalesce([TOO_MANY_PROBLEMS, *result[-(PROBLEM_LIMIT - 1):]])
+        result = coalesce([TOO_MANY_PROBLEMS, *result[-(PROBLEM_LIMIT - 1) :]])
     return result

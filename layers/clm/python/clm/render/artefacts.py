@@ -35,6 +35,5 @@ def summary(rendered: RenderedCluster) -> dict[str, object]:
         "node_pools": sorted(rendered.node_pool_stacks),
         "components": [c.name for c in rendered.components],
         "manifests": rendered.manifest_count,
-        "deletions": {"pre_apply": len(rendered.deletions.pre_apply),
-                      "post_apply": len(rendered.deletions.post_apply)},
+        "deletions": {"pre_apply": len(rendered.deletions.pre_apply), "post_apply": len(rendered.deletions.post_apply)},
     }

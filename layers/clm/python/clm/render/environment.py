@@ -52,8 +52,9 @@ class TemplateEnvironment:
                 raise RenderError(exc.message, exc.file, exc.line, cluster_id) from None
             raise
         except jinja2.TemplateSyntaxError as exc:
-            raise RenderError(f"template syntax error: {exc.message}", exc.filename or name,
-                              exc.lineno, cluster_id) from None
+            raise RenderError(
+                f"template syntax error: {exc.message}", exc.filename or name, exc.lineno, cluster_id
+            ) from None
         except jinja2.TemplateNotFound as exc:
             raise RenderError(f"template not found: {exc.name}", name, None, cluster_id) from None
         except Exception as exc:  # undefined variables, sandbox violations, function errors

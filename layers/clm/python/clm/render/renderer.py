@@ -87,7 +87,7 @@ class Renderer:
         for path in sorted(files):
             if not path.startswith(MANIFESTS) or path == DELETIONS or not path.endswith(MANIFEST_SUFFIXES):
                 continue
-            name, sep, _ = path[len(MANIFESTS):].partition("/")
+            name, sep, _ = path[len(MANIFESTS) :].partition("/")
             if sep:
                 components.setdefault(name, []).append(path)
         return dict(sorted(components.items()))
@@ -100,8 +100,9 @@ class Renderer:
         try:
             defaults = yaml.load(text, Loader=SafeLoader) or {}
         except yaml.YAMLError as exc:
-            raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS,
-                              error_line(exc), cluster.id) from None
+            raise RenderError(
+                f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS, error_line(exc), cluster.id
+            ) from None
         if not isinstance(defaults, dict):
             raise RenderError("must be a mapping of config item names to values", DEFAULTS, 1, cluster.id)
         for key, value in defaults.items():
@@ -116,26 +117,35 @@ class Renderer:
         values = dict(values or {})
         effective = dataclasses.replace(cluster, config_items=self.config_items(cluster, values))
         context = {"cluster": effective, "values": values}
-        node_pool_stacks = {pool.name: self._node_pool_stack(effective, pool, values)
-                            for pool in effective.node_pools}
+        node_pool_stacks = {pool.name: self._node_pool_stack(effective, pool, values) for pool in effective.node_pools}
         return RenderedCluster(
             cluster=effective,
             config_version=self.tree.version,
             version=str(desired_version(cluster, self.tree.version)),
             cluster_stack=self._stack(self._cluster_stack_file(cluster), context, cluster.id),
             node_pool_stacks=node_pool_stacks,
-            components=[Component(name, [m for path in paths
-                                         for m in split_manifests(self._env.render(path, context, cluster.id),
-                                                                  path, cluster.id)])
-                        for name, paths in self._components.items()],
+            components=[
+                Component(
+                    name,
+                    [
+                        m
+                        for path in paths
+                        for m in split_manifests(self._env.render(path, context, cluster.id), path, cluster.id)
+                    ],
+                )
+                for name, paths in self._components.items()
+            ],
             deletions=self._deletions(context, cluster.id),
         )
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:
         present = [path for path in CLUSTER_STACKS if path in self.tree.files]
         if not present:
-            raise RenderError(f"no cluster stack template: expected {CLUSTER_STACKS[0]} "
-                              f"(or {CLUSTER_STACKS[1]}) in {self.tree.source}", cluster_id=cluster.id)
+            raise RenderError(
+                f"no cluster stack template: expected {CLUSTER_STACKS[0]} "
+                f"(or {CLUSTER_STACKS[1]}) in {self.tree.source}",
+                cluster_id=cluster.id,
+            )
         if len(present) > 1:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
@@ -143,8 +153,10 @@ class Renderer:
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
         file = NODE_POOL_STACK.format(profile=pool.profile)
         if file not in self.tree.files:
-            raise RenderError(f"node pool {pool.name!r} uses profile {pool.profile!r}, but {file} "
-                              f"is not in {self.tree.source}", cluster_id=cluster.id)
+            raise RenderError(
+                f"node pool {pool.name!r} uses profile {pool.profile!r}, but {file} is not in {self.tree.source}",
+                cluster_id=cluster.id,
+            )
         return self._stack(file, {"cluster": cluster, "node_pool": pool, "values": values}, cluster.id)
 
     def _stack(self, file: str, context: dict[str, Any], cluster_id: str) -> RenderedStack:
@@ -152,8 +164,9 @@ class Renderer:
         try:
             template = load_template(body)
         except yaml.YAMLError as exc:
-            raise RenderError(f"rendered template is not valid YAML/JSON: {error_reason(exc)}", file,
-                              error_line(exc), cluster_id) from None
+            raise RenderError(
+                f"rendered template is not valid YAML/JSON: {error_reason(exc)}", file, error_line(exc), cluster_id
+            ) from None
         if not isinstance(template, dict) or not isinstance(template.get("Resources"), dict):
             raise RenderError("rendered template has no Resources section", file, None, cluster_id)
         return RenderedStack(file=file, body=body, template=template)
