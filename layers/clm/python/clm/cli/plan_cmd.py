@@ -9,6 +9,7 @@ import click
 from rich.text import Text
 
 from clm.cli.context import CliContext
+from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import console, emit, print_warning
 from clm.errors import ClusterNotFound
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from clm.model import Cluster
     from clm.stacks.plan import PoolPlan
 
-pass_cli = click.make_pass_decorator(CliContext)
 
 ACTION_STYLES = {"create": "green", "no change": "dim", "update": "yellow", "delete": "red", "attention": "bold red"}
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
@@ -24,19 +24,8 @@ DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 @click.command()
 @click.argument("cluster_id")
-@click.option(
-    "--config",
-    "config_uri",
-    required=True,
-    envvar="CLM_CONFIG_SOURCE",
-    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
-    "(comma-separated: later sources override earlier ones).",
-)
-@click.option(
-    "--registry-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Read the cluster from this clusters.yaml instead of the registry table.",
-)
+@config_option
+@registry_file_option
 @pass_cli
 def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path | None) -> None:
     """Show what a run would change in CLUSTER_ID; changes nothing in AWS or Kubernetes.

@@ -8,12 +8,11 @@ import click
 
 from clm.cli.context import CliContext
 from clm.cli.errors import CliError
+from clm.cli.options import pass_cli
 from clm.cli.output import console, emit, print_error
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-
-pass_cli = click.make_pass_decorator(CliContext)
 
 
 @click.group()

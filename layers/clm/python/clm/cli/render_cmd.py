@@ -7,27 +7,15 @@ from pathlib import Path
 import click
 
 from clm.cli.context import CliContext
+from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import emit
 from clm.errors import ClusterNotFound
-
-pass_cli = click.make_pass_decorator(CliContext)
 
 
 @click.command()
 @click.argument("cluster_ids", nargs=-1, required=True, metavar="CLUSTER_ID...")
-@click.option(
-    "--config",
-    "config_uri",
-    required=True,
-    envvar="CLM_CONFIG_SOURCE",
-    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
-    "(comma-separated: later sources override earlier ones).",
-)
-@click.option(
-    "--registry-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Read clusters from this clusters.yaml instead of the registry table.",
-)
+@config_option
+@registry_file_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

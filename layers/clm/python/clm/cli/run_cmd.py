@@ -19,10 +19,10 @@ from clm.cli.executions import (
     wait_for_new_execution,
 )
 from clm.cli.follow import POLL_SECONDS, follow, report
+from clm.cli.options import pass_cli
 from clm.cli.output import console, emit, errors
 from clm.model import Cluster
 
-pass_cli = click.make_pass_decorator(CliContext)
 DECOMMISSION_REQUESTED = "decommission-requested"
 follow_option = click.option("--follow", is_flag=True, help="Show the run live until it ends; exit 1 if it fails.")
 

@@ -10,10 +10,10 @@ from clm.cli.context import CliContext
 from clm.cli.deployment import provision_state_machine, stack_option
 from clm.cli.errors import DeploymentNotFound
 from clm.cli.executions import execution_name, running_by_cluster
+from clm.cli.options import pass_cli
 from clm.cli.output import emit, print_error, print_warning
 from clm.model import Cluster
 
-pass_cli = click.make_pass_decorator(CliContext)
 COLUMNS = ["id", "lifecycle", "current_version", "next_version", "running_execution", "last_problem"]
 
 
