@@ -23,7 +23,8 @@ timed from the upload to the end of the run:
   after the roll; Lambda seconds per step and Wait state seconds per state; a row per node.
 
 Then the blocked drain (roll_blocked): a one-node pool whose pod a budget never lets go, forced after
-`drain_grace_period` = each of `--blocked` seconds: the Lambda-seconds its drain passes cost, against the time.
+`drain_grace_period` = each of `--blocked` seconds: the Lambda calls and seconds its drain passes and parks cost,
+against the time.
 Prints the targets with pass/MISS and exits 0 whatever they say (a measurement), 1 if the sandbox fails.
 Time figures depend on the machine's load (printed at the start, after the roll and at the end); counts do not.
 """
@@ -53,6 +54,8 @@ from clm_sandbox.demo_report import RunFigures, run_figures
 from clm_sandbox.nodesim import EventKind
 
 MAX_RATIO, MAX_OVERHEAD, MAX_TRANSITIONS, MAX_LAMBDA_SECONDS = 1.15, 3.0, 25.0, 5.0
+# Run-to-run spread of the Lambda-seconds of the same calls on this VM (compared figures within it are equal).
+NOISE = 0.10
 console = Console(highlight=False, width=130)
 
 
@@ -283,8 +286,9 @@ def blocked_table(drains: list[BlockedDrain]) -> Table:
         "blocked for",
         "run s",
         "drain passes",
+        "parks",
         "drain Lambda-s",
-        "Lambda-s per pass",
+        "Lambda-s per call",
         "run Lambda-s",
         "transitions",
         "forced",
@@ -294,8 +298,9 @@ def blocked_table(drains: list[BlockedDrain]) -> Table:
             f"{d.blocked_for} s",
             f"{d.run_seconds:.1f}",
             str(d.passes),
+            str(d.parks),
             f"{d.drain_lambda_seconds:.2f}",
-            f"{d.drain_lambda_seconds / max(d.passes, 1):.3f}",
+            f"{d.drain_lambda_seconds / max(d.drain_calls, 1):.3f}",
             f"{d.figures.lambda_seconds:.2f}",
             str(d.figures.transitions),
             str(d.forced),
@@ -331,14 +336,21 @@ def targets_table(result: RollResult, drains: list[BlockedDrain]) -> tuple[Table
     ]
     if len(drains) >= 2:
         short, long = drains[0], drains[-1]
-        rows.append(
+        blocked = f"blocked {long.blocked_for} s vs {short.blocked_for} s"
+        rows += [
             (
-                f"drain Lambda-s blocked {long.blocked_for} s vs {short.blocked_for} s",
+                f"drain Lambda calls {blocked}",
                 "no more",
+                f"{long.drain_calls} vs {short.drain_calls}",
+                long.drain_calls <= short.drain_calls,
+            ),
+            (  # the same calls take a few percent more or less from run to run on a shared VM
+                f"drain Lambda-s {blocked}",
+                f"no more (+{NOISE:.0%} noise)",
                 f"{long.drain_lambda_seconds:.2f} vs {short.drain_lambda_seconds:.2f}",
-                long.drain_lambda_seconds <= short.drain_lambda_seconds,
-            )
-        )
+                long.drain_lambda_seconds <= short.drain_lambda_seconds * (1 + NOISE),
+            ),
+        ]
     table = _table("targets", "target", "wanted", "measured", "")
     for name, wanted, measured, ok in rows:
         table.add_row(name, wanted, measured, "[green]pass[/]" if ok else "[bold red]MISS[/]")

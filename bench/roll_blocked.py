@@ -39,8 +39,14 @@ class BlockedDrain:
     run_seconds: float
     figures: RunFigures
     passes: int
-    drain_lambda_seconds: float
+    parks: int
+    drain_lambda_seconds: float  # of its passes and parks
     forced: int
+
+    @property
+    def drain_calls(self) -> int:
+        """Lambda calls of the drain: its passes and parks."""
+        return self.passes + self.parks
 
 
 def add_hold_pool(sandbox: RollSandbox) -> None:
@@ -99,6 +105,7 @@ def blocked_drain(sandbox: RollSandbox, seconds: int) -> BlockedDrain:
         run.seconds,
         run_figures(sfn, run.arn),
         sum(drain.passes for drain in hold_drains),
+        sum(drain.parks for drain in hold_drains),
         sum(drain.lambda_seconds for drain in hold_drains),
         sum(drain.forced for drain in hold_drains),
     )

@@ -1,7 +1,8 @@
 """Where a run's time and cost went, read from the execution histories of a provision run and its children.
 
-Every Lambda call (which step, when, how long, its input and output) and every Wait state (which, how long), on
-one time axis (epoch seconds); and per node, its drain: first pass to the pass that found it empty.
+Every Lambda call (which step, when, how long, its input and output; Lambda tasks and `lambda:invoke` tasks alike)
+and every Wait state (which, how long), on one time axis (epoch seconds); and per node, its drain: first pass to
+the pass that found it empty.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class NodeDrain:
     passes: int
     evicted: int
     forced: int
-    lambda_seconds: float
+    parks: int
+    lambda_seconds: float  # of its passes and parks
 
 
 def run_histories(sfn: Any, arn: str) -> dict[str, History]:
@@ -125,6 +127,8 @@ def trace(histories: dict[str, History]) -> Trace:
                 stop = _epoch(event["timestamp"])
             elif kind in _LAMBDA_ENDS:
                 result.calls.append(_call(arn, event, by_id))
+            elif kind == "TaskSubmitted" and event["taskSubmittedEventDetails"].get("resourceType") == "lambda":
+                result.calls.append(_invoke_call(arn, event, by_id))
             elif kind == "WaitStateExited":
                 entered = by_id[event["previousEventId"]]
                 result.waits.append(
@@ -155,6 +159,17 @@ def _call(arn: str, end: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> La
     )
 
 
+def _invoke_call(arn: str, submitted: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> LambdaCall:
+    """A Lambda call of an `arn:aws:states:::lambda:invoke` task (ParkDrain): from TaskStarted to TaskSubmitted,
+    when the function returned (the task itself may wait on for its token)."""
+    started = by_id[submitted["previousEventId"]]
+    scheduled = by_id[started["previousEventId"]]
+    payload = json.loads(scheduled["taskScheduledEventDetails"].get("parameters") or "{}").get("Payload") or {}
+    output = json.loads(submitted["taskSubmittedEventDetails"].get("output") or "{}").get("Payload")
+    step = str(payload.get("step", "?"))
+    return LambdaCall(arn, step, _epoch(started["timestamp"]), _epoch(submitted["timestamp"]), payload, output)
+
+
 def _epoch(value: datetime | str | float) -> float:
     if isinstance(value, datetime):
         return value.timestamp()
@@ -164,12 +179,14 @@ def _epoch(value: datetime | str | float) -> float:
 
 
 def node_drains(calls: list[LambdaCall]) -> list[NodeDrain]:
-    """Per node, its drain passes, in order of the first pass."""
+    """Per node, its drain passes (and parks), in order of the first pass."""
     passes: dict[str, list[LambdaCall]] = defaultdict(list)
+    parks: dict[str, list[LambdaCall]] = defaultdict(list)
     for call in calls:
-        node = (call.event.get("replacement") or {}).get("node") if call.step == "drain" else None
-        if node:
-            passes[node].append(call)
+        if call.step == "drain" and (call.event.get("replacement") or {}).get("node"):
+            passes[call.event["replacement"]["node"]].append(call)
+        elif call.step == "park":
+            parks[call.event.get("node", "")].append(call)
     drains = []
     for node, calls_of_node in passes.items():
         results = [call.result or {} for call in calls_of_node]
@@ -184,7 +201,8 @@ def node_drains(calls: list[LambdaCall]) -> list[NodeDrain]:
                 len(calls_of_node),
                 sum(len(result.get("evicted") or []) for result in results),
                 sum(len(result.get("forced") or []) for result in results),
-                sum(call.seconds for call in calls_of_node),
+                len(parks[node]),
+                sum(call.seconds for call in [*calls_of_node, *parks[node]]),
             )
         )
     return sorted(drains, key=lambda drain: drain.started)

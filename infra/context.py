@@ -33,6 +33,11 @@ class ClmContext:
     cluster_stack_policy_arns: tuple[str, ...] = ()
     max_running: int = 10
 
+    @property
+    def roll_state_machine_name(self) -> str:
+        """The name of the roll-node-pool workflow (named, so that permissions can point at it without a cycle)."""
+        return f"{self.state_machine_name}-roll-node-pool"
+
     @classmethod
     def of(cls, scope: Construct) -> ClmContext:
         """The context of `scope`'s app; ContextError names the first unusable key."""

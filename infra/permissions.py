@@ -20,6 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from infra.artefacts import RENDERINGS_PREFIX, TEMPLATES_PREFIX
 from infra.config_source import ConfigSource
+from infra.context import ClmContext
 from infra.functions import ClmFunction
 
 NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
@@ -59,18 +60,24 @@ UNSCOPED_READS = [
 
 
 def grant_run(
-    function: ClmFunction, registry: dynamodb.ITable, config: ConfigSource, artefacts: s3.IBucket, state_machine: str
+    function: ClmFunction, registry: dynamodb.ITable, config: ConfigSource, artefacts: s3.IBucket, context: ClmContext
 ) -> None:
-    """Registry read/write, configuration read, renderings write, and whether a lock holder still runs."""
+    """Registry read/write, configuration read, renderings write, whether a lock holder still runs, and waking
+    the parked drains of the roll workflow."""
     registry.grant_read_write_data(function.role)
     config.grant_read(function.role)
     function.allow(["s3:PutObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
-    executions = Stack.of(function).format_arn(
-        service="states", resource="execution", resource_name=f"{state_machine}:*", arn_format=_COLON
+    stack = Stack.of(function)
+    executions = stack.format_arn(
+        service="states", resource="execution", resource_name=f"{context.state_machine_name}:*", arn_format=_COLON
     )
     function.allow(
         ["states:DescribeExecution"], [executions], reason="a lock is taken over once its execution no longer runs"
     )
+    roll = stack.format_arn(
+        service="states", resource="stateMachine", resource_name=context.roll_state_machine_name, arn_format=_COLON
+    )
+    function.allow(["states:SendTaskSuccess"], [roll])
 
 
 def grant_reconcile(

@@ -70,7 +70,7 @@ class ClmStack(Stack):
             self,
             "RollNodePool",
             definition=definition_file("roll-node-pool"),
-            state_machine_name=f"{context.state_machine_name}-roll-node-pool",
+            state_machine_name=context.roll_state_machine_name,
             context=context,
             functions=step_functions,
         )
@@ -140,7 +140,7 @@ class ClmStack(Stack):
 
     def _grant(self, context: ClmContext) -> None:
         table, artefacts = self.registry.table, self.artefacts.bucket
-        permissions.grant_run(self.functions["run"], table, self.config_source, artefacts, context.state_machine_name)
+        permissions.grant_run(self.functions["run"], table, self.config_source, artefacts, context)
         permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
         permissions.grant_kube(self.functions["kube"], artefacts, context.kube_secret_prefix)
         permissions.grant_roll(self.functions["roll"], artefacts, context.kube_secret_prefix)

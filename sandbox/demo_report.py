@@ -50,17 +50,25 @@ def _count(events: list[dict[str, Any]], figures: RunFigures, children: list[str
     for event in events:
         kind = event["type"]
         figures.transitions += kind.endswith(_STATE_ENTERED)
-        if kind == "LambdaFunctionStarted":
+        if kind in {"LambdaFunctionStarted", "TaskStarted"}:
             started[event["id"]] = event["timestamp"]
         elif kind in {"LambdaFunctionSucceeded", "LambdaFunctionFailed"}:
-            figures.lambda_calls += 1
-            begun = started.get(event.get("previousEventId", -1))
-            if begun is not None:
-                figures.lambda_seconds += (event["timestamp"] - begun).total_seconds()
+            _count_call(event, started, figures)
             if kind == "LambdaFunctionSucceeded":
                 _count_drain(event["lambdaFunctionSucceededEventDetails"].get("output") or "{}", figures)
-        elif kind == "TaskSubmitted" and event["taskSubmittedEventDetails"].get("resourceType") == "states":
-            children.append(json.loads(event["taskSubmittedEventDetails"]["output"])["ExecutionArn"])
+        elif kind == "TaskSubmitted":
+            details = event["taskSubmittedEventDetails"]
+            if details.get("resourceType") == "states":
+                children.append(json.loads(details["output"])["ExecutionArn"])
+            elif details.get("resourceType") == "lambda":  # a lambda:invoke task (ParkDrain): its function returned
+                _count_call(event, started, figures)
+
+
+def _count_call(end: dict[str, Any], started: dict[int, Any], figures: RunFigures) -> None:
+    figures.lambda_calls += 1
+    begun = started.get(end.get("previousEventId", -1))
+    if begun is not None:
+        figures.lambda_seconds += (end["timestamp"] - begun).total_seconds()
 
 
 def _count_drain(output: str, figures: RunFigures) -> None:

@@ -1,10 +1,12 @@
-"""Scale the waiting of moto's Step Functions interpreter down for tests: Wait states and Retry intervals.
+"""Scale the waiting of moto's Step Functions interpreter down for tests: Wait states, Retry intervals and the
+timeouts a definition sets.
 
-``install()`` replaces the two places where the interpreter waits: ``WaitFunction._wait_interval`` (every Wait
-state: Seconds, SecondsPath, Timestamp, TimestampPath and their JSONata forms) and the sleep between Retry
-attempts (the interval after IntervalSeconds, BackoffRate, MaxDelaySeconds and jitter). Both are multiplied by
-the factor: :func:`set_factor`, else ``$CLM_SANDBOX_WAIT_SCALE``, else 1 (real time). A stopped execution
-still ends a Wait at once.
+``install()`` replaces the three places where the interpreter waits: ``WaitFunction._wait_interval`` (every
+Wait state: Seconds, SecondsPath, Timestamp, TimestampPath and their JSONata forms), the sleep between Retry
+attempts (the interval after IntervalSeconds, BackoffRate, MaxDelaySeconds and jitter) and a Task's
+TimeoutSeconds/TimeoutSecondsPath (a waitForTaskToken task parked until then; the default, 99999999 s, is left
+alone). All are multiplied by the factor: :func:`set_factor`, else ``$CLM_SANDBOX_WAIT_SCALE``, else 1 (real
+time). A stopped execution still ends a Wait at once.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ _factor: float | None = None
 def install() -> None:
     """Make the interpreter's waits follow :func:`factor` (idempotent)."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import Timeout
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 
     replace(WaitFunction, "_wait_interval", _wait_interval)
     replace(retrier_decl, "time", types.SimpleNamespace(sleep=_retry_sleep))
+    replace(Timeout, "_eval_body", _timeout_seconds)
 
 
 def set_factor(value: float | None) -> None:
@@ -74,6 +78,12 @@ def _wait_interval(self: Any, env: Any, wait_seconds: float) -> None:
         if remaining <= 0:
             return
         env.program_state_event.wait(remaining)
+
+
+def _timeout_seconds(self: Any, env: Any) -> None:
+    """Push the task's timeout, times the factor unless it is the default."""
+    seconds = self._eval_seconds(env=env)
+    env.stack.append(seconds if self.is_default_value() else seconds * factor())
 
 
 def _retry_sleep(seconds: float) -> None:

@@ -171,15 +171,17 @@ def instances(session: boto3.Session) -> set[str]:
     return {instance["InstanceId"] for group in groups for instance in group["Instances"]}
 
 
-def wait_for_ready_pods(api: k8s.ApiClient, count: int, timeout: float = 30.0) -> None:
+def wait_for_ready_pods(
+    api: k8s.ApiClient, count: int, timeout: float = 30.0, namespace: str = "example", selector: str = "app=web"
+) -> None:
     core = k8s.CoreV1Api(api)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pods = core.list_namespaced_pod("example", label_selector="app=web").items
+        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
         if sum(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods) >= count:
             return
         time.sleep(0.1)
-    pytest.fail(f"fewer than {count} Ready web pods after {timeout} s")
+    pytest.fail(f"fewer than {count} Ready pods {selector} in {namespace} after {timeout} s")
 
 
 def provisioned(deployment: Deployment, nodes: Any, kube_api: k8s.ApiClient) -> set[str]:

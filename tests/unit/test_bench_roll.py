@@ -52,6 +52,14 @@ class _History:
         self.add(start, "LambdaFunctionStarted")
         self.add(end, "LambdaFunctionSucceeded", lambdaFunctionSucceededEventDetails={"output": json.dumps(output)})
 
+    def invoke(self, start: float, end: float, payload: dict[str, Any], output: dict[str, Any]) -> None:
+        """A `lambda:invoke.waitForTaskToken` task: its function runs from `start` to `end`, then it waits on."""
+        parameters = {"FunctionName": "run", "Payload": payload}
+        self.add(start, "TaskScheduled", taskScheduledEventDetails={"parameters": json.dumps(parameters)})
+        self.add(start, "TaskStarted")
+        submitted = {"resourceType": "lambda", "output": json.dumps({"Payload": output})}
+        self.add(end, "TaskSubmitted", taskSubmittedEventDetails=submitted)
+
     def wait(self, start: float, end: float, name: str) -> None:
         entered = self.add(start, "WaitStateEntered", stateEnteredEventDetails={"name": name})
         self.add(end, "WaitStateExited", entered, stateExitedEventDetails={"name": name})
@@ -87,25 +95,28 @@ def test_trace_reads_calls_waits_and_each_nodes_drain_across_child_executions() 
     child = _History("child", {"pool": {"node_pool": "workers"}})
     child.call(1.5, 2.0, {"step": "plan"}, {"action": "replace"})
     child.call(2.0, 7.0, _drain("n1"), {"done": False, "evicted": ["ns/a", "ns/b"], "forced": []})
-    child.wait(7.0, 9.0, "WaitForDrain")
+    child.invoke(7.0, 7.25, {"step": "park", "node": "n1", "token": "t"}, {"node": "n1", "parked": True})
+    child.add(9.0, "TaskTimedOut")
     child.call(9.0, 9.5, _drain("n1"), {"done": True, "evicted": [], "forced": ["ns/c"]})
     child.call(9.5, 9.75, {"step": "terminate"}, {})
+    child.wait(9.75, 10.0, "WaitToPlan")
     child.add(10.0, "ExecutionSucceeded")
 
     run = trace(run_histories(_Sfn(parent, child), "parent"))
 
-    assert [c.step for c in run.calls] == ["begin", "plan", "drain", "drain", "terminate"]
+    assert [c.step for c in run.calls] == ["begin", "plan", "drain", "park", "drain", "terminate"]
     assert {step: len(calls) for step, calls in run.by_step().items()} == {
         "begin": 1,
         "plan": 1,
         "drain": 2,
+        "park": 1,
         "terminate": 1,
     }
-    assert [(w.state, w.seconds) for w in run.waits] == [("WaitForDrain", 2.0)]
-    assert [c.step for c in run.pool_calls("workers")] == ["plan", "drain", "drain", "terminate"]
+    assert [(w.state, w.seconds) for w in run.waits] == [("WaitToPlan", 0.25)]
+    assert [c.step for c in run.pool_calls("workers")] == ["plan", "drain", "park", "drain", "terminate"]
     [drain] = node_drains(run.calls)
     start = T0.timestamp()
     assert (drain.node, drain.started - start, drain.done and drain.done - start) == ("n1", 2.0, 9.5)
-    assert (drain.passes, drain.evicted, drain.forced) == (2, 2, 1)
-    assert drain.lambda_seconds == pytest.approx(5.5)
+    assert (drain.passes, drain.parks, drain.evicted, drain.forced) == (2, 1, 2, 1)
+    assert drain.lambda_seconds == pytest.approx(5.75)  # passes and the park's function, not its wait
     assert run.executions["child"] == (start, start + 10.0)

@@ -194,6 +194,47 @@ def test_a_blocked_drain_names_the_pods_and_why_once_while_it_stays_blocked():
     ]
 
 
+def _park(event_id: int, end: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of a ParkDrain state: its Lambda keeps the token, then the task ends with the event `end`."""
+    return [
+        {
+            "id": event_id,
+            "previousEventId": event_id - 1,
+            "type": "TaskStateEntered",
+            "stateEnteredEventDetails": {"name": "ParkDrain", "input": "{}"},
+        },
+        {"id": event_id + 1, "previousEventId": event_id, "type": "TaskScheduled"},
+        {"id": event_id + 2, "previousEventId": event_id + 1, "type": "TaskStarted"},
+        {"id": event_id + 3, "previousEventId": event_id + 2, "type": "TaskSubmitted", "taskSubmittedEventDetails": {}},
+        {"id": event_id + 4, "previousEventId": event_id + 3, **end},
+    ]
+
+
+def test_a_parked_drain_says_until_when_and_how_it_ended():
+    blocked = {
+        "node": "node-1",
+        "done": False,
+        "wait_seconds": 21599,
+        "evicted": [],
+        "forced": [],
+        "blocked": [{"pod": "example/web-1", "reason": "PodDisruptionBudget allows 0", "pdb": "example/web"}],
+        "terminating": [],
+        "park": {"seconds": 21599, "since": "2026-11-22T20:00:00Z"},
+    }
+    woken = {"type": "TaskSucceeded", "taskSucceededEventDetails": {"output": json.dumps({"woken_by": "run-2"})}}
+    timed_out = {"type": "TaskTimedOut", "taskTimedOutEventDetails": {"error": "States.Timeout"}}
+    reader = HistoryReader("")
+    events = [*_drain_pass(10, blocked), *_park(20, woken), *_drain_pass(30, blocked), *_park(40, timed_out)]
+    assert texts(reader.read(events).lines) == [
+        "Drain node-1: blocked: example/web-1 (PodDisruptionBudget allows 0; PDB example/web); parked for "
+        "5h59m59s, until the force rules allow (clm provision wakes it)",
+        "ParkDrain: woken by run-2",
+        "Drain node-1: blocked: example/web-1 (PodDisruptionBudget allows 0; PDB example/web); parked for "
+        "5h59m59s, until the force rules allow (clm provision wakes it)",
+        "ParkDrain: the force rules allow now; next drain pass",
+    ]
+
+
 class ReplayedStepFunctions:
     """Recorded executions served as if they were running: each history read moves a clock `tick` on and shows the
     events recorded up to that clock.

@@ -44,10 +44,14 @@ def test_figures_count_transitions_lambda_time_evictions_refusals_and_children()
             3,
             taskSubmittedEventDetails={"resourceType": "states", "output": json.dumps({"ExecutionArn": child})},
         ),
+        _event(6, "TaskStateEntered", 4),  # ParkDrain: lambda:invoke.waitForTaskToken
+        _event(7, "TaskStarted", 4.0),
+        _event(8, "TaskSubmitted", 4.25, taskSubmittedEventDetails={"resourceType": "lambda", "output": "{}"}),
+        _event(9, "TaskTimedOut", 60),  # the wait for the token costs no Lambda time
     ]
     figures, children = RunFigures(), []
     _count(events, figures, children)
-    assert (figures.transitions, figures.lambda_calls, figures.lambda_seconds) == (2, 1, 1.5)
+    assert (figures.transitions, figures.lambda_calls, figures.lambda_seconds) == (3, 2, 1.75)
     assert (figures.evictions, figures.pdb_refusals, children) == (1, 1, [child])
 
 

@@ -259,6 +259,9 @@ def test_run_function_permissions(default):
     )
     described = statement_for(statements, "states:DescribeExecution")
     assert described["Resource"]["Fn::Join"][1][-1] == ":execution:clm-provision:*"
+    woken = statement_for(statements, "states:SendTaskSuccess")  # parked drains, of the roll workflow only
+    assert woken["Action"] == "states:SendTaskSuccess"
+    assert woken["Resource"]["Fn::Join"][1][-1] == ":stateMachine:clm-provision-roll-node-pool"
     put = statement_for(statements, "s3:PutObject")
     assert put["Resource"]["Fn::Join"][1][-1] == "/renderings/*"
     listing = statement_for(statements, "s3:ListBucketVersions")
@@ -323,7 +326,7 @@ def test_state_machine_roles_invoke_only_their_functions_and_start_only_their_ch
     for role, functions, children in (
         ("ProvisionRole", STEP_FOLDERS, {"RollNodePool", "Decommission"}),
         ("DecommissionRole", {"stacks": None}, {"RollNodePool"}),
-        ("RollNodePoolRole", {"stacks": None, "roll": None}, set()),
+        ("RollNodePoolRole", {"stacks": None, "roll": None, "run": None}, set()),
         ("ReconcileRole", {"reconcile": None}, set()),
     ):
         statements = policy_statements(raw, role)

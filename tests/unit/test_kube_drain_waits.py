@@ -10,6 +10,7 @@ import pytest
 from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.settings import DrainSettings
+from clm.kube.timestamps import format_time
 from tests.unit.test_kube_client import RecordedTransport, response
 from tests.unit.test_kube_eviction import NOW, cordoned_node, recorded_v1
 from tests.unit.test_kube_pods import make_pod
@@ -73,20 +74,29 @@ def test_only_terminating_pods_left_wait_until_just_before_the_last_grace_period
     assert (result["done"], result["terminating"], result["wait_seconds"]) == (False, ["app/web-1", "app/web-2"], wait)
 
 
-@pytest.mark.parametrize(
-    ("drain_age", "wait"),
-    [
-        (5, 30),  # CLM's drain_poll_interval: it does not change on its own
-        (30, 30),
-        (100, 100),  # backing off: as long as the drain has lasted
-        (5000, 900),  # but looked at again every 15 minutes (someone may fix it)
-    ],
-)
-def test_a_budget_blocked_with_every_pod_healthy_is_polled_with_a_back_off(drain_age: int, wait: int) -> None:
+HOUR_GRACE = DrainSettings(grace_period=3600, min_pod_lifetime=0, min_healthy_sibling_lifetime=0)
+
+
+@pytest.mark.parametrize("drain_age", [5, 600, 3000])
+def test_a_budget_blocked_with_every_pod_healthy_parks_the_drain_until_the_force_rules_allow(drain_age: int) -> None:
     pods = [make_pod("web-1", labels=WEB)]
-    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=drain_age)))
+    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=drain_age)), HOUR_GRACE)
     assert [b["pdb"] for b in result["blocked"]] == ["app/web"]
-    assert result["wait_seconds"] == wait
+    forced_in = 3600 - drain_age
+    assert result["wait_seconds"] == forced_in - 1  # half a second before, in whole seconds
+    assert result["park"] == {"seconds": forced_in - 1, "since": format_time(NOW)}  # when it listed the pods
+
+
+def test_a_blocked_drain_close_to_its_force_moment_waits_instead_of_parking() -> None:
+    pods = [make_pod("web-1", labels=WEB)]
+    result = one_pass(node(pods, [budget()], NOW - timedelta(seconds=3580)), HOUR_GRACE)
+    assert (result["wait_seconds"], result["park"]) == (19, None)  # not longer than drain_poll_interval
+
+
+def test_a_settling_budget_never_parks_the_drain() -> None:
+    pods = [make_pod("web-1", labels=WEB)]
+    result = one_pass(node(pods, [budget(healthy=2, expected=3)], NOW - timedelta(seconds=5)), HOUR_GRACE)
+    assert (result["wait_seconds"], result["park"]) == (1, None)
 
 
 def test_a_blocked_pod_is_looked_at_again_just_before_the_force_rules_allow() -> None:

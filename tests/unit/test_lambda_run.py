@@ -89,8 +89,32 @@ def test_fail_records_the_problem(deployment: DynamoRegistry) -> None:
 
 
 def test_unknown_step_and_missing_settings_are_clear_errors(deployment, monkeypatch) -> None:
-    with pytest.raises(UnknownStep, match="function run has no step 'nope' \\(serves: begin, fail, render, succeed\\)"):
+    with pytest.raises(
+        UnknownStep, match="function run has no step 'nope' \\(serves: begin, fail, park, render, succeed\\)"
+    ):
         call("nope", cluster_id="x")
     monkeypatch.delenv("CLM_ARTEFACT_BUCKET")
     with pytest.raises(SettingsError, match="CLM_ARTEFACT_BUCKET"):
         call("render", cluster_id="x")
+
+
+def test_only_a_run_started_by_a_change_wakes_the_parked_drains(deployment: DynamoRegistry, monkeypatch) -> None:
+    from clm.workflow import run_steps
+
+    cluster_id = deployment.list_clusters()[0].id
+    call("begin", cluster_id=cluster_id)
+    monkeypatch.setattr(run_steps, "execution_running", lambda holder: holder == EXECUTION)
+    parking = {"seconds": 60, "since": "2020-01-01T00:00:00Z"}
+    assert call("park", cluster_id=cluster_id, node="node-a", token="token-a", park=parking)["parked"] is True
+    other = {"step": "begin", "cluster_id": cluster_id, "execution": EXECUTION.replace("run-1", "run-2")}
+    handler = load_handler_module("run").handler
+    scheduled = handler(
+        {**other, "input": {"reason": "interrupted update"}}, FakeContext()
+    )  # the schedule's re-trigger
+    assert (
+        scheduled["action"] == "skip"
+        and deployment._client.get_item(TableName="registry", Key={"id": {"S": cluster_id}})["Item"]["parked"]["M"]
+    ), "a scheduled run must leave the parked drain asleep"
+    handler({**other, "input": {"reason": "manual: clm provision"}}, FakeContext())
+    item = deployment._client.get_item(TableName="registry", Key={"id": {"S": cluster_id}})["Item"]
+    assert "parked" not in item and "woken_at" in item  # taken (moto knows no such task: nothing to send)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from clm.cli.executions import execution_name
+from clm.kube.settings import format_duration
 
 # The helpers clm.workflow.run.fail makes problem titles with: a failed step reads as the problem it records.
 from clm.workflow.run import error_title, innermost_error
@@ -139,6 +140,8 @@ class HistoryReader:
         elif kind in SUCCEEDED:
             details = event.get("lambdaFunctionSucceededEventDetails") or event.get("taskSucceededEventDetails") or {}
             self._succeeded(event, step, _json(details.get("output")), reading)
+        elif kind == "TaskTimedOut" and step.name == "ParkDrain":  # how a park nobody woke ends: not a failure
+            self._emit(reading, event, "ParkDrain: the force rules allow now; next drain pass")
         elif kind in FAILED:
             details = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
             if not details.get("resource", "").startswith("startExecution"):  # a child's failure: its lines say it
@@ -289,6 +292,9 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
         for b in drain.get("blocked", [])
     ]
     waiting = f"blocked: {_listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
+    if drain.get("park"):
+        parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
+        return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
     return f"Drain {node}: {waiting}; next pass in {drain.get('wait_seconds', 0)} s", "yellow"
 
 
@@ -328,6 +334,7 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "Plan": _plan,
     "Scale": _scale,
     "Drain": _drain,
+    "ParkDrain": lambda _input, woken: (f"ParkDrain: woken by {woken.get('woken_by')}", ""),
     "Terminate": _terminate,
     "Resume": _named("Resume: auto scaling processes resumed"),
     "DeletePoolStack": _delete_stack,

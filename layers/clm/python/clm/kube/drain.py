@@ -4,16 +4,19 @@ A pass cordons the node (idempotent; the drain start is kept on the node), evict
 force-deletes a PDB-blocked pod when CLM's force rules allow, and then, while something that gates
 progress is expected soon (within WATCH_HORIZON: a budget settling as a replacement turns Ready, the
 last terminating pod's grace period ending, the force rules allowing), watches for it and acts again at
-once. Anything further away is the workflow's Wait state: the pass returns `wait_seconds` computed from
-what it saw, ending LEAD seconds before the expected moment, so that Lambda time is spent on work and
-short watches, never on long waits:
+once. Anything further away is the workflow's: the pass returns `wait_seconds` computed from what it
+saw, ending LEAD seconds before the expected moment, so that Lambda time is spent on work and short
+watches, never on long waits:
 
 - only terminating pods left: until shortly before the last one's grace period ends (exact for pods
   this pass evicted, from the deletion timestamp's whole seconds otherwise);
 - blocked by a settling budget: a second, growing with the drain's age up to the poll interval;
-- blocked by a budget that will not change on its own (every pod healthy): as long as the drain has
-  lasted (a back-off: at least drain_poll_interval, at most BLOCKED_POLL_CAP), or until the force rules
-  allow, whichever comes first; an hour blocked costs a handful of passes more than a minute, not 120.
+- blocked only by budgets that will not change on their own (every pod healthy): until shortly before
+  the force rules allow. When that is longer than the poll interval, the pass also returns `park`
+  ({seconds, since: when it listed the pods}): the workflow parks the drain for that long, unless a
+  run triggered by a change wakes it sooner (clm.workflow.parking). Kubernetes tells a serverless CLM
+  nothing when someone fixes a budget, and polling for it would make an hour blocked cost 60 times a
+  minute; parked, both cost the same three calls.
 """
 
 from __future__ import annotations
@@ -49,8 +52,6 @@ MAX_OVERDUE_WAIT = 5.0
 # A kubelet reports a pod gone about this long after its grace period ended, at most (else it is overdue).
 KUBELET_SLACK = 1.0
 SETTLING_WAIT = 1  # seconds
-# A budget blocked with every pod healthy is looked at again at least this often (someone may fix it).
-BLOCKED_POLL_CAP = 900.0
 # A pass watches for what it expects within this many seconds; a longer wait is the workflow's Wait state,
 # ending LEAD seconds before the expected moment (whole seconds, rounded down).
 WATCH_HORIZON = 1.5
@@ -89,6 +90,7 @@ class _Observation:
     pods_version: str
     budgets: list[Budget]
     budgets_version: str
+    at: datetime
     waiting_for: list[Pod] = field(default_factory=list)  # terminating, within their grace period + headroom
     overdue: list[Pod] = field(default_factory=list)  # terminating past that: left behind
 
@@ -122,6 +124,7 @@ class _Drainer:
         self.settle_watch_ends: float | None = None  # monotonic end of the watch on a settling budget
 
     def observe(self) -> _Observation:
+        at = self.clock.now()
         listed = self.kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={self.node}"})
         budgets, budgets_version = list_budgets(self.kube)
         observation = _Observation(
@@ -129,6 +132,7 @@ class _Drainer:
             listed.get("metadata", {}).get("resourceVersion", ""),
             budgets,
             budgets_version,
+            at,
         )
         cutoff = self.clock.now() - timedelta(seconds=TERMINATION_HEADROOM)
         for pod in observation.pods.terminating:
@@ -238,7 +242,6 @@ class _Drainer:
     def _next_for_blocked(self, now: datetime, mono: float) -> tuple[float | None, int]:
         age = (now - self.drain_start).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
-        poll = math.ceil(max(self.settings.poll_interval, min(math.floor(age), BLOCKED_POLL_CAP)))
         wakes: list[float] = []
         waits: list[int] = []
         if any(b.settling for b in self.blocked):  # a replacement turning Ready will open the budget
@@ -254,8 +257,10 @@ class _Drainer:
             until_force = (blocked.force_at - now).total_seconds() if blocked.force_at else math.inf
             if until_force <= WATCH_HORIZON:
                 wakes.append(mono + max(until_force, 0.0))
-            else:  # nothing changes on its own: poll, or come back just before the force rules allow
-                waits.append(poll if until_force == math.inf else min(poll, _ahead_of(until_force)))
+            elif until_force == math.inf:  # no force rule said when: CLM's poll
+                waits.append(math.ceil(self.settings.poll_interval))
+            else:  # nothing changes on its own: come back just before the force rules allow
+                waits.append(_ahead_of(until_force))
         return min(wakes, default=None), max(1, min(waits, default=SETTLING_WAIT))
 
     def watches(self, observation: _Observation) -> list[WatchSpec]:
@@ -277,8 +282,12 @@ class _Drainer:
             specs.append(WatchSpec(self.kube.discovery.pdb_resource().path(), observation.budgets_version, opened))
         return specs
 
+    def parks(self) -> bool:
+        """Whether only budgets that will not change on their own block the node (so the drain may park)."""
+        return bool(self.blocked) and not any(b.settling for b in self.blocked)
+
     def result(self, observation: _Observation, done: bool, wait_seconds: int) -> dict[str, Any]:
-        return {
+        result = {
             "node": self.node,
             "done": done,
             "wait_seconds": 0 if done else wait_seconds,
@@ -288,7 +297,11 @@ class _Drainer:
             "terminating": _listed([pod_key(p) for p in observation.waiting_for]),
             "left_behind": _listed([pod_key(p) for p in observation.overdue]),
             "drain_start": format_time(self.drain_start),
+            "park": None,
         }
+        if not done and wait_seconds > self.settings.poll_interval and self.parks():
+            result["park"] = {"seconds": wait_seconds, "since": format_time(observation.at)}
+        return result
 
     def run(self) -> dict[str, Any]:
         while True:
@@ -321,8 +334,9 @@ def drain_pass(
 
     `now` is the pass's start in wall time (default: the clock); force rules use it. Returns a small
     JSON-able dict: {node, done, wait_seconds, evicted, forced, blocked: [{pod, reason, pdb}],
-    terminating, left_behind, drain_start}; lists hold at most MAX_LISTED names. A node that no longer
-    exists is done ({"node", "done": true, "gone": true, "wait_seconds": 0}).
+    terminating, left_behind, drain_start, park: {seconds, since} when the drain may park, else null}; lists
+    hold at most MAX_LISTED names. A node that no longer exists is done
+    ({"node", "done": true, "gone": true, "wait_seconds": 0}).
     """
     clock = _PassClock(now)
     deadline = time.monotonic() + budget_seconds

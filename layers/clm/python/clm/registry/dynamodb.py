@@ -1,9 +1,11 @@
 """The cluster registry in DynamoDB: one item per cluster, optimistic status writes and a run lock.
 
 Item shape: `id` (partition key, S), `spec` (map: `Cluster.spec_dict()`), `status` (map:
-`ClusterStatus.to_dict()`), `revision` (N, bumped by every status write, which is conditional on it)
-and `lock` (map `{execution, acquired_at}`, absent when unlocked). Spec writes never touch status,
-revision or lock. The boto3 client is passed in, so the logic runs the same on moto and on AWS.
+`ClusterStatus.to_dict()`), `revision` (N, bumped by every status write, which is conditional on it),
+`lock` (map `{execution, acquired_at}`, absent when unlocked), `parked` (map node -> `{token, execution,
+until}`: the drains parked while the lock is held, clm.workflow.parking) and `woken_at` (when a run last
+woke them). Spec writes never touch status, revision, lock or parking.
+The boto3 client is passed in, so the logic runs the same on moto and on AWS.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ _NAMES = {
     "#lock": "lock",
     "#exec": "execution",
     "#lifecycle": "lifecycle_status",
+    "#parked": "parked",
+    "#woken": "woken_at",
 }
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
@@ -202,9 +206,10 @@ class DynamoRegistry:
         raise RegistryError(f"cluster {cluster_id}: lock not taken after {MAX_ATTEMPTS} attempts")
 
     def release_lock(self, cluster_id: str, execution: str) -> bool:
-        """Remove the lock if `execution` holds it; False (and nothing changed) otherwise."""
+        """Remove the lock (and the drains parked under it) if `execution` holds it; False (and nothing
+        changed) otherwise."""
         try:
-            self._update(cluster_id, "REMOVE #lock", "#lock.#exec = :holder", {":holder": execution})
+            self._update(cluster_id, "REMOVE #lock, #parked", "#lock.#exec = :holder", {":holder": execution})
         except ClientError as exc:
             if not _condition_failed(exc):
                 raise
@@ -215,6 +220,43 @@ class DynamoRegistry:
         """The execution holding the cluster's lock, or None when unlocked."""
         lock = _deserialize(self._get_item(cluster_id, "#id, #lock")).get("lock")
         return None if lock is None else _holder(lock, cluster_id)
+
+    # --- parked drains --------------------------------------------------------------------------
+
+    def park(self, cluster_id: str, node: str, entry: dict[str, str]) -> str:
+        """Keep a parked drain's `entry` under `node` (replacing an older one); returns `woken_at` ("" if never)."""
+        self._update(cluster_id, "SET #parked = if_not_exists(#parked, :none)", "attribute_exists(#id)", {":none": {}})
+        item = self._update(
+            cluster_id, "SET #parked.#node = :entry", None, {":entry": entry}, {"#node": node}, ReturnValues="ALL_NEW"
+        )["Attributes"]
+        return str(_deserialize(item).get("woken_at") or "")
+
+    def unpark(self, cluster_id: str, node: str, token: str) -> bool:
+        """Forget the drain parked under `node` if it still holds `token`; False when it did not."""
+        try:
+            self._update(
+                cluster_id,
+                "REMOVE #parked.#node",
+                "#parked.#node.#token = :token",
+                {":token": token},
+                {"#node": node, "#token": "token"},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            return False
+        return True
+
+    def take_parked(self, cluster_id: str, woken_at: str) -> dict[str, dict[str, str]]:
+        """Record a wake-up at `woken_at` and take every parked drain (node -> entry), in one write."""
+        item = self._update(
+            cluster_id,
+            "SET #woken = :woken REMOVE #parked",
+            "attribute_exists(#id)",
+            {":woken": woken_at},
+            ReturnValues="ALL_OLD",
+        ).get("Attributes", {})
+        return _deserialize(item).get("parked") or {}
 
     # --- internals ------------------------------------------------------------------------------
 
@@ -270,21 +312,22 @@ class DynamoRegistry:
         update: str,
         condition: str | None = None,
         values: dict[str, Any] | None = None,
+        names: dict[str, str] | None = None,
         **extra: Any,
-    ) -> None:
-        """UpdateItem with attribute names filled in from the expressions."""
+    ) -> dict[str, Any]:
+        """UpdateItem with attribute names filled in from the expressions (and `names`, for keys of maps)."""
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "Key": _key(cluster_id),
             "UpdateExpression": update,
-            "ExpressionAttributeNames": _names(update, condition or ""),
+            "ExpressionAttributeNames": {**_names(update, condition or ""), **(names or {})},
             **extra,
         }
         if condition:
             kwargs["ConditionExpression"] = condition
         if values:
             kwargs["ExpressionAttributeValues"] = {k: _SERIALIZER.serialize(v) for k, v in values.items()}
-        self._client.update_item(**kwargs)
+        return self._client.update_item(**kwargs)
 
     def _get_item(self, cluster_id: str, projection: str) -> dict[str, Any]:
         """The raw item (strongly consistent), projected; ClusterNotFound when absent."""

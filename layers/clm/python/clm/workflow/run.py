@@ -31,12 +31,18 @@ class RunPlan:
 
 
 def begin(
-    registry: DynamoRegistry, config_version: str, cluster_id: str, execution: str, is_running: Callable[[str], bool]
+    registry: DynamoRegistry,
+    config_version: str,
+    cluster_id: str,
+    execution: str,
+    is_running: Callable[[str], bool],
+    wake: Callable[[], list[str]] | None = None,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
-    lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem.
+    lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem. When the
+    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes.
     """
     cluster = registry.get(cluster_id)
     desired = str(desired_version(cluster, config_version))
@@ -53,7 +59,9 @@ def begin(
     try:
         registry.acquire_lock(cluster_id, execution, is_running)
     except LockHeld as held:
-        return RunPlan(cluster_id, SKIP, f"execution {held.holder} is already running for this cluster", desired)
+        woken = wake() if wake else []
+        note = f"; woke its parked drains of {', '.join(woken)}" if woken else ""
+        return RunPlan(cluster_id, SKIP, f"execution {held.holder} is already running for this cluster{note}", desired)
     if action == PROVISION:
         registry.start_update(cluster_id, desired)
     return RunPlan(cluster_id, action, reason, desired)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from clm.aws import client
 from clm.config.uri import source_from_uri
 from clm.registry.dynamodb import DynamoRegistry
-from clm.workflow import run
+from clm.workflow import parking, run
+from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.render_step import render_to_s3
 from clm.workflow.settings import Settings
 
@@ -26,11 +28,36 @@ def execution_running(execution_arn: str) -> bool:
 
 
 def begin(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, execution}` -> the run plan: provision, decommission or skip, and why."""
+    """`{cluster_id, execution, input}` -> the run plan: provision, decommission or skip, and why.
+
+    A run started by a change (not one continuing an interrupted update, as the schedule's are) that finds the
+    cluster's lock held wakes the holder's parked drains.
+    """
     settings = Settings.from_env()
     config_version = source_from_uri(settings.config_source, client).version()
-    plan = run.begin(_registry(settings), config_version, event["cluster_id"], event["execution"], execution_running)
+    registry, cluster_id = _registry(settings), event["cluster_id"]
+    reason = (event.get("input") or {}).get("reason")
+    wake = None if reason == INTERRUPTED else partial(_wake, registry, cluster_id, event["execution"])
+    plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake)
     return plan.to_dict()
+
+
+def _wake(registry: DynamoRegistry, cluster_id: str, execution: str) -> list[str]:
+    return parking.wake(registry, client("stepfunctions"), cluster_id, execution)
+
+
+def park(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, execution, node, token, park: {seconds, since}}` -> the drain parked (its task token kept
+    on the registry item until a run wakes it or the task times out), or woken at once."""
+    return parking.park(
+        _registry(Settings.from_env()),
+        client("stepfunctions"),
+        event["cluster_id"],
+        event["node"],
+        event["token"],
+        event["execution"],
+        event["park"],
+    )
 
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
@@ -61,4 +88,4 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     return {"cluster_id": event["cluster_id"], "problem": problem.title}
 
 
-STEPS = {"begin": begin, "render": render, "succeed": succeed, "fail": fail}
+STEPS = {"begin": begin, "render": render, "park": park, "succeed": succeed, "fail": fail}
