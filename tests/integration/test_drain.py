@@ -26,8 +26,8 @@ from clm.kube.drain import drain_pass
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, TAINT
 from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
-from clm.kube.timestamps import parse_time
 from clm.render.manifests import split_manifests
+from clm.timestamps import parse_time
 from clm_sandbox.controlplane import ControlPlane
 from clm_sandbox.nodesim import EventKind, NodeSimulator, create_node_pool
 

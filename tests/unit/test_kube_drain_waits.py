@@ -10,7 +10,7 @@ import pytest
 from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.settings import DrainSettings
-from clm.kube.timestamps import format_time
+from clm.timestamps import format_time
 from tests.unit.test_kube_client import RecordedTransport, response
 from tests.unit.test_kube_eviction import NOW, cordoned_node, recorded_v1
 from tests.unit.test_kube_pods import make_pod

@@ -10,7 +10,7 @@ import pytest
 from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.errors import NodeNotFound
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, TAINT, cordon, drain_clock, mark_for_decommission
-from clm.kube.timestamps import parse_time
+from clm.timestamps import parse_time
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 
 NOW = datetime(2024, 5, 1, 10, 0, 0, 250000, tzinfo=UTC)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from clm.errors import ValidationError
 from clm.kube.settings import DrainSettings, format_duration, parse_duration
-from clm.kube.timestamps import format_time, parse_time
+from clm.timestamps import format_time, parse_time
 
 
 @pytest.mark.parametrize(

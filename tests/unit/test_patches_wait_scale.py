@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Iterator
 
 import pytest
@@ -55,3 +56,17 @@ def test_retry_sleep_of_the_interpreter_is_scaled() -> None:
     began = time.monotonic()
     retrier_decl.time.sleep(5)
     assert time.monotonic() - began < 0.5
+
+
+def test_a_timeout_the_definition_sets_is_scaled_and_the_default_is_not() -> None:
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
+
+    wait_scale.install()
+    wait_scale.set_factor(0.02)
+    for timeout, expected in (
+        (TimeoutSeconds(600), 12.0),
+        (TimeoutSeconds(TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS), 99999999),
+    ):
+        env = types.SimpleNamespace(stack=[])
+        timeout._eval_body(env)
+        assert env.stack == [pytest.approx(expected)]

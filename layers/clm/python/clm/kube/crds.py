@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from clm.kube.timestamps import parse_time, utc_now
+from clm.timestamps import parse_time, utc_now
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient

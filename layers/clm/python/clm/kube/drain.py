@@ -35,8 +35,8 @@ from clm.kube.eviction import BLOCKED, EVICTED, EvictionOutcome, delete_pod, evi
 from clm.kube.force_rules import force_decision, siblings_of
 from clm.kube.nodes import DrainClock, cordon, record_forced_deletion
 from clm.kube.pods import NodePods, Pod, deletion_deadline, phase, pod_key, sort_node_pods
-from clm.kube.timestamps import format_time, utc_now
 from clm.kube.waiting import WatchSpec, wait_for_event
+from clm.timestamps import format_time, utc_now
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient

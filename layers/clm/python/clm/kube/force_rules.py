@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from clm.kube.budgets import Budget, budgets_for
 from clm.kube.pods import Pod, created_at, is_ready, pod_key
 from clm.kube.settings import DrainSettings, format_duration
-from clm.kube.timestamps import format_time
+from clm.timestamps import format_time
 
 
 @dataclass(frozen=True)

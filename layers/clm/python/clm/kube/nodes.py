@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from clm.kube.client import MERGE_PATCH
 from clm.kube.errors import DrainError, KubeApiError, NodeNotFound
-from clm.kube.timestamps import format_time, parse_time
+from clm.timestamps import format_time, parse_time
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient

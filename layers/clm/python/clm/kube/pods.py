@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from clm.kube.timestamps import parse_time
+from clm.timestamps import parse_time
 
 Pod = dict[str, Any]
 PodFilter = Callable[[Pod], str | None]

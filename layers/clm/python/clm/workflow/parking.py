@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from clm.kube.timestamps import format_time, utc_now
+from clm.timestamps import format_time, utc_now
 
 if TYPE_CHECKING:
     from clm.registry.dynamodb import DynamoRegistry

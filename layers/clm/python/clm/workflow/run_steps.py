@@ -10,7 +10,6 @@ from clm.config.uri import source_from_uri
 from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow import parking, run
 from clm.workflow.reconcile import INTERRUPTED
-from clm.workflow.render_step import render_to_s3
 from clm.workflow.settings import Settings
 
 
@@ -62,6 +61,8 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
+    from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
+
     settings = Settings.from_env()
     tree = source_from_uri(settings.config_source, client).fetch()
     cluster = _registry(settings).get(event["cluster_id"])

@@ -16,13 +16,14 @@ from clm.stacks.deploy import check, start
 from clm.stacks.names import cluster_stack_name, node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
-from clm.workflow.render_step import load_rendering
 from clm.workflow.settings import Settings
 
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool?}` -> create or update the node pool's stack, or without a node pool
     the cluster stack (a StartResult: follow its `next_step`)."""
+    from clm.workflow.render_step import load_rendering  # YAML and the renderer's types: this step's alone
+
     settings = Settings.from_env()
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
     pool = event.get("node_pool")
