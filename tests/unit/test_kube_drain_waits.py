@@ -9,6 +9,7 @@ import pytest
 
 from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
+from clm.kube.nodes import LAST_PROGRESS
 from clm.kube.settings import DrainSettings
 from clm.timestamps import format_time
 from tests.unit.test_kube_client import RecordedTransport, response
@@ -112,6 +113,16 @@ def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_is_young(drai
     settling = budget(healthy=2, expected=3)  # a replacement is starting
     result = one_pass(node(pods, [settling], NOW - timedelta(seconds=drain_age)))
     assert result["wait_seconds"] == wait
+
+
+def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_progresses() -> None:
+    """A node with many pods behind a one-at-a-time budget: an old drain that evicted a moment ago stays quick."""
+    pods = [make_pod("web-1", labels=WEB)]
+    transport = node(pods, [budget(healthy=2, expected=3)], NOW - timedelta(seconds=1000))
+    progressing = cordoned_node(format_time(NOW - timedelta(seconds=1000)))
+    progressing["metadata"]["annotations"][LAST_PROGRESS] = format_time(NOW - timedelta(seconds=3))
+    transport.recordings[("GET", "/api/v1/nodes/n1")] = [response(200, progressing)]
+    assert one_pass(transport)["wait_seconds"] == 1
 
 
 def test_a_pod_gone_before_its_eviction_has_the_node_listed_again_soon() -> None:

@@ -11,9 +11,10 @@ from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.errors import DrainError, NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, GONE, evict
-from clm.kube.nodes import DRAIN_START, LAST_FORCED, TAINT
+from clm.kube.nodes import DRAIN_START, LAST_FORCED, LAST_PROGRESS, TAINT
 from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
+from clm.timestamps import format_time
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 from tests.unit.test_kube_pods import T0, make_pod
 
@@ -246,6 +247,7 @@ def test_drain_pass_evicts_through_policy_v1_and_reports_the_budget_that_blocks(
         {
             ("POST", "/api/v1/namespaces/app/pods/web-1/eviction"): [response(201, {"kind": "Status", "code": 201})],
             ("POST", "/api/v1/namespaces/app/pods/web-2/eviction"): [too_many_requests("web")],
+            ("PATCH", "/api/v1/nodes/n1"): [response(200, cordoned_node("2024-05-11T09:00:00Z"))],
         },
     )
     result = drain_pass(KubeClient(transport, "c1"), "n1", DrainSettings(), now=NOW, budget_seconds=0)
@@ -255,7 +257,8 @@ def test_drain_pass_evicts_through_policy_v1_and_reports_the_budget_that_blocks(
     reason = result["blocked"][0]["reason"]
     assert "needs 2 healthy pods" in reason and "drain grace period 6h since 2024-05-11T09:00:00Z" in reason
     assert result["drain_start"] == "2024-05-11T09:00:00Z"
-    assert transport.paths("PATCH") == []  # already cordoned: nothing written
+    [progress] = [c["body"] for c in transport.calls if c["method"] == "PATCH"]  # already cordoned: only this
+    assert progress == {"metadata": {"annotations": {LAST_PROGRESS: format_time(NOW)}}}
     assert {c["body"]["apiVersion"] for c in transport.calls if c["method"] == "POST"} == {"policy/v1"}
     assert 1 <= result["wait_seconds"] <= 30
 
@@ -280,7 +283,8 @@ def test_drain_pass_forces_a_blocked_pod_when_the_rules_allow_and_records_it_fir
     assert result["forced"] == ["app/web-1"]
     assert transport.paths("POST") == []  # the budget allows nothing: no eviction asked
     methods = [(c["method"], c["path"]) for c in transport.calls if c["method"] in ("PATCH", "DELETE")]
-    assert methods == [("PATCH", "/api/v1/nodes/n1"), ("DELETE", "/api/v1/namespaces/app/pods/web-1")]
+    node, pod = ("PATCH", "/api/v1/nodes/n1"), ("DELETE", "/api/v1/namespaces/app/pods/web-1")
+    assert methods == [node, pod, node]  # recorded first, so a crash never loses the interval; then the progress
     patch = next(c for c in transport.calls if c["method"] == "PATCH")
     assert patch["body"]["metadata"]["annotations"] == {LAST_FORCED: "2024-05-11T10:00:01Z"}  # rounded up
     assert patch["body"]["metadata"]["resourceVersion"] == "7"

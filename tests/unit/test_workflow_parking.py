@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from clm.model import Cluster
-from clm.registry.dynamodb import DynamoRegistry, create_table
+from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow.parking import park, wake
 from clm.workflow.run import SKIP, begin
 
@@ -37,30 +36,20 @@ class StepFunctions:
 
 
 @pytest.fixture
-def registry(aws: boto3.Session, example_clusters: list[Cluster]) -> DynamoRegistry:
-    client = aws.client("dynamodb")
-    create_table(client, "clm-registry")
-    registry = DynamoRegistry(client, "clm-registry")
-    for cluster in example_clusters:
-        registry.put(cluster)
-    return registry
-
-
-@pytest.fixture
 def cluster_id(example_clusters: list[Cluster]) -> str:
     return example_clusters[0].id
 
 
-def parked(registry: DynamoRegistry, cluster_id: str) -> dict[str, Any]:
-    item = registry._client.get_item(TableName="clm-registry", Key={"id": {"S": cluster_id}})["Item"]
+def parked(example_registry: DynamoRegistry, cluster_id: str) -> dict[str, Any]:
+    item = example_registry._client.get_item(TableName="clm-registry", Key={"id": {"S": cluster_id}})["Item"]
     return {node: entry["M"]["token"]["S"] for node, entry in item.get("parked", {}).get("M", {}).items()}
 
 
-def test_a_parked_drain_is_woken_once_by_a_run(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_a_parked_drain_is_woken_once_by_a_run(example_registry: DynamoRegistry, cluster_id: str) -> None:
     sfn = StepFunctions()
-    result = park(registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": EARLY})
+    result = park(example_registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": EARLY})
     park(
-        registry,
+        example_registry,
         sfn,
         cluster_id,
         "node-b.eu-central-1.compute.internal",
@@ -69,68 +58,75 @@ def test_a_parked_drain_is_woken_once_by_a_run(registry: DynamoRegistry, cluster
         {"seconds": 60, "since": EARLY},
     )
     assert result["parked"] is True and "token-a" not in str(result)
-    assert parked(registry, cluster_id) == {"node-a": "token-a", "node-b.eu-central-1.compute.internal": "token-b"}
+    assert parked(example_registry, cluster_id) == {
+        "node-a": "token-a",
+        "node-b.eu-central-1.compute.internal": "token-b",
+    }
     assert sfn.sent == []
-    assert wake(registry, sfn, cluster_id, WAKER) == ["node-a", "node-b.eu-central-1.compute.internal"]
+    assert wake(example_registry, sfn, cluster_id, WAKER) == ["node-a", "node-b.eu-central-1.compute.internal"]
     assert [token for token, _ in sfn.sent] == ["token-a", "token-b"]
     assert WAKER in sfn.sent[0][1]
-    assert parked(registry, cluster_id) == {}
-    assert wake(registry, sfn, cluster_id, WAKER) == []  # taken: a second run wakes nothing
+    assert parked(example_registry, cluster_id) == {}
+    assert wake(example_registry, sfn, cluster_id, WAKER) == []  # taken: a second run wakes nothing
     assert len(sfn.sent) == 2
 
 
-def test_a_drain_parked_again_replaces_its_old_token(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_a_drain_parked_again_replaces_its_old_token(example_registry: DynamoRegistry, cluster_id: str) -> None:
     sfn = StepFunctions()
-    park(registry, sfn, cluster_id, "node-a", "old", ROLL, {"seconds": 60, "since": EARLY})
-    park(registry, sfn, cluster_id, "node-a", "new", ROLL, {"seconds": 60, "since": EARLY})
-    assert parked(registry, cluster_id) == {"node-a": "new"}
+    park(example_registry, sfn, cluster_id, "node-a", "old", ROLL, {"seconds": 60, "since": EARLY})
+    park(example_registry, sfn, cluster_id, "node-a", "new", ROLL, {"seconds": 60, "since": EARLY})
+    assert parked(example_registry, cluster_id) == {"node-a": "new"}
 
 
-def test_a_wake_up_between_the_pass_and_the_parking_is_not_lost(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_a_wake_up_between_the_pass_and_the_parking_is_not_lost(
+    example_registry: DynamoRegistry, cluster_id: str
+) -> None:
     sfn = StepFunctions()
-    assert wake(registry, sfn, cluster_id, WAKER) == []  # nothing parked yet: only the moment is kept
-    result = park(registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": EARLY})
+    assert wake(example_registry, sfn, cluster_id, WAKER) == []  # nothing parked yet: only the moment is kept
+    result = park(example_registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": EARLY})
     assert result["parked"] is False  # the pass saw the pods before the wake-up: look again at once
     assert [token for token, _ in sfn.sent] == ["token-a"]
-    assert parked(registry, cluster_id) == {}
+    assert parked(example_registry, cluster_id) == {}
 
 
-def test_a_wake_up_before_the_pass_does_not_stop_the_parking(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_a_wake_up_before_the_pass_does_not_stop_the_parking(example_registry: DynamoRegistry, cluster_id: str) -> None:
     sfn = StepFunctions()
-    wake(registry, sfn, cluster_id, WAKER)
-    result = park(registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": LATE})
+    wake(example_registry, sfn, cluster_id, WAKER)
+    result = park(example_registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": LATE})
     assert result["parked"] is True and sfn.sent == []
 
 
-def test_tokens_of_drains_no_longer_parked_are_skipped(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_tokens_of_drains_no_longer_parked_are_skipped(example_registry: DynamoRegistry, cluster_id: str) -> None:
     sfn = StepFunctions(gone=frozenset({"token-a"}))
-    park(registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 60, "since": EARLY})
-    park(registry, sfn, cluster_id, "node-b", "token-b", ROLL, {"seconds": 60, "since": EARLY})
-    assert wake(registry, sfn, cluster_id, WAKER) == ["node-b"]
+    park(example_registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 60, "since": EARLY})
+    park(example_registry, sfn, cluster_id, "node-b", "token-b", ROLL, {"seconds": 60, "since": EARLY})
+    assert wake(example_registry, sfn, cluster_id, WAKER) == ["node-b"]
 
 
 def test_parking_outlives_spec_writes_and_ends_with_the_lock(
-    registry: DynamoRegistry, cluster_id: str, example_clusters: list[Cluster]
+    example_registry: DynamoRegistry, cluster_id: str, example_clusters: list[Cluster]
 ) -> None:
-    begin(registry, "cfg-1", cluster_id, HOLDER, lambda _: False)
-    park(registry, StepFunctions(), cluster_id, "node-a", "token-a", ROLL, {"seconds": 60, "since": EARLY})
-    registry.put(example_clusters[0])
-    assert parked(registry, cluster_id) == {"node-a": "token-a"}
-    assert registry.release_lock(cluster_id, HOLDER)
-    assert parked(registry, cluster_id) == {}
+    begin(example_registry, "cfg-1", cluster_id, HOLDER, lambda _: False)
+    park(example_registry, StepFunctions(), cluster_id, "node-a", "token-a", ROLL, {"seconds": 60, "since": EARLY})
+    example_registry.put(example_clusters[0])
+    assert parked(example_registry, cluster_id) == {"node-a": "token-a"}
+    assert example_registry.release_lock(cluster_id, HOLDER)
+    assert parked(example_registry, cluster_id) == {}
 
 
-def test_a_run_finding_the_lock_held_wakes_the_holders_parked_drains(registry: DynamoRegistry, cluster_id: str) -> None:
+def test_a_run_finding_the_lock_held_wakes_the_holders_parked_drains(
+    example_registry: DynamoRegistry, cluster_id: str
+) -> None:
     sfn = StepFunctions()
-    begin(registry, "cfg-1", cluster_id, HOLDER, lambda _: False)
-    park(registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": LATE})
+    begin(example_registry, "cfg-1", cluster_id, HOLDER, lambda _: False)
+    park(example_registry, sfn, cluster_id, "node-a", "token-a", ROLL, {"seconds": 3600, "since": LATE})
     plan = begin(
-        registry,
+        example_registry,
         "cfg-1",
         cluster_id,
         WAKER,
         lambda holder: holder == HOLDER,
-        lambda: wake(registry, sfn, cluster_id, WAKER),
+        lambda: wake(example_registry, sfn, cluster_id, WAKER),
     )
     assert plan.action == SKIP
     assert plan.reason == f"execution {HOLDER} is already running for this cluster; woke its parked drains of node-a"

@@ -10,7 +10,8 @@ watches, never on long waits:
 
 - only terminating pods left: until shortly before the last one's grace period ends (exact for pods
   this pass evicted, from the deletion timestamp's whole seconds otherwise);
-- blocked by a settling budget: a second, growing with the drain's age up to the poll interval;
+- blocked by a settling budget: a second, growing with the time since the drain last evicted or deleted a
+  pod (kept on the node) up to the poll interval;
 - blocked only by budgets that will not change on their own (every pod healthy): until shortly before
   the force rules allow. When that is longer than the poll interval, the pass also returns `park`
   ({seconds, since: when it listed the pods}): the workflow parks the drain for that long, unless a
@@ -33,7 +34,7 @@ from clm.kube.budgets import Budget, budgets_for, list_budgets
 from clm.kube.errors import NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, EvictionOutcome, delete_pod, evict
 from clm.kube.force_rules import force_decision, siblings_of
-from clm.kube.nodes import DrainClock, cordon, record_forced_deletion
+from clm.kube.nodes import DrainClock, cordon, record_forced_deletion, record_progress
 from clm.kube.pods import NodePods, Pod, deletion_deadline, phase, pod_key, sort_node_pods
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.timestamps import format_time, utc_now
@@ -116,6 +117,8 @@ class _Drainer:
     ):
         self.kube, self.node, self.settings, self.clock, self.deadline = kube, node, settings, clock, deadline
         self.drain_start, self.last_forced = drain.drain_start, drain.last_forced
+        self.progress_at = drain.last_progress or drain.drain_start
+        self.progressed = False  # in this pass: then recorded on the node when the pass ends
         self.eviction_version = kube.discovery.eviction_api_version()
         self.evicted: list[str] = []
         self.forced: list[str] = []
@@ -240,7 +243,7 @@ class _Drainer:
         return ((deletion_deadline(pod) or now) - now).total_seconds() + STAMP_PRECISION
 
     def _next_for_blocked(self, now: datetime, mono: float) -> tuple[float | None, int]:
-        age = (now - self.drain_start).total_seconds()
+        age = (now - max(self.progress_at, self.drain_start)).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
         wakes: list[float] = []
         waits: list[int] = []
@@ -287,6 +290,8 @@ class _Drainer:
         return bool(self.blocked) and not any(b.settling for b in self.blocked)
 
     def result(self, observation: _Observation, done: bool, wait_seconds: int) -> dict[str, Any]:
+        if self.progressed and not done:
+            record_progress(self.kube, self.node, self.progress_at)
         result = {
             "node": self.node,
             "done": done,
@@ -313,6 +318,7 @@ class _Drainer:
             progressed = self.force(observation) or progressed
             if progressed:
                 self.settle_watch_ends = None
+                self.progressed, self.progress_at = True, self.clock.now()
                 if time.monotonic() < self.deadline:
                     continue  # list again: what was evicted is terminating now
                 return self.result(observation, False, SETTLING_WAIT)  # listed before this round: soon again

@@ -3,7 +3,8 @@
 - label `lifecycle-status`: ready, decommission-pending (marked for replacement), draining;
 - taint `decommission-pending=rolling-upgrade:NoSchedule` and spec.unschedulable (cordoned);
 - annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339,
-  whole seconds rounded up, so the clocks they start never run short).
+  whole seconds rounded up, so the clocks they start never run short), and CLM's own
+  `clm/last-drain-progress`: the last pass that evicted or deleted a pod (how long a budget has been settling).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ READY, DECOMMISSION_PENDING, DRAINING = "ready", "decommission-pending", "draini
 TAINT = {"key": "decommission-pending", "value": "rolling-upgrade", "effect": "NoSchedule"}
 DRAIN_START = "cluster-lifecycle-manager.zalando.org/drain-start"
 LAST_FORCED = "cluster-lifecycle-manager.zalando.org/last-forced-drain"
+LAST_PROGRESS = "clm/last-drain-progress"
 _CONFLICT_RETRIES = 5
 
 Node = dict[str, Any]
@@ -34,10 +36,11 @@ Node = dict[str, Any]
 
 @dataclass(frozen=True)
 class DrainClock:
-    """A node's drain clocks: when its drain started, and its last forced deletion (None: never)."""
+    """A node's drain clocks: when its drain started, its last forced deletion and its last progress (None: never)."""
 
     drain_start: datetime
     last_forced: datetime | None
+    last_progress: datetime | None = None
 
 
 def node_path(name: str) -> str:
@@ -59,7 +62,9 @@ def _annotation_time(node: Node, annotation: str) -> datetime | None:
 def drain_clock(node: Node) -> DrainClock | None:
     """The clocks kept on a node; None when no drain has started."""
     start = _annotation_time(node, DRAIN_START)
-    return DrainClock(start, _annotation_time(node, LAST_FORCED)) if start else None
+    if not start:
+        return None
+    return DrainClock(start, _annotation_time(node, LAST_FORCED), _annotation_time(node, LAST_PROGRESS))
 
 
 def _with_taint(node: Node) -> list[dict[str, Any]] | None:
@@ -134,3 +139,9 @@ def record_forced_deletion(kube: KubeClient, name: str, now: datetime) -> dateti
     stamp = format_time(now, round_up=True)
     _patch_node(kube, name, lambda node: {"metadata": {"annotations": {LAST_FORCED: stamp}}})
     return parse_time(stamp)
+
+
+def record_progress(kube: KubeClient, name: str, now: datetime) -> None:
+    """Write the last-drain-progress annotation (a merge patch of one annotation: no read, no conflict)."""
+    patch = {"metadata": {"annotations": {LAST_PROGRESS: format_time(now)}}}
+    kube.request("PATCH", node_path(name), body=patch, content_type=MERGE_PATCH)
