@@ -134,16 +134,20 @@ def test_template_error_names_file_and_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_no_credentials_is_one_line(tmp_path):
-    env = {
+def no_credentials(tmp_path: Path) -> dict[str, str]:
+    """An environment in which boto3 finds no AWS credentials (and would never reach AWS anyway)."""
+    return {
         "AWS_ACCESS_KEY_ID": "",
         "AWS_SECRET_ACCESS_KEY": "",
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "x"),
-        "AWS_CONFIG_FILE": str(tmp_path / "y"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
         "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
     }
-    result = run_clm("registry", "list", env=env)
+
+
+def test_no_credentials_is_one_line(tmp_path):
+    result = run_clm("registry", "list", env=no_credentials(tmp_path))
     assert result.returncode == 1
     assert "error: no AWS credentials" in result.stderr
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clm.cli.main import describe_error
-from tests.unit.test_cli import run_clm
+from tests.unit.test_cli import no_credentials, run_clm
 from tests.unit.test_cli_helpers import KUBE_1, clm, deploy_clm_stack, invoker  # noqa: F401  (the `clm` fixture)
 
 WAITING = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}
@@ -108,15 +108,7 @@ def test_unreachable_sandbox_is_one_line(command):
 
 
 def test_no_credentials_is_one_line(tmp_path):
-    env = {
-        "AWS_ACCESS_KEY_ID": "",
-        "AWS_SECRET_ACCESS_KEY": "",
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
-        "AWS_CONFIG_FILE": str(tmp_path / "config"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # never AWS, whatever happens
-    }
-    result = run_clm("provision", KUBE_1, "--follow", env=env)
+    result = run_clm("provision", KUBE_1, "--follow", env=no_credentials(tmp_path))
     assert result.returncode == 1
     assert result.stderr.startswith("error: no AWS credentials")
     assert "Traceback" not in result.stderr
