@@ -1,6 +1,6 @@
 """Small, tested patches that fill moto 5.2.5's gaps for the sandbox (see DESIGN.md "The sandbox").
 
-Each module listed in ``PATCHES`` has an idempotent ``install()``. Importing this package imports nothing else
+Each module listed in ``PATCHES`` (by name in this package, or by full name) has an idempotent ``install()``. Importing this package imports nothing else
 (a Lambda child process starts from ``clm_sandbox.patches.lambda_runtime``).
 """
 
@@ -24,10 +24,11 @@ PATCHES = (
     "cfn_s3_bucket",
     "sfn_child_workflows",
     "sfn_map_errors",
+    "clm_sandbox.iam.enforcement",  # IAM as AWS enforces it, for the roles of the functions the sandbox runs
 )
 
 
 def apply_all() -> None:
     """Install every patch in ``PATCHES`` into moto (calling it again changes nothing)."""
     for name in PATCHES:
-        importlib.import_module(f"{__name__}.{name}").install()
+        importlib.import_module(name if "." in name else f"{__name__}.{name}").install()

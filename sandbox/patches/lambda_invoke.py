@@ -116,12 +116,22 @@ def lambda_environment(function: Any, code: FunctionCode, request_id: str, endpo
             "LAMBDA_TASK_ROOT": str(code.root),
             "_HANDLER": function.handler,
             "_X_AMZN_TRACE_ID": trace_header(),
-            **SANDBOX_CREDENTIALS,
+            **function_credentials(function),
         }
     )
     if endpoint:
         env["AWS_ENDPOINT_URL"] = endpoint
     return env
+
+
+def function_credentials(function: Any) -> dict[str, str]:
+    """Credentials of a session of the function's execution role, as Lambda gives them, when IAM is enforced
+    (clm_sandbox.iam): its calls are then judged against the role's policies. Else the sandbox's admin key."""
+    from clm_sandbox.iam import enforcement, principals
+
+    if not enforcement.enforcing():
+        return SANDBOX_CREDENTIALS
+    return principals.role_session(function.role, function.function_name, function.region)
 
 
 def trace_header() -> str:

@@ -285,11 +285,11 @@ def reconcile_env(registry: DynamoRegistry, aws: boto3.Session, monkeypatch: pyt
     monkeypatch.setenv("CLM_CONFIG_SOURCE", str(EXAMPLES / "config"))
     monkeypatch.setenv("CLM_ARTEFACT_BUCKET", "unused")
     monkeypatch.setenv("CLM_PROVISION_STATE_MACHINE", machine)
-    from clm.aws import client
+    from clm.aws import forget_clients
 
-    client.cache_clear()  # clients bound to this test's moto
+    forget_clients()  # clients bound to this test's moto
     yield
-    client.cache_clear()
+    forget_clients()
 
 
 @settings(FUZZ_MOTO, max_examples=30)

@@ -36,9 +36,9 @@ def deployment(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> DynamoReg
     monkeypatch.setenv("CLM_ARTEFACT_BUCKET", "artefacts")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "CLM")
-    from clm.aws import client
+    from clm.aws import forget_clients
 
-    client.cache_clear()  # clients bound to this test's moto
+    forget_clients()  # clients bound to this test's moto
     return registry
 
 

@@ -1,0 +1,212 @@
+"""From an API call to the IAM questions it asks: the action, the resource ARN and the condition keys.
+
+ARN formats come from AWS's documentation (clm_sandbox.iam.catalog); their variables are filled from the call's
+parameters and, for resources that exist, from moto's backends (full ARNs, tags). A variable this module cannot
+fill for any documented format makes the call unjudgeable (:class:`~clm_sandbox.iam.policy.CannotJudge`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from clm_sandbox.iam import catalog, lookups
+from clm_sandbox.iam.policy import CannotJudge, Request
+
+_VARIABLE = re.compile(r"\$\{(\w+)\}")
+# CloudFormation operations that pass the stack's service role to CloudFormation (iam:PassRole).
+S3_LIST_KEYS = ("prefix", "delimiter", "max-keys")  # query parameters of S3 listings that are condition keys
+PASSES_STACK_ROLE = {"CreateStack", "UpdateStack", "DeleteStack", "CreateChangeSet", "ContinueUpdateRollback"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API call as the server received it (``prefix`` is the IAM service prefix, e.g. ``states``)."""
+
+    prefix: str
+    operation: str
+    params: Mapping[str, Any]
+    account: str
+    region: str
+    partition: str = "aws"
+    bucket: str | None = None
+    key: str | None = None
+    action_name: str | None = None  # when the server names the IAM action itself (S3)
+
+    @property
+    def action(self) -> str:
+        """The IAM action the call needs."""
+        if self.action_name:
+            return f"{self.prefix}:{self.action_name}"
+        return catalog.iam_action(self.prefix, self.operation)
+
+
+def requests_for(call: Call) -> list[Request]:
+    """Every authorization the call needs: one per resource it names, plus what it implies (iam:PassRole)."""
+    if call.action == "cloudformation:DescribeStacks" and not call.params.get("StackName"):
+        return [Request("cloudformation:ListStacks", "*")]  # AWS: describing every stack needs ListStacks
+    requests = [_request(part) for part in _parts(call)]
+    role = call.params.get("RoleARN")
+    if call.prefix == "cloudformation" and call.operation in PASSES_STACK_ROLE and role:
+        context = {"iam:passedtoservice": "cloudformation.amazonaws.com"}
+        requests.append(Request("iam:PassRole", role, context, frozenset(context)))
+    return requests
+
+
+def _parts(call: Call) -> list[Call]:
+    """A call naming several tables (DynamoDB batches and transactions) or event buses asks once for each."""
+    if call.prefix == "events" and call.operation == "PutEvents":
+        buses = [entry.get("EventBusName") or "default" for entry in call.params.get("Entries") or []]
+        names = [bus.rsplit("event-bus/", 1)[-1] for bus in buses]
+        return [replace(call, params={**call.params, "EventBusName": name}) for name in dict.fromkeys(names)]
+    if call.prefix != "dynamodb" or "TableName" in call.params:
+        return [call]
+    tables = list(call.params.get("RequestItems") or {})
+    for item in call.params.get("TransactItems") or []:
+        tables += [operation["TableName"] for operation in item.values() if "TableName" in operation]
+    return [replace(call, params={**call.params, "TableName": table}) for table in dict.fromkeys(tables)]
+
+
+def _request(call: Call) -> Request:
+    action = call.action
+    formats = catalog.arn_formats(action)
+    if not formats:
+        raise CannotJudge(f"AWS documents no IAM action {action}")
+    if formats == ("*",):
+        return Request(action, "*")
+    missing: set[str] = set()
+    for arn_format in formats:
+        values = {name: _resolve(name, call) for name in _VARIABLE.findall(arn_format)}
+        unresolved = {name for name, value in values.items() if value is None}
+        if not unresolved:
+            resource = _VARIABLE.sub(lambda m: str(values[m.group(1)]), arn_format)
+            context, known = _context(call, resource)
+            return Request(action, resource, context, known)
+        missing |= unresolved
+    raise CannotJudge(f"{action}: no resource ARN from the call (cannot fill {', '.join(sorted(missing))})")
+
+
+def _resolve(name: str, call: Call) -> str | None:
+    resolver = _RESOLVERS.get(name)
+    return resolver(call) if resolver else None
+
+
+def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]:
+    """Condition keys of the request: the resource's tags where the sandbox knows them, and CloudFormation's
+    request keys."""
+    context: dict[str, Any] = {}
+    known: set[str] = set()
+    found = _existing(call, resource)
+    if found is not None:
+        known |= {"aws:resourcetag/", f"{call.prefix}:resourcetag/"}
+        for key, value in found.tags.items():
+            context[f"aws:resourcetag/{key}".lower()] = value
+            context[f"{call.prefix}:resourcetag/{key}".lower()] = value
+    if call.prefix == "s3" and call.key is None:
+        known |= {f"s3:{name}" for name in S3_LIST_KEYS}
+        context.update({f"s3:{name}": value for name, value in call.params.items() if name in S3_LIST_KEYS})
+    if call.prefix == "cloudformation":
+        known |= {"cloudformation:rolearn", "aws:requesttag/", "aws:tagkeys"}
+        if call.params.get("RoleARN"):
+            context["cloudformation:rolearn"] = call.params["RoleARN"]
+        tags = {t["Key"]: t["Value"] for t in call.params.get("Tags") or []}
+        context.update({f"aws:requesttag/{k}".lower(): v for k, v in tags.items()})
+        if tags:
+            context["aws:tagkeys"] = list(tags)
+    return context, frozenset(known)
+
+
+def _existing(call: Call, resource: str) -> lookups.Found | None:
+    """The resource as it exists now (tags), for the resource types whose tags the sandbox reads."""
+    if call.prefix == "cloudformation" and ":stack/" in resource:
+        return lookups.stack(call.account, call.region, _stack_name(call) or "")
+    if call.prefix == "autoscaling" and ":autoScalingGroup:" in resource:
+        return _group(call)
+    return None
+
+
+def _stack_name(call: Call) -> str | None:
+    name = call.params.get("StackName")
+    if not name:
+        return None
+    return name.split(":stack/")[1].split("/")[0] if ":stack/" in name else name
+
+
+def _stack_id(call: Call) -> str | None:
+    name = call.params.get("StackName")
+    if not name:
+        return None
+    found = lookups.stack(call.account, call.region, name)
+    return found.arn.rsplit("/", 1)[-1] if found.arn else "*"
+
+
+def _group(call: Call) -> lookups.Found:
+    return lookups.auto_scaling_group(
+        call.account, call.region, call.params.get("AutoScalingGroupName"), call.params.get("InstanceId")
+    )
+
+
+def _group_part(index: int) -> Callable[[Call], str | None]:
+    """GroupId (index 6) or the group's name (index 7) from the existing group's ARN."""
+
+    def part(call: Call) -> str | None:
+        arn = _group(call).arn
+        if arn is None:
+            name = call.params.get("AutoScalingGroupName")
+            return None if name is None else ("*" if index == 6 else name)
+        value = arn.split(":")[index]
+        return value.removeprefix("autoScalingGroupName/")
+
+    return part
+
+
+def _arn_part(param: str, marker: str, index: int) -> Callable[[Call], str | None]:
+    """A piece of an ARN parameter: the ``index``-th ``:``-field after ``marker``."""
+
+    def part(call: Call) -> str | None:
+        arn = call.params.get(param) or ""
+        if marker not in arn:
+            return None
+        return arn.split(marker, 1)[1].split(":")[index]
+
+    return part
+
+
+def _state_machine(call: Call) -> str | None:
+    return _arn_part("stateMachineArn", ":stateMachine:", 0)(call) or _arn_part("executionArn", ":execution:", 0)(
+        call
+    )
+
+
+def _secret_id(call: Call) -> str | None:
+    secret_id = call.params.get("SecretId")
+    if not secret_id:
+        return None
+    found = lookups.secret(call.account, call.region, secret_id).arn or secret_id
+    return found.split(":secret:", 1)[1] if ":secret:" in found else found
+
+
+_RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
+    "Partition": lambda call: call.partition,
+    "Region": lambda call: call.region,
+    "Account": lambda call: call.account,
+    "StackName": _stack_name,
+    "Id": _stack_id,
+    "TableName": lambda call: call.params.get("TableName"),
+    "IndexName": lambda call: call.params.get("IndexName"),
+    "BucketName": lambda call: call.bucket,
+    "ObjectName": lambda call: call.key,
+    "StateMachineName": _state_machine,
+    "ExecutionId": _arn_part("executionArn", ":execution:", 1),
+    "GroupId": _group_part(6),
+    "GroupFriendlyName": _group_part(7),
+    "SecretId": _secret_id,
+    "ClusterName": lambda call: call.params.get("name"),
+    "RepositoryName": lambda call: call.params.get("repositoryName"),
+    "FunctionName": lambda call: call.params.get("FunctionName"),
+    "RoleNameWithPath": lambda call: (call.params.get("RoleArn") or "").split(":role/", 1)[-1] or None,
+    "KeyId": lambda call: call.params.get("KeyId"),
+    "EventBusName": lambda call: call.params.get("EventBusName"),
+}

@@ -1,0 +1,112 @@
+"""Who is calling: role sessions the sandbox hands to the code it runs (Lambda functions), and their policies.
+
+A session is a real moto STS AssumeRole of the function's execution role, so requests carry the role's own
+credentials as on AWS. Only requests signed with such a session's key are judged; the harness, the node
+simulator and the CLI keep calling with the sandbox's admin key.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from clm_sandbox.iam.policy import Policy
+
+_lock = threading.Lock()
+_principals: dict[str, Principal] = {}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An enforced role session: the role, the session (e.g. the function's name) and the account."""
+
+    role_arn: str
+    session_name: str
+    account: str
+    partition: str = "aws"
+
+    @property
+    def arn(self) -> str:
+        """The session's ARN, as AWS names it in an AccessDenied message."""
+        role_name = self.role_arn.rsplit("/", 1)[-1]
+        return f"arn:{self.partition}:sts::{self.account}:assumed-role/{role_name}/{self.session_name}"
+
+
+def role_session(role_arn: str, session_name: str, region: str) -> dict[str, str]:
+    """Credentials (as environment variables) of a session of ``role_arn``; requests signed with them are judged
+    against the role's policies. Reuses a live session of the same role and name."""
+    from moto.utilities.utils import get_partition
+    from moto.sts.models import sts_backends
+
+    account = role_arn.split(":")[4]
+    partition = get_partition(region)
+    backend = sts_backends[account][partition]
+    with _lock:
+        for assumed in backend.assumed_roles:
+            known = _principals.get(assumed.access_key_id)
+            if known and known.role_arn == role_arn and known.session_name == session_name:
+                return _environment(assumed)
+        assumed = backend.assume_role(
+            region_name=region,
+            role_session_name=session_name[:64],
+            role_arn=role_arn,
+            policy=None,
+            duration=43200,
+            external_id=None,
+        )
+        _principals[assumed.access_key_id] = Principal(role_arn, session_name, account, partition)
+        return _environment(assumed)
+
+
+def principal(access_key_id: str) -> Principal | None:
+    """The enforced session signing with ``access_key_id``, if any."""
+    return _principals.get(access_key_id)
+
+
+def role_policies(role_arn: str, partition: str = "aws") -> tuple[list[Policy], Policy | None]:
+    """The role's identity policies (inline and attached managed ones) and its permissions boundary, from moto's
+    IAM; a role that does not exist has none (every call is denied, as AWS would refuse the session)."""
+    from moto.iam.models import NotFoundException, iam_backends
+
+    account = role_arn.split(":")[4]
+    backend = iam_backends[account][partition]
+    try:
+        role = backend.get_role_by_arn(role_arn)
+    except NotFoundException:
+        return [], None
+    identity = [Policy(f"{role.name}/{name}", _document(text)) for name, text in role.policies.items()]
+    identity += [Policy(policy.name, _managed_document(policy)) for policy in role.managed_policies.values()]
+    boundary = None
+    if role.permissions_boundary_arn:
+        try:
+            managed = backend.get_policy(role.permissions_boundary_arn)
+        except Exception:  # noqa: BLE001 - a boundary that does not exist allows nothing
+            boundary = Policy(role.permissions_boundary_arn, {"Statement": []})
+        else:
+            boundary = Policy(managed.name, _managed_document(managed))
+    return identity, boundary
+
+
+def _environment(assumed: Any) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": assumed.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": assumed.secret_access_key,
+        "AWS_SESSION_TOKEN": assumed.session_token,
+    }
+
+
+def _managed_document(policy: Any) -> dict[str, Any]:
+    version = next(v for v in policy.versions if v.is_default)
+    return _document(version.document)
+
+
+def _document(text: str | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json.loads(urllib.parse.unquote(text))
