@@ -269,6 +269,15 @@ def test_run_function_permissions(default):
     assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
 
 
+def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):
+    _, raw, _ = default
+    for folder in ("stacks", "roll"):  # the pools step; resume_all
+        statements = policy_statements(raw, folder.title() + "FunctionRole")
+        assert statement_for(statements, "cloudformation:ListStacks")["Resource"] == "*"
+    for role in ("RunFunctionRole", "KubeFunctionRole", "ReconcileFunctionRole", "RegistryEventsFunctionRole"):
+        assert "cloudformation:ListStacks" not in actions_of(policy_statements(raw, role))
+
+
 def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):
     _, raw, _ = default
     statements = policy_statements(raw, "StacksFunctionRole")
