@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.context import ClmContext
 from infra.layer import RUNTIME
 from infra.nag import acknowledge, acknowledge_wildcards
-from infra.network import FunctionNetwork
+from infra.network import FunctionNetwork, interface_grants
 
 LAMBDAS = Path(__file__).resolve().parents[1] / "lambdas"
 HANDLER = "handler.handler"
@@ -94,12 +94,8 @@ class ClmFunction(Construct):
         acknowledge_wildcards(
             self, ["*"], "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource scoping"
         )
-        if network:
-            acknowledge(
-                self,
-                "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
-                "AWS's policy for the network interfaces of functions in a VPC (nothing else)",
-            )
+        for grant in interface_grants(self) if network else []:
+            self.allow(grant.actions, grant.resources, reason=grant.reason)
 
     def allow(
         self, actions: list[str], resources: list[str], conditions: dict | None = None, *, reason: str = ""
