@@ -17,9 +17,10 @@ def allowing(statements: list[dict[str, Any]], action: str) -> list[dict[str, An
         statement
         for statement in statements
         if statement["Effect"] == "Allow"
-        and any(covers(pattern, action) for pattern in _as_list(statement.get("Action", [])))
+        and any(covers(pattern, action) for pattern in as_list(statement.get("Action", [])))
     ]
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
+    """A policy field that may be one value or a list, as a list."""
     return value if isinstance(value, list) else [value]
