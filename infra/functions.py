@@ -45,8 +45,8 @@ REGISTRY_EVENTS = FunctionSpec(
 
 
 class ClmFunction(Construct):
-    """A Python 3.11 function from lambdas/<folder> with the layer, X-Ray tracing, a log group with retention,
-    and a role of its own that starts with nothing but writing its logs."""
+    """A function (runtime infra.layer.RUNTIME) from lambdas/<folder> with the layer, X-Ray tracing, a log group with
+    retention, and a role of its own that starts with nothing but writing its logs."""
 
     def __init__(
         self,
@@ -90,7 +90,9 @@ class ClmFunction(Construct):
             description=spec.description,
             **(network.function_options() if network else {}),
         )
-        acknowledge(self, "L1", "Python 3.11 on purpose: the clm layer's wheels are built for it (infra.layer_build)")
+        acknowledge(
+            self, "L1", "Python 3.13: supported as long as 3.14, and the layer is byte-compiled for it (infra.layer)"
+        )
         acknowledge_wildcards(
             self, ["*"], "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource scoping"
         )

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from infra.context import ClmContext, ContextError
-from infra.layer_build import build_layer
+from infra.layer_build import LAMBDA_VERSION, build_layer
 from infra.nag import add_checks
 from infra.stack import ClmStack
 from infra.workflow import Workflow, WorkflowError
@@ -189,7 +189,7 @@ def test_layer_holds_clm_and_every_pinned_requirement():
     site = directory / "python"
     assert (site / "clm" / "workflow" / "registry_events.py").is_file()
     for module in (site / "clm" / "workflow" / "registry_events.py", site / "yaml" / "__init__.py"):
-        [pyc] = (module.parent / "__pycache__").glob(f"{module.stem}.cpython-311.pyc")  # byte-compiled for Lambda
+        [pyc] = (module.parent / "__pycache__").glob(f"{module.stem}.cpython-{LAMBDA_VERSION.replace('.', '')}.pyc")
         assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 1  # PEP 552: hash-based, source not checked
     requirements = Path(__file__).parents[2] / "requirements.txt"
     for line in requirements.read_text().splitlines():
@@ -208,7 +208,7 @@ def test_function_runtime_layer_environment_tracing_and_logs(default, folder):
     _, raw, _ = default
     _, body = function_named(raw, folder)
     properties = body["Properties"]
-    assert properties["Runtime"] == "python3.11"
+    assert properties["Runtime"] == f"python{LAMBDA_VERSION}"
     assert properties["Handler"] == "handler.handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}
     [layer] = properties["Layers"]
