@@ -172,13 +172,13 @@ def lazy_imports(imported: set[str]) -> list[str]:
 
 
 def lambda_environment(function: str) -> dict[str, str]:
-    """The variables Lambda sets for a Python 3.11 function, plus the POWERTOOLS_* ones of infra.functions."""
+    """The variables Lambda sets for a Python 3.13 function, plus the POWERTOOLS_* ones of infra.functions."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join([str(LAMBDAS / function), str(LAYER)]),
         "LAMBDA_TASK_ROOT": str(LAMBDAS / function),
         "AWS_LAMBDA_FUNCTION_NAME": f"clm-{function}",
-        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",  # infra.layer.RUNTIME
         "_HANDLER": "handler.handler",
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,

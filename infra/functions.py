@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.context import ClmContext
 from infra.layer import RUNTIME
 from infra.nag import acknowledge, acknowledge_wildcards
-from infra.network import FunctionNetwork
+from infra.network import FunctionNetwork, interface_grants
 
 LAMBDAS = Path(__file__).resolve().parents[1] / "lambdas"
 HANDLER = "handler.handler"
@@ -45,8 +45,8 @@ REGISTRY_EVENTS = FunctionSpec(
 
 
 class ClmFunction(Construct):
-    """A Python 3.11 function from lambdas/<folder> with the layer, X-Ray tracing, a log group with retention,
-    and a role of its own that starts with nothing but writing its logs."""
+    """A function (runtime infra.layer.RUNTIME) from lambdas/<folder> with the layer, X-Ray tracing, a log group with
+    retention, and a role of its own that starts with nothing but writing its logs."""
 
     def __init__(
         self,
@@ -90,16 +90,14 @@ class ClmFunction(Construct):
             description=spec.description,
             **(network.function_options() if network else {}),
         )
-        acknowledge(self, "L1", "Python 3.11 on purpose: the clm layer's wheels are built for it (infra.layer_build)")
+        acknowledge(
+            self, "L1", "Python 3.13: supported as long as 3.14, and the layer is byte-compiled for it (infra.layer)"
+        )
         acknowledge_wildcards(
             self, ["*"], "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource scoping"
         )
-        if network:
-            acknowledge(
-                self,
-                "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
-                "AWS's policy for the network interfaces of functions in a VPC (nothing else)",
-            )
+        for grant in interface_grants(self) if network else []:
+            self.allow(grant.actions, grant.resources, reason=grant.reason)
 
     def allow(
         self, actions: list[str], resources: list[str], conditions: dict | None = None, *, reason: str = ""

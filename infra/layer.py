@@ -8,7 +8,9 @@ from constructs import Construct
 
 from infra.layer_build import build_layer
 
-RUNTIME = lambda_.Runtime.PYTHON_3_11
+# Python 3.13, not 3.14: both are supported until 2029-06-30 (cfn-lint's LmbdRuntimeLifecycle.json; Amazon Linux
+# 2023 bounds both), and the build machines have a 3.13 interpreter to byte-compile the layer (infra.layer_build).
+RUNTIME = lambda_.Runtime.PYTHON_3_13  # the same version as infra.layer_build.LAMBDA_PYTHON
 
 
 class ClmLayer(Construct):

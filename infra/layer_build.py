@@ -1,17 +1,21 @@
 """Build the `clm` Lambda layer's directory without Docker: pip's manylinux wheels plus the `clm` package.
 
 The dependencies are installed once per content of requirements.txt (pip with `--platform manylinux2014_x86_64
---only-binary=:all: --python-version 3.11`, so the build machine's own Python and OS do not matter) into
+--only-binary=:all: --python-version` of the Lambda runtime, LAMBDA_PYTHON, so the build machine's own Python and
+OS do not matter: a requirement without a wheel for it fails the build) into
 `<cache>/layer-deps/<hash>/python`. The layer directory `<cache>/layer/<hash>` adds the `clm` package to
 hard links of those files, and is rebuilt only when the requirements or the package's files change.
 
-Everything is byte-compiled for Python 3.11 with unchecked-hash pycs: Lambda's /opt is read-only, so without
-them every cold start compiles from source (measured 2-3x slower imports, ~3 s more for `kubernetes`), and
-timestamp pycs would not match the zip's normalised dates.
+Everything is byte-compiled for the runtime's Python with unchecked-hash pycs: Lambda's /opt is read-only, so
+without them every cold start compiles from source (measured 2-3x slower imports, ~3 s more for `kubernetes`), and
+timestamp pycs would not match the zip's normalised dates. Only an interpreter of that version writes its pycs:
+the build Python, `$CLM_LAMBDA_PYTHON`, `pythonX.Y` on PATH or pyenv's; without one the layer has no pycs (a
+warning says so, and the cache key tells such layers apart).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
@@ -19,24 +23,27 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "layers" / "clm" / "python" / "clm"
+LAMBDA_PYTHON = (3, 13)  # the functions' runtime: infra.layer.RUNTIME
+LAMBDA_VERSION = ".".join(map(str, LAMBDA_PYTHON))
 PIP_PLATFORM = (
     "--platform",
     "manylinux2014_x86_64",
     "--implementation",
     "cp",
     "--python-version",
-    "3.11",  # LAMBDA_PYTHON
+    LAMBDA_VERSION,
     "--only-binary=:all:",
 )
-LAMBDA_PYTHON = (3, 11)
 KEEP_LAYERS = 5  # assembled layer directories kept in the cache (the newest)
 _SKIPPED = ("__pycache__", "*.pyc")
-_PYC_FORMAT = b"pyc: unchecked-hash, 3.11"  # part of the cache key: caches built without pycs are rebuilt
+_PYC_FORMAT = f"pyc: unchecked-hash, {LAMBDA_VERSION}".encode()  # part of the cache key
+_NO_PYC = b"no pyc"
 
 
 class LayerBuildError(RuntimeError):
@@ -74,7 +81,7 @@ def build_dependencies(requirements: Path, cache: Path) -> tuple[Path, str]:
         content = requirements.read_bytes()
     except OSError as exc:
         raise LayerBuildError(f"{requirements}: cannot read the layer's requirements ({exc.strerror})") from None
-    digest = _hash(content, " ".join(PIP_PLATFORM).encode(), _PYC_FORMAT)
+    digest = _hash(content, " ".join(PIP_PLATFORM).encode(), _PYC_FORMAT if lambda_python() else _NO_PYC)
     target = cache / "layer-deps" / digest
     if not target.is_dir():
 
@@ -86,16 +93,33 @@ def build_dependencies(requirements: Path, cache: Path) -> tuple[Path, str]:
     return target, digest
 
 
-def _byte_compile(directory: Path) -> None:
-    """Unchecked-hash pycs for the Lambda runtime's Python (3.11); skipped by another build Python."""
-    if sys.version_info[:2] != LAMBDA_PYTHON:
-        return
-    import compileall
-    import py_compile
+@cache
+def lambda_python() -> str | None:
+    """An interpreter of the Lambda runtime's Python version, or None (with a warning) when there is none."""
+    name = f"python{LAMBDA_VERSION}"
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates = [
+        sys.executable,
+        os.environ.get("CLM_LAMBDA_PYTHON", ""),
+        shutil.which(name) or "",
+        *sorted(glob.glob(str(pyenv / f"{LAMBDA_VERSION}.*" / "bin" / name)), reverse=True),
+    ]
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    for candidate in filter(None, candidates):
+        result = subprocess.run([candidate, "-c", probe], capture_output=True, text=True, check=False)
+        if result.returncode == 0 and result.stdout.strip() == LAMBDA_VERSION:
+            return candidate
+    print(f"clm layer: no {name} found to byte-compile it: cold starts compile from source", file=sys.stderr)
+    return None
 
-    compileall.compile_dir(
-        directory, quiet=2, workers=0, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
-    )
+
+def _byte_compile(directory: Path) -> None:
+    """Unchecked-hash pycs for the Lambda runtime's Python, written by an interpreter of that version."""
+    python = lambda_python()
+    if python is None:
+        return
+    command = [python, "-m", "compileall", "-qq", "-j", "0", "--invalidation-mode", "unchecked-hash", str(directory)]
+    subprocess.run(command, capture_output=True, check=False)  # a file only another Python parses stays source
 
 
 def _pip_install(requirements: Path, target: Path) -> None:

@@ -1,10 +1,18 @@
-"""Optional VPC placement of CLM's functions (context `clm:vpcId` and `clm:subnetIds`)."""
+"""Optional VPC placement of CLM's functions (context `clm:vpcId` and `clm:subnetIds`).
+
+A function in a VPC reaches it through network interfaces that Lambda creates with the function's own role:
+CreateFunction fails unless that role allows them. CDK attaches AWSLambdaVPCAccessExecutionRole only to roles it
+creates itself, and every CLM function has a role of its own (infra.functions), so `interface_grants` lists the
+same rights (Lambda developer guide, "Giving Lambda functions access to resources in an Amazon VPC"), scoped to
+this account and region where EC2 allows it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Fn
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -41,3 +49,38 @@ class FunctionNetwork(Construct):
             "vpc_subnets": ec2.SubnetSelection(subnets=self.subnets),
             "security_groups": [self.security_group],
         }
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Actions on resources, with the reason for any wildcard among them."""
+
+    actions: list[str]
+    resources: list[str]
+    reason: str
+
+
+def interface_grants(scope: Construct) -> list[Grant]:
+    """What a function's role needs so that Lambda can attach the function to the VPC."""
+    stack = Stack.of(scope)
+    interfaces, subnets, groups = (
+        stack.format_arn(service="ec2", resource=kind, resource_name="*")
+        for kind in ("network-interface", "subnet", "security-group")
+    )
+    return [
+        Grant(
+            ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"],
+            ["*"],
+            "Lambda's network interfaces: EC2 Describe calls support no resource-level permissions",
+        ),
+        Grant(
+            ["ec2:CreateNetworkInterface"],
+            [interfaces, subnets, groups],
+            "Lambda creates the function's network interfaces (named by EC2) in the VPC's subnets",
+        ),
+        Grant(
+            ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
+            [interfaces],
+            "Lambda manages the function's network interfaces, named by EC2",
+        ),
+    ]

@@ -7,7 +7,9 @@ Scoping notes:
 - Auto scaling: IAM condition keys cannot hold a wildcard tag key (`kubernetes.io/cluster/*`), so changes are
   allowed on groups carrying the fixed tag `node-pool`, which every node-pool stack has (clm.stacks.names;
   CloudFormation copies stack tags to the group).
-- Describe/List calls of EC2 and auto scaling, and sts:GetCallerIdentity, support no resource scoping.
+- Describe/List calls of EC2 and auto scaling, cloudformation:ListStacks and sts:GetCallerIdentity support no
+  resource scoping. ListStacks finds a cluster's node-pool stacks by name (clm.stacks.removed), each then described
+  by name: DescribeStacks without a StackName would need ListStacks as well and read every stack.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ ASG_CHANGES = [
 ]
 _COLON = ArnFormat.COLON_RESOURCE_NAME
 RENDERINGS = "renderings are content-addressed objects under renderings/"
+LIST_STACKS = "cloudformation:ListStacks supports no resource-level permissions (node-pool stacks are found by name)"
 STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
 UNSCOPED_READS = [
     "autoscaling:DescribeAutoScalingGroups",
@@ -95,6 +98,7 @@ def grant_stacks(
     """Manage stacks through CloudFormation's role; read renderings, store (and let CloudFormation read) templates."""
     registry.grant_read_data(function.role)
     function.allow(STACK_MANAGE, [_stacks(function)], reason=STACKS)
+    function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # the pools step
     function.allow(
         ["iam:PassRole"],
         [cloudformation_role.role_arn],
@@ -118,6 +122,7 @@ def grant_roll(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str)
     """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server."""
     grant_kube(function, artefacts, secret_prefix)
     function.allow(STACK_READ, [_stacks(function)], reason=STACKS)
+    function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # resume_all
     function.allow(UNSCOPED_READS, ["*"], reason="Describe calls of EC2 and auto scaling support no resource scoping")
     groups = Stack.of(function).format_arn(
         service="autoscaling", resource="autoScalingGroup", resource_name="*", arn_format=_COLON

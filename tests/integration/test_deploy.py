@@ -18,6 +18,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.deploy import deploy, deploy_assembly
 from clm_sandbox.deploy_synth import Assembly
 from clm_sandbox.patches import cfn_lambda, events_input_template
+from infra.layer_build import LAMBDA_VERSION
 
 pytestmark = [
     pytest.mark.integration,
@@ -85,7 +86,7 @@ def test_deploy_synthesizes_and_creates_the_stack_with_functions_on_the_layer(sa
     [layer] = {layer["Arn"] for function in found.values() for layer in function["Layers"]}
     assert ":layer:" in layer
     for function in found.values():
-        assert function["Runtime"] == "python3.11"
+        assert function["Runtime"] == f"python{LAMBDA_VERSION}"
         assert function["Environment"]["Variables"]["CLM_ARTEFACT_BUCKET"] == outputs["ArtefactBucketName"]
         assert function["TracingConfig"] == {"Mode": "Active"}
     groups = sandbox_aws.client("logs").describe_log_groups()["logGroups"]

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from infra.context import ClmContext, ContextError
-from infra.layer_build import build_layer
+from infra.layer_build import LAMBDA_VERSION, build_layer
 from infra.nag import add_checks
 from infra.stack import ClmStack
 from infra.workflow import Workflow, WorkflowError
@@ -189,7 +189,7 @@ def test_layer_holds_clm_and_every_pinned_requirement():
     site = directory / "python"
     assert (site / "clm" / "workflow" / "registry_events.py").is_file()
     for module in (site / "clm" / "workflow" / "registry_events.py", site / "yaml" / "__init__.py"):
-        [pyc] = (module.parent / "__pycache__").glob(f"{module.stem}.cpython-311.pyc")  # byte-compiled for Lambda
+        [pyc] = (module.parent / "__pycache__").glob(f"{module.stem}.cpython-{LAMBDA_VERSION.replace('.', '')}.pyc")
         assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 1  # PEP 552: hash-based, source not checked
     requirements = Path(__file__).parents[2] / "requirements.txt"
     for line in requirements.read_text().splitlines():
@@ -208,7 +208,7 @@ def test_function_runtime_layer_environment_tracing_and_logs(default, folder):
     _, raw, _ = default
     _, body = function_named(raw, folder)
     properties = body["Properties"]
-    assert properties["Runtime"] == "python3.11"
+    assert properties["Runtime"] == f"python{LAMBDA_VERSION}"
     assert properties["Handler"] == "handler.handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}
     [layer] = properties["Layers"]
@@ -267,6 +267,15 @@ def test_run_function_permissions(default):
     listing = statement_for(statements, "s3:ListBucketVersions")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["config/*"]}}
     assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
+
+
+def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):
+    _, raw, _ = default
+    for folder in ("stacks", "roll"):  # the pools step; resume_all
+        statements = policy_statements(raw, folder.title() + "FunctionRole")
+        assert statement_for(statements, "cloudformation:ListStacks")["Resource"] == "*"
+    for role in ("RunFunctionRole", "KubeFunctionRole", "ReconcileFunctionRole", "RegistryEventsFunctionRole"):
+        assert "cloudformation:ListStacks" not in actions_of(policy_statements(raw, role))
 
 
 def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):

@@ -22,6 +22,7 @@ UNSCOPABLE_ACTIONS = {
     "autoscaling:Describe*": "Service Authorization Reference, Amazon EC2 Auto Scaling: Describe* list no resource "
     "types",
     "sts:GetCallerIdentity": "STS API reference: GetCallerIdentity needs no permission and names no resource",
+    "cloudformation:ListStacks": "Service Authorization Reference, CloudFormation: ListStacks lists no resource types",
     "dynamodb:ListStreams": "Service Authorization Reference, DynamoDB: ListStreams lists no resource types (CDK's "
     "grantStreamRead grants it on * for that reason)",
     "xray:PutTraceSegments": "X-Ray developer guide, IAM: trace and telemetry writes support no resource-level "

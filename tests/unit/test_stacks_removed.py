@@ -1,4 +1,5 @@
-"""Node pools removed from the registry: their stacks are found by tag, then deleted (protection off), on moto."""
+"""Node pools removed from the registry: their stacks are found by name and tag, then deleted (protection off), on
+moto."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import dataclasses
 
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
-from clm.stacks.removed import RemovedNodePool, removed_node_pools
+from clm.stacks.removed import RemovedNodePool, node_pool_stacks, removed_node_pools
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from tests.unit.test_stacks_support import Clients, clients, example_cluster, moto_stack, render, stacks_aws
 
@@ -81,3 +82,43 @@ def test_a_stack_already_being_deleted_is_waited_on(clients):
     moto_stack("gone").status = "DELETE_IN_PROGRESS"  # moto deletes within the call; only its backend shows this
     assert start_delete(cfn, "gone", "c1").to_dict()["action"] == "waiting"
     assert check(cfn, "gone").state == "in_progress"
+
+
+def queue_stack(name: str, tags: dict[str, str]) -> StackSpec:
+    """A stack of one queue with the given name and tags."""
+    body = "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n"
+    return StackSpec(cluster_id="any", name=name, body=body, template={}, tags=tags, parameters={})
+
+
+def test_node_pool_stacks_are_listed_by_name_and_described_by_name_only(clients):
+    """ListStacks, then DescribeStacks with a StackName: no call reads every stack (that needs ListStacks too)."""
+    cfn = clients["cloudformation"]
+    cluster_id = "aws:123456789012:eu-central-1:kube-1"
+    tags = {"kubernetes.io/cluster/" + cluster_id: "owned", "node-pool": "a", "node-pool-profile": "p"}
+    # Cluster z-...:kube-1's pool x ends like a pool of kube-1; its tag tells them apart.
+    foreign_id = "z-aws:123456789012:eu-central-1:kube-1"
+    foreign = {"kubernetes.io/cluster/" + foreign_id: "owned", "node-pool": "x"}
+    for spec in (
+        queue_stack("nodepool-a-aws-123456789012-eu-central-1-kube-1", tags),
+        queue_stack("nodepool-x-z-aws-123456789012-eu-central-1-kube-1", foreign),
+        queue_stack("kube-1", {"kubernetes.io/cluster/" + cluster_id: "owned"}),
+        queue_stack("elsewhere", tags),  # tagged like a pool, not named like one: not CLM's
+        queue_stack("nodepool-gone-aws-123456789012-eu-central-1-kube-1", tags),
+    ):
+        start(clients["cloudformation"], clients["s3"], spec)
+    start_delete(cfn, "nodepool-gone-aws-123456789012-eu-central-1-kube-1", cluster_id)  # listed as DELETE_COMPLETE
+    calls: list[tuple[str, dict]] = []
+    cfn.meta.events.register(
+        "provide-client-params.cloudformation", lambda model, params, **_: calls.append((model.name, dict(params)))
+    )
+
+    found = node_pool_stacks(cfn, cluster_id)
+
+    assert found == [RemovedNodePool("nodepool-a-aws-123456789012-eu-central-1-kube-1", "a", "p", "CREATE_COMPLETE")]
+    assert [name for name, _ in calls] == ["ListStacks", "DescribeStacks", "DescribeStacks"]
+    assert "DELETE_COMPLETE" not in calls[0][1]["StackStatusFilter"]
+    assert [params for _, params in calls[1:]] == [  # the two named like kube-1's pools
+        {"StackName": "nodepool-a-aws-123456789012-eu-central-1-kube-1"},
+        {"StackName": "nodepool-x-z-aws-123456789012-eu-central-1-kube-1"},
+    ]
+    assert node_pool_stacks(cfn, foreign_id)[0].node_pool == "x"

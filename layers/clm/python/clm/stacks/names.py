@@ -8,6 +8,7 @@ from clm.model import Cluster, NodePool
 from clm.stacks.errors import InvalidStackSpec
 
 MAX_STACK_NAME = 128
+NODE_POOL_STACK_PREFIX = "nodepool-"
 NODE_POOL_TAG = "node-pool"
 NODE_POOL_PROFILE_TAG = "node-pool-profile"
 OWNED = "owned"
@@ -26,7 +27,7 @@ def cluster_stack_name(cluster: Cluster) -> str:
 
 def node_pool_stack_name(cluster_id: str, pool_name: str) -> str:
     """`nodepool-<pool>-<cluster id>`, with every character CloudFormation forbids replaced by `-`."""
-    name = f"nodepool-{pool_name}-{_FORBIDDEN.sub('-', cluster_id)}"
+    name = f"{NODE_POOL_STACK_PREFIX}{pool_name}{_node_pool_stack_suffix(cluster_id)}"
     if len(name) > MAX_STACK_NAME:
         raise InvalidStackSpec(
             f"node pool {pool_name!r}: stack name is {len(name)} characters, CloudFormation allows {MAX_STACK_NAME}",
@@ -34,6 +35,24 @@ def node_pool_stack_name(cluster_id: str, pool_name: str) -> str:
             name,
         )
     return name
+
+
+def may_be_node_pool_stack(cluster_id: str, stack_name: str) -> bool:
+    """Whether `stack_name` has the form of a node-pool stack name of the cluster.
+
+    Only a first cut: cluster `b` pool `x-a` and cluster `a-b` pool `x` share `nodepool-x-a-b`, so the stack's
+    cluster tag decides.
+    """
+    suffix = _node_pool_stack_suffix(cluster_id)
+    return (
+        stack_name.startswith(NODE_POOL_STACK_PREFIX)
+        and stack_name.endswith(suffix)
+        and len(stack_name) > len(NODE_POOL_STACK_PREFIX) + len(suffix)
+    )
+
+
+def _node_pool_stack_suffix(cluster_id: str) -> str:
+    return f"-{_FORBIDDEN.sub('-', cluster_id)}"
 
 
 def cluster_stack_tags(cluster_id: str) -> dict[str, str]:

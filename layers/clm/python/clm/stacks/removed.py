@@ -1,4 +1,9 @@
-"""Node-pool stacks of a cluster whose pool is no longer in the registry, for the workflow to drain and delete."""
+"""Node-pool stacks of a cluster whose pool is no longer in the registry, for the workflow to drain and delete.
+
+The stacks are found with ListStacks (by name: `nodepool-<pool>-<cluster>`), then each candidate is described by
+name for its tags. DescribeStacks without a StackName would need cloudformation:ListStacks too, and reads every
+stack of the account and region; by name it reads only the cluster's.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from clm.model import Cluster
-from clm.stacks.names import NODE_POOL_PROFILE_TAG, NODE_POOL_TAG, OWNED, cluster_tag_key
+from clm.stacks.cfn import describe_stack
+from clm.stacks.names import NODE_POOL_PROFILE_TAG, NODE_POOL_TAG, OWNED, cluster_tag_key, may_be_node_pool_stack
 from clm.stacks.status import DELETED
 
 
@@ -25,23 +31,32 @@ class RemovedNodePool:
 
 
 def node_pool_stacks(cfn: Any, cluster_id: str) -> list[RemovedNodePool]:
-    """Every existing stack tagged as a node pool of the cluster, by stack name."""
+    """Every existing stack named and tagged as a node pool of the cluster, by stack name."""
     cluster_tag = cluster_tag_key(cluster_id)
     found = []
-    for page in cfn.get_paginator("describe_stacks").paginate():
-        for stack in page["Stacks"]:
-            tags = {tag["Key"]: tag["Value"] for tag in stack.get("Tags", [])}
-            pool = tags.get(NODE_POOL_TAG)
-            if tags.get(cluster_tag) == OWNED and pool is not None and stack["StackStatus"] != DELETED:
-                found.append(
-                    RemovedNodePool(
-                        stack_name=stack["StackName"],
-                        node_pool=pool,
-                        profile=tags.get(NODE_POOL_PROFILE_TAG, ""),
-                        status=stack["StackStatus"],
-                    )
+    for name in sorted(_live_stack_names(cfn)):
+        if not may_be_node_pool_stack(cluster_id, name):
+            continue
+        stack = describe_stack(cfn, name)  # None: deleted since it was listed
+        tags = {tag["Key"]: tag["Value"] for tag in (stack or {}).get("Tags", [])}
+        pool = tags.get(NODE_POOL_TAG)
+        if stack and tags.get(cluster_tag) == OWNED and pool is not None:
+            found.append(
+                RemovedNodePool(
+                    stack_name=name,
+                    node_pool=pool,
+                    profile=tags.get(NODE_POOL_PROFILE_TAG, ""),
+                    status=stack["StackStatus"],
                 )
-    return sorted(found, key=lambda item: item.stack_name)
+            )
+    return found
+
+
+def _live_stack_names(cfn: Any) -> set[str]:
+    """The names of the account's and region's stacks in any status but DELETE_COMPLETE."""
+    statuses = [status for status in cfn.meta.service_model.shape_for("StackStatus").enum if status != DELETED]
+    pages = cfn.get_paginator("list_stacks").paginate(StackStatusFilter=statuses)
+    return {summary["StackName"] for page in pages for summary in page["StackSummaries"]}
 
 
 def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
