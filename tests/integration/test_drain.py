@@ -23,7 +23,7 @@ from kubernetes import client, watch
 from clm.kube.apply import apply_manifests
 from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.drain import drain_pass
-from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, TAINT
+from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, decommission_taint
 from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
 from clm.render.manifests import split_manifests
@@ -265,7 +265,7 @@ spec:
     assert len(evicted) == 4 and f"{ns}/bare" in evicted and not any(r["forced"] for r in results)
     assert len([p for p in sandbox.pods("app=web") if healthy(p)]) == 3
     node = sandbox.node()
-    assert node["spec"]["unschedulable"] is True and TAINT in node["spec"]["taints"]
+    assert node["spec"]["unschedulable"] is True and decommission_taint() in node["spec"]["taints"]
     assert node["metadata"]["labels"][LIFECYCLE_LABEL] == "draining"
     assert node["metadata"]["annotations"][DRAIN_START] == results[0]["drain_start"]
     print(
