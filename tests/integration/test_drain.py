@@ -196,6 +196,19 @@ spec: {{{rule}, selector: {{matchLabels: {{app: {name}}}}}}}
 """
 
 
+def daemonset(name: str) -> str:
+    return f"""---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec: {{containers: [{{name: {name}, image: {IMAGE}}}]}}
+"""
+
+
 def drain_until_done(
     kube: KubeClient, node: str, settings: DrainSettings, timeout: float = 60.0, budget: float = 3.0
 ) -> list[dict[str, Any]]:
@@ -212,21 +225,36 @@ def drain_until_done(
         time.sleep(result["wait_seconds"])
 
 
+@pytest.mark.parametrize(("item", "nodes_to_run_on"), [("", 3), ("true", 2)])
+def test_the_decommission_taint_effect_decides_where_new_daemon_pods_go(sandbox: Sandbox, item: str, nodes_to_run_on):
+    """CLM's PreferNoSchedule taint (and the cordon, which DaemonSets tolerate) still lets a new DaemonSet run on a
+    draining node; with decommission_node_no_schedule_taint "true" (NoSchedule) the DaemonSet controller skips it."""
+    settings = DrainSettings.from_config_items({"decommission_node_no_schedule_taint": item})
+    assert drain_pass(sandbox.kube, sandbox.victim, settings)["done"]  # an empty node: cordoned and tainted
+    assert decommission_taint(settings.taint_effect) in sandbox.node()["spec"]["taints"]
+    sandbox.apply(daemonset("late"))
+    path = f"/apis/apps/v1/namespaces/{sandbox.namespace}/daemonsets/late"
+
+    def scheduled() -> int | None:
+        daemon_set = sandbox.kube.request("GET", path)
+        status = daemon_set.get("status") or {}
+        settled = status.get("observedGeneration") == daemon_set["metadata"]["generation"]
+        return status.get("desiredNumberScheduled") if settled and status.get("numberReady") else None
+
+    assert wait_for("the DaemonSet's status", scheduled) == nodes_to_run_on
+    if nodes_to_run_on == 3:
+        wait_for("the DaemonSet's pod on the draining node", lambda: sandbox.pods("app=late", sandbox.victim))
+    else:
+        assert not sandbox.pods("app=late", sandbox.victim)
+
+
 def test_drain_honours_the_pdb_and_leaves_daemonset_pods(sandbox: Sandbox):
     ns = sandbox.namespace
     sandbox.place_on_victim(
         deployment("web", 3)
         + pdb("web", "minAvailable: 2")
+        + daemonset("agent")
         + f"""---
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {{name: agent}}
-spec:
-  selector: {{matchLabels: {{app: agent}}}}
-  template:
-    metadata: {{labels: {{app: agent}}}}
-    spec: {{containers: [{{name: agent, image: {IMAGE}}}]}}
----
 apiVersion: v1
 kind: Pod
 metadata: {{name: bare, labels: {{app: bare}}}}

@@ -133,7 +133,7 @@ def test_mark_for_decommission(labels, taints, expected):
 def test_the_no_schedule_taint_replaces_the_preferred_one():
     transport = RecordedTransport(
         {
-            ("GET", "/api/v1/nodes/n1"): [response(200, node({"lifecycle-status": "ready"}, taints=[OTHER_TAINT, TAINT]))],
+            ("GET", "/api/v1/nodes/n1"): [response(200, node(taints=[OTHER_TAINT, TAINT]))],
             ("PATCH", "/api/v1/nodes/n1"): [response(200, node())],
         }
     )

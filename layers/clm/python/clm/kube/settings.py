@@ -40,11 +40,11 @@ class DrainSettings:
     min_unhealthy_sibling_lifetime: float = 6 * 3600.0
     force_evict_interval: float = 300.0
     poll_interval: float = 30.0
-    taint_effect: str = "PreferNoSchedule"  # "NoSchedule" when config item decommission_node_no_schedule_taint is "true"
+    taint_effect: str = "PreferNoSchedule"  # "NoSchedule" when config item NO_SCHEDULE_TAINT_ITEM is "true"
 
     @classmethod
     def from_config_items(cls, items: Mapping[str, str], cluster_id: str | None = None) -> DrainSettings:
-        """Read the `drain_*` config items (the others keep CLM's defaults) and the taint effect. Names every bad item."""
+        """Read the `drain_*` config items (others keep CLM's defaults) and the taint effect. Names every bad item."""
         values: dict[str, Any] = {}
         problems = []
         if items.get(NO_SCHEDULE_TAINT_ITEM) == "true":
