@@ -336,6 +336,33 @@ def test_max_unavailable_zero_blocks_until_the_force_rules_allow(sandbox: Sandbo
     assert parse_time(annotations[LAST_FORCED]) >= parse_time(first["drain_start"]) + timedelta(seconds=6)
 
 
+def test_a_young_job_pod_under_the_same_budget_does_not_hold_back_a_forced_deletion(sandbox: Sandbox):
+    """CLM's ignoredSiblingPod: pods the Job controller owns are no siblings, however young."""
+    ns = sandbox.namespace
+    sandbox.place_on_victim(deployment("batch", 1), {"app=batch": 1})
+    sandbox.set_unschedulable([sandbox.victim], True)
+    sandbox.apply(
+        pdb("batch", "minAvailable: 2")
+        + f"""---
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: batch-job}}
+spec:
+  template:
+    metadata: {{labels: {{app: batch}}}}
+    spec: {{restartPolicy: Never, containers: [{{name: job, image: {IMAGE}}}]}}
+"""
+    )
+    wait_for("the Job's pod Ready", lambda: [p for p in sandbox.pods("job-name=batch-job") if healthy(p)])
+    wait_for("the PDB to settle", lambda: sandbox.budget_settled("batch", 0))
+    young = {"drain_min_healthy_sibling_lifetime": "1h", "drain_min_unhealthy_sibling_lifetime": "1h"}
+    settings = DrainSettings.from_config_items({**QUICK, **young, "drain_grace_period": "0s"})
+
+    first = drain_pass(sandbox.kube, sandbox.victim, settings, budget_seconds=3)
+    assert len(first["forced"]) == 1 and first["forced"][0].startswith(f"{ns}/batch-"), first
+    assert drain_until_done(sandbox.kube, sandbox.victim, settings, timeout=30)[-1]["done"]
+
+
 RESUME_SCRIPT = """
 import json, sys
 from clm.kube.client import MERGE_PATCH, KubeClient
