@@ -23,7 +23,7 @@ from kubernetes import client, watch
 from clm.kube.apply import apply_manifests
 from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.drain import drain_pass
-from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, TAINT
+from clm.kube.nodes import DRAIN_START, LAST_FORCED, LIFECYCLE_LABEL, decommission_taint
 from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
 from clm.render.manifests import split_manifests
@@ -196,6 +196,19 @@ spec: {{{rule}, selector: {{matchLabels: {{app: {name}}}}}}}
 """
 
 
+def daemonset(name: str) -> str:
+    return f"""---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec: {{containers: [{{name: {name}, image: {IMAGE}}}]}}
+"""
+
+
 def drain_until_done(
     kube: KubeClient, node: str, settings: DrainSettings, timeout: float = 60.0, budget: float = 3.0
 ) -> list[dict[str, Any]]:
@@ -212,21 +225,36 @@ def drain_until_done(
         time.sleep(result["wait_seconds"])
 
 
+@pytest.mark.parametrize(("item", "nodes_to_run_on"), [("", 3), ("true", 2)])
+def test_the_decommission_taint_effect_decides_where_new_daemon_pods_go(sandbox: Sandbox, item: str, nodes_to_run_on):
+    """CLM's PreferNoSchedule taint (and the cordon, which DaemonSets tolerate) still lets a new DaemonSet run on a
+    draining node; with decommission_node_no_schedule_taint "true" (NoSchedule) the DaemonSet controller skips it."""
+    settings = DrainSettings.from_config_items({"decommission_node_no_schedule_taint": item})
+    assert drain_pass(sandbox.kube, sandbox.victim, settings)["done"]  # an empty node: cordoned and tainted
+    assert decommission_taint(settings.taint_effect) in sandbox.node()["spec"]["taints"]
+    sandbox.apply(daemonset("late"))
+    path = f"/apis/apps/v1/namespaces/{sandbox.namespace}/daemonsets/late"
+
+    def scheduled() -> int | None:
+        daemon_set = sandbox.kube.request("GET", path)
+        status = daemon_set.get("status") or {}
+        settled = status.get("observedGeneration") == daemon_set["metadata"]["generation"]
+        return status.get("desiredNumberScheduled") if settled and status.get("numberReady") else None
+
+    assert wait_for("the DaemonSet's status", scheduled) == nodes_to_run_on
+    if nodes_to_run_on == 3:
+        wait_for("the DaemonSet's pod on the draining node", lambda: sandbox.pods("app=late", sandbox.victim))
+    else:
+        assert not sandbox.pods("app=late", sandbox.victim)
+
+
 def test_drain_honours_the_pdb_and_leaves_daemonset_pods(sandbox: Sandbox):
     ns = sandbox.namespace
     sandbox.place_on_victim(
         deployment("web", 3)
         + pdb("web", "minAvailable: 2")
+        + daemonset("agent")
         + f"""---
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {{name: agent}}
-spec:
-  selector: {{matchLabels: {{app: agent}}}}
-  template:
-    metadata: {{labels: {{app: agent}}}}
-    spec: {{containers: [{{name: agent, image: {IMAGE}}}]}}
----
 apiVersion: v1
 kind: Pod
 metadata: {{name: bare, labels: {{app: bare}}}}
@@ -265,7 +293,7 @@ spec:
     assert len(evicted) == 4 and f"{ns}/bare" in evicted and not any(r["forced"] for r in results)
     assert len([p for p in sandbox.pods("app=web") if healthy(p)]) == 3
     node = sandbox.node()
-    assert node["spec"]["unschedulable"] is True and TAINT in node["spec"]["taints"]
+    assert node["spec"]["unschedulable"] is True and decommission_taint() in node["spec"]["taints"]
     assert node["metadata"]["labels"][LIFECYCLE_LABEL] == "draining"
     assert node["metadata"]["annotations"][DRAIN_START] == results[0]["drain_start"]
     print(
@@ -306,6 +334,33 @@ def test_max_unavailable_zero_blocks_until_the_force_rules_allow(sandbox: Sandbo
     annotations = sandbox.node()["metadata"]["annotations"]
     assert annotations[DRAIN_START] == first["drain_start"]
     assert parse_time(annotations[LAST_FORCED]) >= parse_time(first["drain_start"]) + timedelta(seconds=6)
+
+
+def test_a_young_job_pod_under_the_same_budget_does_not_hold_back_a_forced_deletion(sandbox: Sandbox):
+    """CLM's ignoredSiblingPod: pods the Job controller owns are no siblings, however young."""
+    ns = sandbox.namespace
+    sandbox.place_on_victim(deployment("batch", 1), {"app=batch": 1})
+    sandbox.set_unschedulable([sandbox.victim], True)
+    sandbox.apply(
+        pdb("batch", "minAvailable: 2")
+        + f"""---
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: batch-job}}
+spec:
+  template:
+    metadata: {{labels: {{app: batch}}}}
+    spec: {{restartPolicy: Never, containers: [{{name: job, image: {IMAGE}}}]}}
+"""
+    )
+    wait_for("the Job's pod Ready", lambda: [p for p in sandbox.pods("job-name=batch-job") if healthy(p)])
+    wait_for("the PDB to settle", lambda: sandbox.budget_settled("batch", 0))
+    young = {"drain_min_healthy_sibling_lifetime": "1h", "drain_min_unhealthy_sibling_lifetime": "1h"}
+    settings = DrainSettings.from_config_items({**QUICK, **young, "drain_grace_period": "0s"})
+
+    first = drain_pass(sandbox.kube, sandbox.victim, settings, budget_seconds=3)
+    assert len(first["forced"]) == 1 and first["forced"][0].startswith(f"{ns}/batch-"), first
+    assert drain_until_done(sandbox.kube, sandbox.victim, settings, timeout=30)[-1]["done"]
 
 
 RESUME_SCRIPT = """

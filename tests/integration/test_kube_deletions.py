@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from clm.kube.apply import apply_manifests
-from clm.kube.client import KubeClient
+from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.deletions import run_deletions
 from clm.kube.errors import DeletionError
 from clm.render.deletions import parse_deletions
@@ -89,6 +90,7 @@ post_apply:
         "dry_run": False,
         "count": 4,
         "unknown_kinds": ["Gizmo"],
+        "warnings": ["deletions.yaml post_apply[5]: kind 'Gizmo' is not served by the cluster; skipped"],
         "deleted": [
             f"ConfigMap {ns}/by-name",
             f"ConfigMap {ns}/sel-a",
@@ -229,16 +231,77 @@ pre_apply:
     assert not kube.request("GET", path, query={"labelSelector": f"clm-test={tag}"})["items"]
 
 
-def test_scope_mismatch_names_the_entry(kube, ns):
-    missing_namespace = parse_deletions("post_apply:\n- {kind: ConfigMap, name: x}\n", "d.yaml")
+def test_kinds_resolve_as_kubectl_resolves_them(kube, ns):
+    spellings = ["deployment", "deployments", "deploy", "Deployment.apps", "DEPLOYMENTS.v1.apps", "Deployment"]
+    apply_manifests(kube, split_manifests("".join(deployment(ns, f"d{i}") for i in range(len(spellings))), "d.yaml"))
+    entries = "".join(f"- {{kind: {kind}, namespace: {ns}, name: d{i}}}\n" for i, kind in enumerate(spellings))
+    report = run_deletions(
+        kube, parse_deletions(f"post_apply:\n{entries}- {{kind: gizmo, name: x}}\n", "d.yaml").post_apply
+    )
+    assert report.deleted == [f"Deployment {ns}/d{i}" for i in range(len(spellings))]
+    assert report.warnings == ["deletions.yaml deletions[6]: kind 'gizmo' is not served by the cluster; skipped"]
+    assert not names(kube, f"/apis/apps/v1/namespaces/{ns}/deployments")
+    # A kind served only in a group's non-preferred version (batch/v1beta1 in 1.20), and short names.
+    assert kube.discovery.resolve_kind("cj").api_version == "batch/v1beta1"
+    assert kube.discovery.resolve_kind("CronJob").name == "cronjobs"
+    assert kube.discovery.resolve_kind("ns").kind == "Namespace"
+    assert kube.discovery.resolve_kind("clusterrolebinding.rbac.authorization.k8s.io").namespaced is False
+
+
+def test_a_cluster_scoped_kind_given_a_namespace_is_deleted_with_a_warning(kube, ns):
+    apply_manifests(
+        kube,
+        split_manifests(
+            f"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {ns}}}\nrules: []\n",
+            "role.yaml",
+        ),
+    )
+    deletions = parse_deletions(f"pre_apply:\n- {{kind: ClusterRole, namespace: kube-system, name: {ns}}}\n", "d.yaml")
+    report = run_deletions(kube, deletions.pre_apply, phase="pre_apply")
+    assert report.deleted == [f"ClusterRole {ns}"]
+    assert report.warnings == [
+        "deletions.yaml pre_apply[0]: ClusterRole is cluster-scoped: namespace 'kube-system' ignored"
+    ]
+    assert kube.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{ns}") is None
+
+
+def test_a_namespaced_kind_without_namespace_by_labels_searches_every_namespace(kube, ns):
+    other = f"{ns}-b"
+    apply_manifests(kube, split_manifests(f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {other}}}\n", "ns"))
+    try:
+        marked = {"retire": ns}
+        apply_manifests(
+            kube,
+            split_manifests(configmap(ns, "a", marked) + configmap(other, "b", marked) + configmap(other, "c"), "c"),
+        )
+        deletions = parse_deletions(f"post_apply:\n- {{kind: configmap, labels: {{retire: {ns}}}}}\n", "d.yaml")
+        assert set(run_deletions(kube, deletions.post_apply).deleted) == {f"ConfigMap {ns}/a", f"ConfigMap {other}/b"}
+        assert names(kube, f"/api/v1/namespaces/{other}/configmaps") - {"kube-root-ca.crt"} == {"c"}
+    finally:
+        kube.request("DELETE", f"/api/v1/namespaces/{other}")
+    by_name = parse_deletions("post_apply:\n- {kind: ConfigMap, name: x}\n", "d.yaml")
     with pytest.raises(
         DeletionError,
-        match=r"cluster sandbox: deletions.yaml post_apply\[0\]: ConfigMap is "
-        r"namespaced: give its namespace",
+        match=r"cluster sandbox: deletions.yaml post_apply\[0\]: ConfigMap x: ConfigMap is namespaced: give its",
     ):
-        run_deletions(kube, missing_namespace.post_apply, phase="post_apply")
-    extra_namespace = parse_deletions(
-        f"pre_apply:\n- {{kind: Namespace, name: x}}\n- {{kind: ClusterRole, namespace: {ns}, name: x}}\n", "d.yaml"
-    )
-    with pytest.raises(DeletionError, match=r"pre_apply\[1\]: ClusterRole is cluster-scoped: leave namespace empty"):
-        run_deletions(kube, extra_namespace.pre_apply, phase="pre_apply")
+        run_deletions(kube, by_name.post_apply, phase="post_apply")
+
+
+def test_a_namespace_gets_clms_deletion_protection_override_first(kube, ns):
+    held = {"name": "held", "namespace": ns, "finalizers": ["clm.test/hold"]}  # keeps the namespace Terminating
+    kube.request("POST", f"/api/v1/namespaces/{ns}/configmaps", body={"metadata": held})
+    try:
+        report = run_deletions(kube, parse_deletions(f"pre_apply: [{{kind: Namespace, name: {ns}}}]", "d").pre_apply)
+        assert report.deleted == [f"Namespace {ns}"]
+        namespace = kube.request("GET", f"/api/v1/namespaces/{ns}")
+        assert namespace["metadata"]["deletionTimestamp"]
+        annotations = namespace["metadata"]["annotations"]
+        assert annotations["zalando.org/delete-namespace"] == ns
+        assert annotations["zalando.org/delete-date"] == datetime.now(UTC).strftime("%Y-%m-%d")
+    finally:
+        kube.request(
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/configmaps/held",
+            body={"metadata": {"finalizers": None}},
+            content_type=MERGE_PATCH,
+        )

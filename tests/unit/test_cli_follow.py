@@ -149,12 +149,40 @@ def test_a_skip_says_why():
 def _drain_pass(event_id: int, result: dict[str, Any]) -> list[dict[str, Any]]:
     """The events of one Drain step whose Lambda returned `result` (the shape of clm.kube.drain.drain_pass)."""
     replacement = {"instance_id": "i-1", "node": "node-1", "decrement": False}
+    return _lambda_step(event_id, "Drain", {"replacement": replacement}, result)
+
+
+def test_deletion_warnings_show_in_the_apply_line():
+    result = {
+        "wait_seconds": 0,
+        "phase": "post_apply",
+        "done": True,
+        "dry_run": False,
+        "count": 1,
+        "deleted": ["ClusterRole skipper-ingress"],
+        "unknown_kinds": ["VerticalPodAutoscaler"],
+        "warnings": [
+            "deletions.yaml post_apply[0]: kind 'VerticalPodAutoscaler' is not served by the cluster; skipped",
+            "deletions.yaml post_apply[1]: ClusterRole is cluster-scoped: namespace 'kube-system' ignored",
+        ],
+    }
+    [line] = HistoryReader().read(_lambda_step(10, "ApplyPhase", {"phase": "post_apply"}, result)).lines
+    assert line.style == "yellow"
+    assert line.text == (
+        "ApplyPhase post_apply: 1 deleted; 2 warning(s): deletions.yaml post_apply[0]: kind 'VerticalPodAutoscaler' "
+        "is not served by the cluster; skipped, deletions.yaml post_apply[1]: ClusterRole is cluster-scoped: "
+        "namespace 'kube-system' ignored"
+    )
+
+
+def _lambda_step(event_id: int, state: str, step_input: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of one Lambda task state `state` entered with `step_input` whose Lambda returned `result`."""
     return [
         {
             "id": event_id,
             "previousEventId": event_id - 1,
             "type": "TaskStateEntered",
-            "stateEnteredEventDetails": {"name": "Drain", "input": json.dumps({"replacement": replacement})},
+            "stateEnteredEventDetails": {"name": state, "input": json.dumps(step_input)},
         },
         {"id": event_id + 1, "previousEventId": event_id, "type": "LambdaFunctionScheduled"},
         {"id": event_id + 2, "previousEventId": event_id + 1, "type": "LambdaFunctionStarted"},

@@ -11,7 +11,7 @@ from clm.kube.client import KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.errors import DrainError, NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, GONE, evict
-from clm.kube.nodes import DRAIN_START, LAST_FORCED, LAST_PROGRESS, TAINT
+from clm.kube.nodes import DRAIN_START, LAST_FORCED, LAST_PROGRESS, decommission_taint
 from clm.kube.preflight import preflight
 from clm.kube.settings import DrainSettings
 from clm.timestamps import format_time
@@ -193,7 +193,7 @@ def cordoned_node(drain_start: str) -> dict[str, Any]:
             "labels": {"lifecycle-status": "draining"},
             "annotations": {DRAIN_START: drain_start},
         },
-        "spec": {"unschedulable": True, "taints": [dict(TAINT)]},
+        "spec": {"unschedulable": True, "taints": [decommission_taint()]},
     }
 
 

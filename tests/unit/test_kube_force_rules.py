@@ -92,5 +92,20 @@ def test_siblings_are_pods_of_the_namespace_covered_by_a_budget_covering_the_pod
     assert siblings_of(make_pod("lonely", labels={"app": "x"}), [victim, same_app], budgets) == []
 
 
+def test_finished_and_job_pods_are_no_siblings():
+    victim = make_pod("victim", labels={"app": "web"})
+    budgets = [make_pdb("web", {"matchLabels": {"app": "web"}})]
+    done, failed = (
+        make_pod("done", labels={"app": "web"}, phase="Succeeded"),
+        make_pod("failed", labels={"app": "web"}, phase="Failed"),
+    )
+    job_pod, pending = (
+        make_pod("job-1", labels={"app": "web"}, owner="Job"),
+        make_pod("new", labels={"app": "web"}, phase="Pending"),
+    )
+    found = siblings_of(victim, [victim, done, failed, job_pod, pending], budgets)
+    assert [p["metadata"]["name"] for p in found] == ["new"]
+
+
 def test_decide_with_no_rules_allows():
     assert decide([], NOW).allowed

@@ -9,12 +9,22 @@ import pytest
 
 from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.errors import NodeNotFound
-from clm.kube.nodes import DRAIN_START, LAST_FORCED, TAINT, cordon, drain_clock, mark_for_decommission
+from clm.kube.nodes import (
+    DRAIN_START,
+    LAST_FORCED,
+    NO_SCHEDULE,
+    cordon,
+    decommission_taint,
+    drain_clock,
+    mark_for_decommission,
+)
 from clm.timestamps import parse_time
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 
 NOW = datetime(2024, 5, 1, 10, 0, 0, 250000, tzinfo=UTC)
 OTHER_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TAINT = decommission_taint()  # CLM's default: PreferNoSchedule
+HARD_TAINT = decommission_taint(NO_SCHEDULE)  # decommission_node_no_schedule_taint: "true"
 
 
 def node(
@@ -104,7 +114,7 @@ def test_an_invalid_drain_start_is_replaced():
         ),
         (
             {"lifecycle-status": "draining"},
-            [{**TAINT, "effect": "PreferNoSchedule"}],  # CLM's older taint effect
+            [HARD_TAINT],  # the config item was "true" and is no more: the effect follows it
             {"metadata": {"resourceVersion": "5"}, "spec": {"taints": [TAINT]}},
         ),
     ],
@@ -118,6 +128,17 @@ def test_mark_for_decommission(labels, taints, expected):
     )
     mark_for_decommission(KubeClient(transport), "n1")
     assert patches(transport)[0]["body"] == expected
+
+
+def test_the_no_schedule_taint_replaces_the_preferred_one():
+    transport = RecordedTransport(
+        {
+            ("GET", "/api/v1/nodes/n1"): [response(200, node(taints=[OTHER_TAINT, TAINT]))],
+            ("PATCH", "/api/v1/nodes/n1"): [response(200, node())],
+        }
+    )
+    mark_for_decommission(KubeClient(transport), "n1", NO_SCHEDULE)
+    assert patches(transport)[0]["body"]["spec"]["taints"] == [OTHER_TAINT, HARD_TAINT]
 
 
 def test_a_missing_node_is_named():

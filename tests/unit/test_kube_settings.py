@@ -55,7 +55,16 @@ def test_defaults_are_clms():
         min_unhealthy_sibling_lifetime=6 * 3600,
         force_evict_interval=300,
         poll_interval=30,
+        taint_effect="PreferNoSchedule",
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "effect"), [("true", "NoSchedule"), ("false", "PreferNoSchedule"), ("True", "PreferNoSchedule")]
+)
+def test_the_taint_effect_follows_clms_config_item(value, effect):
+    """CLM compares decommission_node_no_schedule_taint with "true" exactly (provisioner/clusterpy.go)."""
+    assert DrainSettings.from_config_items({"decommission_node_no_schedule_taint": value}).taint_effect == effect
 
 
 def test_config_items_override_defaults():

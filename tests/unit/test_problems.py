@@ -98,5 +98,22 @@ def test_marker_stays_first_as_problems_keep_coming():
     assert problems_ == [TOO_MANY_PROBLEMS, *[p(str(i)) for i in range(76, 100)]]
 
 
+CLM_PROBLEMS = "https://cluster-lifecycle-manager.zalando.org/problems/"  # Zalando CLM's controller/controller.go
+
+
 def test_marker_shape():
-    assert Problem(type="https://clm/problems/too-many-problems", title="<multiple problems>") == TOO_MANY_PROBLEMS
+    assert Problem(type=CLM_PROBLEMS + "too-many-problems", title="<multiple problems>") == TOO_MANY_PROBLEMS
+
+
+def clm_problem(title: str, type_: str = "general-error") -> Problem:
+    """A problem as Zalando CLM's registry holds it (every field present)."""
+    return Problem.from_dict({"detail": "", "instance": "", "status": 0, "title": title, "type": CLM_PROBLEMS + type_})
+
+
+def test_imported_problems_coalesce_with_new_ones():
+    imported = [clm_problem("a"), clm_problem("boom")]
+    assert add_problem(imported, Problem(title="boom")) == imported
+    full = [clm_problem("<multiple problems>", "too-many-problems"), *[clm_problem(str(i)) for i in range(24)]]
+    assert full[0] == TOO_MANY_PROBLEMS
+    result = add_problem(full, Problem(title="new"))
+    assert result == [TOO_MANY_PROBLEMS, *full[2:], p("new")]

@@ -60,7 +60,7 @@ def cluster_data(cluster_id: str = CLUSTER_ID, **changes: Any) -> dict[str, Any]
                     "title": "boom",
                     "detail": "stack failed",
                     "status": 500,
-                    "type": "https://clm/problems/general-error",
+                    "type": "https://cluster-lifecycle-manager.zalando.org/problems/general-error",
                     "instance": "",
                 }
             ],

@@ -98,7 +98,7 @@ def test_failure_records_the_lambda_error_message_and_keeps_next_version(example
     problem = fail(example_registry, cluster_id, EXECUTION, "NodeStartupTimeout", cause)
     assert problem.title == "NodeStartupTimeout: node pool default-worker: i-1 late"
     status = example_registry.get(cluster_id).status
-    assert status.problems[-1].type == "https://clm/problems/NodeStartupTimeout"
+    assert status.problems[-1].type == "https://cluster-lifecycle-manager.zalando.org/problems/NodeStartupTimeout"
     assert status.problems[-1].instance == EXECUTION
     assert status.next_version == plan.desired_version
     assert example_registry.lock_holder(cluster_id) is None
@@ -117,7 +117,7 @@ def test_failure_of_a_child_workflow_records_the_childs_error(example_registry, 
     }
     problem = fail(example_registry, cluster_id, EXECUTION, "States.TaskFailed", json.dumps(child))
     assert problem.title == "NodeStartupTimeout: node pool default-worker: i-1 late"
-    assert problem.type == "https://clm/problems/NodeStartupTimeout"
+    assert problem.type == "https://cluster-lifecycle-manager.zalando.org/problems/NodeStartupTimeout"
 
 
 def test_first_success_makes_a_requested_cluster_ready(example_registry, example_clusters) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 LIFECYCLE_STATUSES = ("requested", "ready", "decommission-requested", "decommissioned")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
+# Zalando CLM's problem type URLs (controller/controller.go), so imported and new problems compare equal.
+PROBLEM_TYPES = "https://cluster-lifecycle-manager.zalando.org/problems/"
 
 CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$")
 LOCAL_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -29,7 +31,7 @@ class Problem:
     """A problem recorded on a cluster, in CLM's (RFC 7807-like) shape."""
 
     title: str
-    type: str = "https://clm/problems/general-error"
+    type: str = PROBLEM_TYPES + "general-error"
     detail: str = ""
     instance: str = ""
     status: int = 0

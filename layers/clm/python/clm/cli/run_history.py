@@ -250,7 +250,11 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
             f"ApplyPhase {phase}: {applied.get('created', 0)} created, {applied['configured']} configured, "
             f"{applied.get('skipped_count', 0)} skipped"
         ), ""
-    return f"ApplyPhase {phase}: {len(applied.get('deleted', []))} deleted", ""
+    deleted = f"ApplyPhase {phase}: {applied.get('count', len(applied.get('deleted', [])))} deleted"
+    warnings = applied.get("warnings") or []
+    if warnings:  # kinds the cluster does not serve, namespaces ignored: shown, never silent
+        return f"{deleted}; {len(warnings)} warning(s): {_listed(warnings)}", "yellow"
+    return deleted, ""
 
 
 def _pools(_: dict[str, Any], pools: dict[str, Any]) -> StepLine:

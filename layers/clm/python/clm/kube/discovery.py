@@ -1,4 +1,4 @@
-"""What the API server serves: kinds to resource paths, and which policy API version to evict through.
+"""What the API server serves: kinds (as kubectl names them) to resource paths, and the policy API version to use.
 
 Group versions are asked lazily, one request each, and cached for the life of the client; a CRD
 applied meanwhile is found after `forget`.
@@ -6,6 +6,7 @@ applied meanwhile is found after `forget`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,14 +95,47 @@ class Discovery:
                 return Resource(group, version, entry["name"], kind, bool(entry.get("namespaced")))
         return None
 
-    def resource_for_kind(self, kind: str) -> Resource | None:
-        """The resource of a bare kind: the core group first, then each group's preferred version."""
-        candidates = [CORE_VERSION]
-        candidates += [g["preferredVersion"]["groupVersion"] for g in self.groups() if g.get("preferredVersion")]
-        for api_version in candidates:
-            found = self.resource(api_version, kind)
-            if found:
-                return found
+    def resolve_kind(self, text: str) -> Resource | None:
+        """The resource a kind names as kubectl and CLM resolve it: kind, singular, plural or short name in any case,
+        optionally qualified `kind.group` or `resource.version.group`; None when the server serves no such resource.
+
+        Searched like kubectl's priority mapper: the core group, then each group's preferred version in the server's
+        order, then their other versions; each group version is asked once, only when needed.
+        """
+        name = text.lower()
+        readings = []
+        if name.count(".") >= 2:
+            resource, version, group = name.split(".", 2)
+            readings.append((resource, group, version))
+        resource, _, group = name.partition(".")
+        readings.append((resource, group or None, None))
+        for resource, group, version in readings:
+            for api_version in self._candidates(group, version):
+                found = self._named(api_version, resource)
+                if found:
+                    return found
+        return None
+
+    def _candidates(self, group: str | None, version: str | None) -> Iterator[str]:
+        """Group versions to search, in priority order; `group` None means every group."""
+        if version is not None:
+            yield f"{group}/{version}"
+            return
+        if group is None:
+            yield CORE_VERSION
+        groups = [g for g in self.groups() if group is None or g.get("name") == group]
+        preferred = [g["preferredVersion"]["groupVersion"] for g in groups if g.get("preferredVersion")]
+        yield from preferred
+        yield from (
+            v["groupVersion"] for g in groups for v in g.get("versions") or [] if v["groupVersion"] not in preferred
+        )
+
+    def _named(self, api_version: str, resource: str) -> Resource | None:
+        group, _, version = api_version.rpartition("/")
+        for entry in self._resource_list(api_version) or []:
+            names = {entry.get("name"), entry.get("singularName"), str(entry.get("kind", "")).lower()}
+            if "/" not in entry.get("name", "/") and resource in names | set(entry.get("shortNames") or []):
+                return Resource(group, version, entry["name"], entry["kind"], bool(entry.get("namespaced")))
         return None
 
     def eviction_api_version(self) -> str:

@@ -347,7 +347,7 @@ def drain_pass(
     clock = _PassClock(now)
     deadline = time.monotonic() + budget_seconds
     try:
-        drain = cordon(kube, node, clock.now())
+        drain = cordon(kube, node, clock.now(), settings.taint_effect)
     except NodeNotFound:
         return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
     return _Drainer(kube, node, settings, clock, drain, deadline).run()

@@ -4,8 +4,9 @@ Every rule must allow, in CLM's order:
 1. the drain grace period since the drain started is over;
 2. the force-evict interval since the node's last forced deletion is over;
 3. the pod is at least the minimum pod lifetime old;
-4. every sibling (another pod of the namespace covered by a budget covering this pod) is older than
-   the healthy sibling lifetime if Ready, else the unhealthy one.
+4. every sibling (another pod of the namespace covered by a budget covering this pod, neither finished nor
+   owned by a Job: CLM's ignoredSiblingPod) is older than the healthy sibling lifetime if Ready, else the
+   unhealthy one.
 Each rule yields the moment it starts to allow; the pod may be forced once all those have passed.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from clm.kube.budgets import Budget, budgets_for
-from clm.kube.pods import Pod, created_at, is_ready, pod_key
+from clm.kube.pods import Pod, created_at, is_ready, owned_by, pod_key, skip_finished
 from clm.kube.settings import DrainSettings, format_duration
 from clm.timestamps import format_time
 
@@ -84,13 +85,17 @@ def sibling_rules(siblings: Sequence[Pod], settings: DrainSettings) -> list[Rule
 
 
 def siblings_of(pod: Pod, namespace_pods: Sequence[Pod], namespace_budgets: Sequence[Budget]) -> list[Pod]:
-    """Other pods of the namespace covered by any budget that covers `pod` (CLM's findSiblingPods)."""
+    """Other pods of the namespace covered by any budget that covers `pod` (CLM's findSiblingPods), except
+    Succeeded/Failed pods and pods owned by a Job, which never come back healthy (CLM's ignoredSiblingPod)."""
     covering = budgets_for(pod, namespace_budgets)
     name = pod["metadata"]["name"]
     return [
         other
         for other in namespace_pods
-        if other["metadata"]["name"] != name and any(b.selects(other) for b in covering)
+        if other["metadata"]["name"] != name
+        and not skip_finished(other)
+        and not owned_by(other, "Job")
+        and any(b.selects(other) for b in covering)
     ]
 
 

@@ -1,7 +1,8 @@
 """Node marks of a drain, with Zalando CLM's names so migrated clusters keep their clocks.
 
 - label `lifecycle-status`: ready, decommission-pending (marked for replacement), draining;
-- taint `decommission-pending=rolling-upgrade:NoSchedule` and spec.unschedulable (cordoned);
+- taint `decommission-pending=rolling-upgrade`, effect PreferNoSchedule (NoSchedule when the cluster's config item
+  `decommission_node_no_schedule_taint` is "true", as in CLM), and spec.unschedulable (cordoned);
 - annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339,
   whole seconds rounded up, so the clocks they start never run short), and CLM's own
   `clm/last-drain-progress`: the last pass that evicted or deleted a pod (how long a budget has been settling).
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 LIFECYCLE_LABEL = "lifecycle-status"
 READY, DECOMMISSION_PENDING, DRAINING = "ready", "decommission-pending", "draining"
-TAINT = {"key": "decommission-pending", "value": "rolling-upgrade", "effect": "NoSchedule"}
+PREFER_NO_SCHEDULE, NO_SCHEDULE = "PreferNoSchedule", "NoSchedule"
+TAINT_KEY, TAINT_VALUE = "decommission-pending", "rolling-upgrade"
 DRAIN_START = "cluster-lifecycle-manager.zalando.org/drain-start"
 LAST_FORCED = "cluster-lifecycle-manager.zalando.org/last-forced-drain"
 LAST_PROGRESS = "clm/last-drain-progress"
@@ -67,15 +69,18 @@ def drain_clock(node: Node) -> DrainClock | None:
     return DrainClock(start, _annotation_time(node, LAST_FORCED), _annotation_time(node, LAST_PROGRESS))
 
 
-def _with_taint(node: Node) -> list[dict[str, Any]] | None:
-    """The node's taints with ours added or corrected; None when they already hold it."""
+def decommission_taint(effect: str = PREFER_NO_SCHEDULE) -> dict[str, str]:
+    """CLM's taint of a node being replaced, with `effect` (CLM's default: PreferNoSchedule)."""
+    return {"key": TAINT_KEY, "value": TAINT_VALUE, "effect": effect}
+
+
+def _with_taint(node: Node, effect: str) -> list[dict[str, Any]] | None:
+    """The node's taints with ours added or corrected (value, effect); None when they already hold it."""
+    taint = decommission_taint(effect)
     taints = list((node.get("spec") or {}).get("taints") or [])
-    if any(
-        t.get("key") == TAINT["key"] and t.get("value") == TAINT["value"] and t.get("effect") == TAINT["effect"]
-        for t in taints
-    ):
+    if taint in [{k: t.get(k) for k in taint} for t in taints]:
         return None
-    return [t for t in taints if t.get("key") != TAINT["key"]] + [dict(TAINT)]
+    return [t for t in taints if t.get("key") != TAINT_KEY] + [taint]
 
 
 def _patch_node(kube: KubeClient, name: str, change: Any) -> Node:
@@ -96,31 +101,31 @@ def _patch_node(kube: KubeClient, name: str, change: Any) -> Node:
     raise DrainError(f"updating node {name}: still conflicting after {_CONFLICT_RETRIES} tries", kube.cluster_id)
 
 
-def _marks(node: Node, label: str) -> dict[str, Any]:
+def _marks(node: Node, label: str, effect: str) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL) != label:
         patch["metadata"] = {"labels": {LIFECYCLE_LABEL: label}}
-    taints = _with_taint(node)
+    taints = _with_taint(node, effect)
     if taints is not None:
         patch["spec"] = {"taints": taints}
     return patch
 
 
-def mark_for_decommission(kube: KubeClient, name: str) -> None:
+def mark_for_decommission(kube: KubeClient, name: str, taint_effect: str = PREFER_NO_SCHEDULE) -> None:
     """Label a node decommission-pending (unless already draining) and taint it, so new pods avoid it."""
 
     def change(node: Node) -> dict[str, Any]:
         current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
-        return _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING)
+        return _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING, taint_effect)
 
     _patch_node(kube, name, change)
 
 
-def cordon(kube: KubeClient, name: str, now: datetime) -> DrainClock:
+def cordon(kube: KubeClient, name: str, now: datetime, taint_effect: str = PREFER_NO_SCHEDULE) -> DrainClock:
     """Mark a node draining: label, taint, unschedulable, and drain-start (kept if already set). Idempotent."""
 
     def change(node: Node) -> dict[str, Any]:
-        patch = _marks(node, DRAINING)
+        patch = _marks(node, DRAINING, taint_effect)
         if not (node.get("spec") or {}).get("unschedulable"):
             patch.setdefault("spec", {})["unschedulable"] = True
         if drain_clock(node) is None:

@@ -61,10 +61,14 @@ def skip_mirror(pod: Pod) -> str | None:
     return "mirror pod" if MIRROR_ANNOTATION in (pod["metadata"].get("annotations") or {}) else None
 
 
+def owned_by(pod: Pod, kind: str) -> bool:
+    """Whether any owner reference of the pod is of `kind`."""
+    return any(ref.get("kind") == kind for ref in pod["metadata"].get("ownerReferences") or [])
+
+
 def skip_daemonset(pod: Pod) -> str | None:
     """DaemonSet pods would come straight back; they go with the node."""
-    owners = pod["metadata"].get("ownerReferences") or []
-    return "DaemonSet pod" if any(ref.get("kind") == "DaemonSet" for ref in owners) else None
+    return "DaemonSet pod" if owned_by(pod, "DaemonSet") else None
 
 
 def skip_finished(pod: Pod) -> str | None:

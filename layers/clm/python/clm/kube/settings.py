@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from clm.errors import ValidationError
 
+NO_SCHEDULE_TAINT_ITEM = "decommission_node_no_schedule_taint"
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
@@ -38,12 +40,16 @@ class DrainSettings:
     min_unhealthy_sibling_lifetime: float = 6 * 3600.0
     force_evict_interval: float = 300.0
     poll_interval: float = 30.0
+    taint_effect: str = "PreferNoSchedule"  # "NoSchedule" when config item NO_SCHEDULE_TAINT_ITEM is "true"
 
     @classmethod
     def from_config_items(cls, items: Mapping[str, str], cluster_id: str | None = None) -> DrainSettings:
-        """Read the `drain_*` config items; the others keep CLM's defaults. Names every bad item."""
-        values, problems = {}, []
-        for spec in fields(cls):
+        """Read the `drain_*` config items (others keep CLM's defaults) and the taint effect. Names every bad item."""
+        values: dict[str, Any] = {}
+        problems = []
+        if items.get(NO_SCHEDULE_TAINT_ITEM) == "true":
+            values["taint_effect"] = "NoSchedule"
+        for spec in [spec for spec in fields(cls) if isinstance(spec.default, float)]:
             item = f"drain_{spec.name}"
             if item not in items:
                 continue

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from clm.model import Problem
+from clm.model import PROBLEM_TYPES, Problem
 
 PROBLEM_LIMIT = 25
-TOO_MANY_PROBLEMS = Problem(type="https://clm/problems/too-many-problems", title="<multiple problems>")
+TOO_MANY_PROBLEMS = Problem(type=PROBLEM_TYPES + "too-many-problems", title="<multiple problems>")
 
 
 def coalesce(problems: list[Problem]) -> list[Problem]:

@@ -26,7 +26,7 @@ ENTRY_FIELDS = {
 
 @dataclass(frozen=True)
 class Deletion:
-    """One declarative deletion; `namespace` "" means a cluster-scoped kind."""
+    """One declarative deletion; `namespace` "" means none given (cluster-scoped kinds; every namespace by labels)."""
 
     kind: str
     namespace: str = ""

@@ -8,11 +8,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from clm.errors import LockHeld
-from clm.model import Problem
+from clm.model import PROBLEM_TYPES, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.version import desired_version
 
-PROBLEM_TYPE = "https://clm/problems/"
 PROVISION, DECOMMISSION, SKIP = "provision", "decommission", "skip"
 
 
@@ -80,7 +79,7 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
 def fail(registry: DynamoRegistry, cluster_id: str, execution: str, error: str, cause: str) -> Problem:
     """Record a failed run's error as a problem on the cluster and release the lock; `next_version` stays."""
     error, cause = innermost_error(error, cause)
-    problem = Problem(title=error_title(error, cause), type=PROBLEM_TYPE + error, instance=execution)
+    problem = Problem(title=error_title(error, cause), type=PROBLEM_TYPES + error, instance=execution)
     registry.record_problem(cluster_id, problem)
     registry.release_lock(cluster_id, execution)
     return problem
