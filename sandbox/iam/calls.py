@@ -142,10 +142,14 @@ def _stack_id(call: Call) -> str | None:
     return found.arn.rsplit("/", 1)[-1] if found.arn else "*"
 
 
+def _group_name(call: Call) -> str | None:
+    """The group a call names: directly, or as the resource of the tags it changes."""
+    tagged = {tag.get("ResourceId") for tag in call.params.get("Tags") or [] if isinstance(tag, dict)}
+    return call.params.get("AutoScalingGroupName") or (tagged.pop() if len(tagged) == 1 else None)
+
+
 def _group(call: Call) -> lookups.Found:
-    return lookups.auto_scaling_group(
-        call.account, call.region, call.params.get("AutoScalingGroupName"), call.params.get("InstanceId")
-    )
+    return lookups.auto_scaling_group(call.account, call.region, _group_name(call), call.params.get("InstanceId"))
 
 
 def _group_part(index: int) -> Callable[[Call], str | None]:
@@ -154,7 +158,7 @@ def _group_part(index: int) -> Callable[[Call], str | None]:
     def part(call: Call) -> str | None:
         arn = _group(call).arn
         if arn is None:
-            name = call.params.get("AutoScalingGroupName")
+            name = _group_name(call)
             return None if name is None else ("*" if index == 6 else name)
         value = arn.split(":")[index]
         return value.removeprefix("autoScalingGroupName/")

@@ -33,7 +33,7 @@ def auto_scaling_group(account: str, region: str, name: str | None, instance_id:
     for group in groups:
         holds = instance_id is not None and any(s.instance.id == instance_id for s in group.instance_states)
         if group.name == name or holds:
-            return Found(group.arn, {tag["key"]: tag["value"] for tag in group.tags or []})
+            return Found(group.arn, {tag["Key"]: tag["Value"] for tag in group.tags or []})
     return Found()
 
 
