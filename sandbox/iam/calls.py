@@ -81,7 +81,7 @@ def _request(call: Call) -> Request:
         values = {name: _resolve(name, call) for name in _VARIABLE.findall(arn_format)}
         unresolved = {name for name, value in values.items() if value is None}
         if not unresolved:
-            resource = _VARIABLE.sub(lambda m: str(values[m.group(1)]), arn_format)
+            resource = _VARIABLE.sub(lambda m, filled=values: str(filled[m.group(1)]), arn_format)
             context, known = _context(call, resource)
             return Request(action, resource, context, known)
         missing |= unresolved
@@ -179,9 +179,7 @@ def _arn_part(param: str, marker: str, index: int) -> Callable[[Call], str | Non
 
 
 def _state_machine(call: Call) -> str | None:
-    return _arn_part("stateMachineArn", ":stateMachine:", 0)(call) or _arn_part("executionArn", ":execution:", 0)(
-        call
-    )
+    return _arn_part("stateMachineArn", ":stateMachine:", 0)(call) or _arn_part("executionArn", ":execution:", 0)(call)
 
 
 def _secret_id(call: Call) -> str | None:

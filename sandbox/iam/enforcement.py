@@ -99,7 +99,11 @@ def _call(response: Any, bucket: str | None, key: str | None) -> Call:
         return Call("s3", action, query, response.current_account, response.region, response.partition, bucket, key)
     operation = response._get_action()
     return Call(
-        prefix, operation, _params(response, model, operation), response.current_account, response.region,
+        prefix,
+        operation,
+        _params(response, model, operation),
+        response.current_account,
+        response.region,
         response.partition,
     )
 

@@ -123,7 +123,9 @@ def _applies(statement: Mapping[str, Any], request: Request) -> bool:
 
 
 def _any_match(patterns: str | Sequence[str], value: str, case_sensitive: bool) -> bool:
-    return any(wildcard_match(p, value, case_sensitive) for p in ([patterns] if isinstance(patterns, str) else patterns))
+    return any(
+        wildcard_match(p, value, case_sensitive) for p in ([patterns] if isinstance(patterns, str) else patterns)
+    )
 
 
 def wildcard_match(pattern: str, value: str, case_sensitive: bool = True) -> bool:

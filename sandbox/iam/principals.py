@@ -38,8 +38,8 @@ class Principal:
 def role_session(role_arn: str, session_name: str, region: str) -> dict[str, str]:
     """Credentials (as environment variables) of a session of ``role_arn``; requests signed with them are judged
     against the role's policies. Reuses a live session of the same role and name."""
-    from moto.utilities.utils import get_partition
     from moto.sts.models import sts_backends
+    from moto.utilities.utils import get_partition
 
     account = role_arn.split(":")[4]
     partition = get_partition(region)
@@ -83,7 +83,7 @@ def role_policies(role_arn: str, partition: str = "aws") -> tuple[list[Policy], 
     if role.permissions_boundary_arn:
         try:
             managed = backend.get_policy(role.permissions_boundary_arn)
-        except Exception:  # noqa: BLE001 - a boundary that does not exist allows nothing
+        except Exception:  # a boundary that does not exist allows nothing
             boundary = Policy(role.permissions_boundary_arn, {"Statement": []})
         else:
             boundary = Policy(managed.name, _managed_document(managed))
