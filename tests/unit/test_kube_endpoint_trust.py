@@ -16,6 +16,7 @@ from clm.kube.connect import connect_cluster, same_endpoint
 from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
 from tests.endpoints import create_eks_cluster, self_signed
+from tests.unit.test_kube_auth import cluster as registry_cluster
 
 EKS_CA, _ = self_signed()
 REGISTRY_CA, _ = self_signed()
@@ -23,15 +24,8 @@ ELSEWHERE = "https://attacker.example.net:6443"
 
 
 def cluster(api_server_url: str, **config_items: str) -> Cluster:
-    return Cluster(
-        id="aws:123456789012:eu-central-1:kube-1",
-        local_id="kube-1",
-        infrastructure_account="aws:123456789012",
-        region="eu-central-1",
-        provider="zalando-aws",
-        api_server_url=api_server_url,
-        config_items={"eks_cluster_name": "prod-eks", **config_items},
-    )
+    spec = registry_cluster(eks_cluster_name="prod-eks", **config_items)
+    return dataclasses.replace(spec, api_server_url=api_server_url)
 
 
 def ca_of(client) -> bytes:
