@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,6 +16,7 @@ from clm.kube.auth import EKS_TOKEN_PREFIX, EksTokenSource, decode_ca, eks_token
 from clm.kube.connect import connect_cluster
 from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
+from tests.endpoints import create_eks_cluster, self_signed
 
 TOKEN = "sandbox-token-0123456789abcdef"
 CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
@@ -131,7 +133,9 @@ def test_connect_with_a_token_secret_uses_the_registry_url_and_configured_ca(aws
 
 
 def test_connect_eks_uses_iam_tokens_for_the_named_cluster(aws):
-    client = connect_cluster(cluster(eks_cluster_name="prod-eks", api_server_ca=CA_PEM), aws)
+    create_eks_cluster(aws, "prod-eks", self_signed()[0])
+    spec = dataclasses.replace(cluster(eks_cluster_name="prod-eks"), api_server_url="")
+    client = connect_cluster(spec, aws)
     try:
         configuration = client.transport.api_client.configuration
         bearer = configuration.get_api_key_with_prefix("BearerToken")

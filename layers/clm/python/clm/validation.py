@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
@@ -59,6 +60,17 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 # What a config item may be written as in YAML or DynamoDB; stored as its text (see `scalar_text`).
 CONFIG_ITEM_SCALARS = (str, int, float, date, datetime)
+# Never legitimate in registry text: control characters, Unicode line/paragraph separators and noncharacters (the
+# renderer's markers). Config item values may hold tabs and line breaks (a PEM certificate); other fields may not.
+NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
+NOT_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
+# AWS instance type names: m5.large, u-6tb1.metal, mac2-m2pro.metal.
+INSTANCE_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+
+
+def _bad_character(value: str, pattern: re.Pattern[str]) -> str | None:
+    found = pattern.search(value)
+    return f"contains {found.group()!r} (control or reserved character)" if found else None
 
 
 class _Checker:
@@ -86,6 +98,8 @@ class _Checker:
         value = value.isoformat() if isinstance(value, date) else str(value)
         if pattern is not None and not pattern.match(value):
             self.fail(path, f"{value!r} is not valid{f' ({hint})' if hint else ''}", data, key)
+        elif problem := _bad_character(value, NOT_LINE):
+            self.fail(path, problem, data, key)
         return value
 
     def integer(self, data: dict, key: str, path: str, maximum: int, default: int = 0, minimum: int = 0) -> int:
@@ -132,7 +146,12 @@ class _Checker:
             if not isinstance(value, CONFIG_ITEM_SCALARS):  # bool is an int
                 self.fail(f"{path}.{key}", "must be a string", items, key)
                 continue
-            result[str(key)] = scalar_text(value)
+            text = scalar_text(value)
+            problem = _bad_character(str(key), NOT_LINE) or _bad_character(text, NOT_TEXT)
+            if problem:
+                self.fail(f"{path}.{key!r}", problem, items, key)
+                continue
+            result[str(key)] = text
         return result
 
 
@@ -167,6 +186,11 @@ def _parse_pool(check: _Checker, data: Any, path: str, parent: Any, index: int) 
             "instance_type" if legacy else "instance_types",
         )
         raw_types = ["invalid"]
+    for number, kind in enumerate(raw_types):
+        if not INSTANCE_TYPE_RE.match(kind):
+            check.fail(
+                f"{path}.instance_types[{number}]", f"{kind!r} is not an instance type name", data, "instance_types"
+            )
     return NodePool(
         name=name or "",
         profile=profile or "",

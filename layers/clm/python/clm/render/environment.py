@@ -1,18 +1,80 @@
-"""The sandboxed Jinja2 environment: StrictUndefined, CLM's functions, errors with file and line."""
+"""The sandboxed Jinja2 environment: StrictUndefined, CLM's functions, errors with file and line, and registry
+values kept as data (clm.render.origins follows them, clm.render.splices checks where they land)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import posixpath
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jinja2
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
+from jinja2.nodes import Concat
+from jinja2.runtime import Macro
 from jinja2.sandbox import SandboxedEnvironment
 
 from clm.errors import RenderError
 from clm.render.functions import FUNCTIONS, GLOBALS_ONLY
+from clm.render.origins import RegistryStr, decoding, origin_in, propagating, retaint
+from clm.render.quoting import QUOTING_FILTERS
+from clm.render.splices import SpliceRecorder, strip_marks
+
+# Their output is data wherever it is spliced: they see values without splice markers, and give plain text.
+ENCODERS = frozenset({"base64", "sha256", "tojson", "urlencode", "yaml", "json"})
+
+
+def _encoder(function: Callable[..., Any], unmark: Callable[[Any], Any] = strip_marks) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*map(unmark, args), **kwargs)
+
+    wrapper.clm_encoder = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    return _encoder(function) if name in ENCODERS else propagating(function)
+
+
+class _CodeGenerator(CodeGenerator):
+    """Jinja's code generator with `~` going through the environment, so that concatenated text keeps its origin."""
+
+    @optimizeconst
+    def visit_Concat(self, node: Concat, frame: Frame) -> None:  # noqa: N802 (Jinja's visitor name)
+        self.write("environment.concat_text((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _Environment(SandboxedEnvironment):
+    """The sandbox, with text derived from registry values keeping its origin through `~` and calls."""
+
+    code_generator_class = _CodeGenerator
+
+    @staticmethod
+    def concat_text(parts: tuple[Any, ...]) -> str:
+        """`a ~ b ~ ...`: derived from a registry value if any part is one."""
+        text = "".join(map(str, parts))
+        origin = origin_in(parts)
+        return text if origin is None else retaint(text, origin)
+
+    def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """A call from a template; text it returns derives from the registry values it was given (macros aside:
+        their output is template text with the values already marked)."""
+        result = SandboxedEnvironment.call(self, context, obj, *args, **kwargs)
+        kind = type(result)
+        if kind is not str and kind is not list:  # numbers, mappings, RegistryStr already
+            return result
+        owner = getattr(obj, "__self__", None)
+        origin = owner.origin if type(owner) is RegistryStr else origin_in(args) or origin_in(kwargs.values())
+        if origin is None or isinstance(obj, Macro) or getattr(obj, "clm_encoder", False):
+            return result
+        return retaint(result, origin)
 
 
 class TemplateEnvironment:
@@ -20,17 +82,24 @@ class TemplateEnvironment:
 
     def __init__(self, files: Mapping[str, bytes]):
         self._files = files
-        self._env = SandboxedEnvironment(
+        self._splices = SpliceRecorder()
+        self._env = _Environment(
             loader=jinja2.FunctionLoader(self._load),
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             keep_trailing_newline=True,
             cache_size=-1,
+            finalize=self._splices.finalize,
         )
-        self._env.globals.update(FUNCTIONS)
+        functions = {name: _encoder(f) if name in ENCODERS else f for name, f in FUNCTIONS.items()}
+        self._env.globals.update(functions)
         self._env.globals.update(GLOBALS_ONLY)
         self._env.globals["manifest_hash"] = self._manifest_hash
-        self._env.filters.update(FUNCTIONS)
+        filters = {**self._env.filters, **FUNCTIONS, **QUOTING_FILTERS}
+        self._env.filters = {name: _filter(name, function) for name, function in filters.items()}
+        # What base64 encodes is a document of its own (user data: cloud-config, a script): its values are checked.
+        self._env.globals["base64"] = self._env.filters["base64"] = _encoder(FUNCTIONS["base64"], self._unmark)
+        self._env.globals["base64_decode"] = self._env.filters["base64_decode"] = decoding(FUNCTIONS["base64_decode"])
         self._hashing = False
 
     def _load(self, name: str) -> tuple[str, str, Any] | None:
@@ -44,9 +113,14 @@ class TemplateEnvironment:
         return text, name, lambda: True
 
     def render(self, name: str, context: dict[str, Any], cluster_id: str | None = None) -> str:
-        """Render template `name` (a repository path) with `context`; errors name file and line."""
+        """Render template `name` (a repository path) with `context`; errors name file and line.
+
+        Registry values in `context` must come as RegistryStr (clm.render.origins.registry_view) to be checked.
+        """
+        if not self._hashing:
+            self._splices.splices.clear()
         try:
-            return self._env.get_template(name).render(context)
+            return self._splices.check(self._env.get_template(name).render(context), name, cluster_id)
         except RenderError as exc:
             if exc.cluster_id is None and cluster_id is not None:
                 raise RenderError(exc.message, exc.file, exc.line, cluster_id) from None
@@ -61,6 +135,9 @@ class TemplateEnvironment:
             file, line = _template_position(exc, name)
             kind = "undefined variable" if isinstance(exc, jinja2.UndefinedError) else "error"
             raise RenderError(f"{kind}: {exc}", file, line, cluster_id) from None
+
+    def _unmark(self, value: Any) -> Any:
+        return self._splices.check(value, "", None) if isinstance(value, str) else value
 
     @jinja2.pass_context
     def _manifest_hash(self, context: jinja2.runtime.Context, relative: str) -> str:

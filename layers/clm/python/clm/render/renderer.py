@@ -20,6 +20,7 @@ from clm.model import Cluster, NodePool
 from clm.render.cfn_yaml import load_template
 from clm.render.deletions import Deletions, parse_deletions
 from clm.render.manifests import Manifest, split_manifests
+from clm.render.origins import registry_view
 from clm.version import desired_version
 from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
 
@@ -96,7 +97,7 @@ class Renderer:
         """The cluster's config items, with config-defaults.yaml filling the ones it lacks."""
         if DEFAULTS not in self.tree.files:
             return dict(cluster.config_items)
-        text = self._env.render(DEFAULTS, {"cluster": cluster, "values": values}, cluster.id)
+        text = self._env.render(DEFAULTS, {"cluster": registry_view(cluster), "values": values}, cluster.id)
         try:
             defaults = yaml.load(text, Loader=SafeLoader) or {}
         except yaml.YAMLError as exc:
@@ -116,8 +117,12 @@ class Renderer:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
         values = dict(values or {})
         effective = dataclasses.replace(cluster, config_items=self.config_items(cluster, values))
-        context = {"cluster": effective, "values": values}
-        node_pool_stacks = {pool.name: self._node_pool_stack(effective, pool, values) for pool in effective.node_pools}
+        view = registry_view(effective, cluster.config_items)  # what templates see: registry text as RegistryStr
+        context = {"cluster": view, "values": values}
+        node_pool_stacks = {
+            pool.name: self._node_pool_stack(view, seen, values)
+            for pool, seen in zip(effective.node_pools, view.node_pools, strict=True)
+        }
         return RenderedCluster(
             cluster=effective,
             config_version=self.tree.version,

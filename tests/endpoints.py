@@ -1,0 +1,114 @@
+"""Endpoints for the EKS token tests: an EKS cluster in moto with a real CA, and a local HTTPS server that records
+every connection (the attacker's endpoint a registry writer would point api_server_url at)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import ssl
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def self_signed(host: str = "127.0.0.1") -> tuple[bytes, bytes]:
+    """(certificate PEM, key PEM) of a self-signed certificate for `host` (an IP address), valid one day."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def create_eks_cluster(session: Any, name: str, ca_pem: bytes) -> str:
+    """Create EKS cluster `name` in moto with `ca_pem` as its certificate authority; returns its endpoint."""
+    from moto.eks.models import eks_backends
+
+    eks = session.client("eks")
+    described = eks.create_cluster(
+        name=name, roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-1"]}
+    )["cluster"]
+    # moto makes up random text as the CA; a client needs a certificate it can load.
+    backend = eks_backends["123456789012"][session.region_name]
+    backend.clusters[name].certificate_authority = {"data": base64.b64encode(ca_pem).decode()}
+    return described["endpoint"]
+
+
+@dataclass
+class RecordingServer:
+    """What the attacker's endpoint saw: connections accepted, and requests with their Authorization header."""
+
+    url: str
+    ca_pem: bytes
+    connections: list[str] = field(default_factory=list)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+
+@contextmanager
+def attacker_endpoint(lifetime: float = 60.0) -> Iterator[RecordingServer]:
+    """An HTTPS server on 127.0.0.1 recording everything it is sent; it stops on exit or after `lifetime` s."""
+    cert_pem, key_pem = self_signed()
+    with tempfile.TemporaryDirectory() as folder:
+        cert_file, key_file = Path(folder, "cert.pem"), Path(folder, "key.pem")
+        cert_file.write_bytes(cert_pem)
+        key_file.write_bytes(key_pem)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_file, key_file)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def verify_request(self, request: Any, client_address: Any) -> bool:
+            seen.connections.append(str(client_address))
+            return True
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.requests.append((self.path, self.headers.get("Authorization", "")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"kind": "APIVersions", "versions": ["v1"]}')
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = Server(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    seen = RecordingServer(f"https://127.0.0.1:{server.server_address[1]}", cert_pem)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    stopper = threading.Timer(lifetime, server.shutdown)
+    thread.start()
+    stopper.start()
+    try:
+        yield seen
+    finally:
+        stopper.cancel()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
