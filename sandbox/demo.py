@@ -7,7 +7,9 @@
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
    every node one at a time, followed live while a watcher counts the workload's Ready pods;
 5. prints a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node) and
-   writes a timeline of the roll to .demo/roll-timeline.html; stops the sandbox unless --keep.
+   writes a timeline of the roll to .demo/roll-timeline.html;
+6. reports every AWS call each function made, judged against its own role (IAM is enforced as on AWS; a
+   refused call fails the demo); stops the sandbox unless --keep.
 
     python -m clm_sandbox.demo [--keep] [--wait-scale 0.1]
 """
@@ -40,6 +42,8 @@ from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, ver
 from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
 from clm_sandbox.demo_watch import RollWatch, Workload
 from clm_sandbox.deploy import deploy
+from clm_sandbox.iam import principals, record
+from clm_sandbox.iam import report as iam_calls
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
 from clm_sandbox.nodesim import NodeSimulator
 from clm_sandbox.patches import wait_scale
@@ -47,6 +51,7 @@ from clm_sandbox.patches import wait_scale
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 OUT = ROOT / ".demo"
+IAM_LOG = OUT / "iam-calls.jsonl"
 CLUSTER = "kube-1"
 SECRET = "clm/kube-1"
 OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
@@ -212,6 +217,19 @@ def roll(sandbox: Sandbox, cluster_id: str) -> None:
         raise DemoError("the PodDisruptionBudget was violated")
 
 
+def iam_report() -> None:
+    """Step 6: every AWS call each function made, judged against its own role (IAM enforced as on AWS)."""
+    console.print(Rule("6. IAM: every call of each function, judged against its own role"))
+    judgements = record.judged()
+    iam_calls.save_policies(judgements, OUT / iam_calls.POLICIES_FILE)
+    policies = {role: principals.role_policies(role)[0] for role in {j.role_arn for j in judgements}}
+    unused = iam_calls.unexercised(judgements, policies)
+    console.print(iam_calls.render(judgements, unused, detail=False), highlight=False)
+    console.print(f"per action: .venv/bin/python -m clm_sandbox.iam.report {IAM_LOG.relative_to(ROOT)}")
+    if any(j.outcome != "allowed" for j in judgements):
+        raise DemoError("a function made a call its role does not allow (see above)")
+
+
 def keep(sandbox: Sandbox) -> None:
     """Leave the sandbox up until Ctrl-C, printing how to use it from a shell."""
     console.print("the sandbox keeps running; from a shell:")
@@ -242,6 +260,7 @@ def run(args: argparse.Namespace) -> None:
         )
         nodes.wait_for_ready_nodes(3, timeout=60)
         roll(sandbox, cluster_id)
+        iam_report()
         if args.keep:
             keep(sandbox)
 
@@ -265,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     OUT.mkdir(exist_ok=True)
     _terminal_only_for_the_demo()
     os.environ.update(SANDBOX_ENV)
+    IAM_LOG.unlink(missing_ok=True)
+    os.environ[record.LOG_ENV] = str(IAM_LOG)
     wait_scale.set_factor(args.wait_scale)
     try:
         run(args)

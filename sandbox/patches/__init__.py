@@ -1,6 +1,7 @@
 """Small, tested patches that fill moto 5.2.5's gaps for the sandbox (see DESIGN.md "The sandbox").
 
-Each module listed in ``PATCHES`` (by name in this package, or by full name) has an idempotent ``install()``. Importing this package imports nothing else
+Each module listed in ``PATCHES`` (named in this package, or by its full name) has an idempotent
+``install()``. Importing this package imports nothing else
 (a Lambda child process starts from ``clm_sandbox.patches.lambda_runtime``).
 """
 

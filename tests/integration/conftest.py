@@ -15,6 +15,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.iam import record
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import REGION, Deployment, remove_example_objects, upload_config
 
@@ -59,11 +60,14 @@ def deployment(
     wait_scale: Callable[[float], None],
     control_plane: ControlPlane,
     kube_api: client.ApiClient,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Deployment]:
     """The CDK app deployed into moto as `cdk deploy` would and the example config uploaded; kube-1 is not in the
     registry yet (registering it is what starts its first run). Waits at the end until no execution runs, then
-    removes the example's objects from the shared control plane."""
+    removes the example's objects from the shared control plane. Every AWS call of the functions is judged against
+    their own roles (IAM enforced as on AWS): a refused call fails the test unless it is marked iam_refusals."""
     wait_scale(0.02)
+    record.clear()
     outputs = deploy_assembly(assembly, sandbox_aws.client, REGION)
     upload_config(sandbox_aws.client("s3"), outputs["ConfigBucketName"])
     sandbox_aws.client("secretsmanager").create_secret(
@@ -75,6 +79,13 @@ def deployment(
     yield deployment
     deployment.settle()  # nothing may run on after the test's moto is gone
     remove_example_objects(kube_api)
+    refused = [j for j in record.judged() if j.outcome != "allowed"]
+    if refused and not request.node.get_closest_marker("iam_refusals"):
+        pytest.fail(f"calls refused by IAM (function, action, resource, why): {[_refusal(j) for j in refused]}")
+
+
+def _refusal(judgement: record.Judgement) -> str:
+    return f"{judgement.session} {judgement.action} on {judgement.resource}: {judgement.reason}"
 
 
 @pytest.fixture

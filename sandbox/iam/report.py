@@ -1,0 +1,97 @@
+"""The report of what each function called: calls per action and outcome, and the grants no call exercised.
+
+    python -m clm_sandbox.iam.report LOG [--policies POLICIES]
+
+LOG is a judgement log (``$CLM_SANDBOX_IAM_LOG``, e.g. ``.demo/iam-calls.jsonl``); POLICIES the roles' policies
+as :func:`save_policies` wrote them (default: ``iam-policies.json`` beside the log). Exits 1 if any call was
+refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from clm_sandbox.iam import principals, record
+from clm_sandbox.iam.policy import Policy, wildcard_match
+
+POLICIES_FILE = "iam-policies.json"
+
+
+def save_policies(judgements: Iterable[record.Judgement], path: Path) -> None:
+    """Write the identity policies of every role that made a call (from moto's IAM) for a later report."""
+    roles = sorted({j.role_arn for j in judgements})
+    documents = {role: [p.document for p in principals.role_policies(role)[0]] for role in roles}
+    path.write_text(json.dumps(documents, indent=1), encoding="utf-8")
+
+
+def unexercised(
+    judgements: Sequence[record.Judgement], policies: Mapping[str, Sequence[Policy]]
+) -> dict[str, list[str]]:
+    """Per role, the actions its Allow statements grant that no allowed call used (candidates to remove)."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for judgement in judgements:
+        if judgement.outcome == "allowed":
+            used[judgement.role_arn].add(judgement.action)
+    unused: dict[str, list[str]] = {}
+    for role, role_policies in policies.items():
+        granted = {
+            action
+            for policy in role_policies
+            for statement in policy.statements()
+            if statement.get("Effect") == "Allow"
+            for action in _as_list(statement.get("Action", []))
+        }
+        unused[role] = sorted(a for a in granted if not any(wildcard_match(a, u, False) for u in used[role]))
+    return unused
+
+
+def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence[str]], detail: bool = True) -> str:
+    """The report as text: per function (role session) its calls, with each action's calls by outcome in detail."""
+    by_session: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)
+    roles: dict[str, str] = {}
+    for judgement in judgements:
+        by_session[judgement.session][(judgement.action, judgement.outcome)] += 1
+        roles[judgement.session] = judgement.role_arn
+    refused = sum(1 for j in judgements if j.outcome != "allowed")
+    lines = [f"IAM in the sandbox: {len(judgements)} calls judged against their function's role, {refused} refused"]
+    for session in sorted(by_session):
+        counts = by_session[session]
+        actions = len({action for action, _ in counts})
+        lines.append(
+            f"{session}: {sum(counts.values())} calls of {actions} actions (role {roles[session].rsplit('/', 1)[-1]})"
+        )
+        if detail:
+            lines += [f"  {action:<52} {count:>6} {outcome}" for (action, outcome), count in sorted(counts.items())]
+        if unused.get(roles[session]):
+            lines.append(f"  granted, not called here: {', '.join(unused[roles[session]])}")
+    lines += [
+        f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.outcome != "allowed"
+    ]
+    return "\n".join(lines)
+
+
+def _as_list(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the report of a judgement log; 1 if any call was refused."""
+    parser = argparse.ArgumentParser(prog="python -m clm_sandbox.iam.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", type=Path, help="judgement log ($CLM_SANDBOX_IAM_LOG)")
+    parser.add_argument("--policies", type=Path, help=f"the roles' policies (default: {POLICIES_FILE} beside the log)")
+    args = parser.parse_args(argv)
+    judgements = record.read_log(args.log)
+    policies_path = args.policies or args.log.with_name(POLICIES_FILE)
+    documents = json.loads(policies_path.read_text(encoding="utf-8")) if policies_path.exists() else {}
+    policies = {role: [Policy(f"policy {i}", d) for i, d in enumerate(docs)] for role, docs in documents.items()}
+    print(render(judgements, unexercised(judgements, policies)))
+    return 1 if any(j.outcome != "allowed" for j in judgements) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
