@@ -33,7 +33,8 @@ def role_session(sandbox_aws: boto3.Session) -> Iterator[tuple[boto3.Session, st
         },
         {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/ok/*"},
     ]
-    iam.put_role_policy(RoleName="fn", PolicyName="p", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}))
+    document = {"Version": "2012-10-17", "Statement": statements}
+    iam.put_role_policy(RoleName="fn", PolicyName="p", PolicyDocument=json.dumps(document))
     credentials = principals.role_session(role, "fn-session", REGION)
     record.clear()
     yield (
