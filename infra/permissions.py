@@ -77,10 +77,11 @@ def grant_run(
     function.allow(
         ["states:DescribeExecution"], [executions], reason="a lock is taken over once its execution no longer runs"
     )
-    roll = stack.format_arn(
-        service="states", resource="stateMachine", resource_name=context.roll_state_machine_name, arn_format=_COLON
+    function.allow(
+        ["states:SendTaskSuccess"],
+        ["*"],
+        reason="states:SendTaskSuccess supports no resource-level permission (the task token names the task)",
     )
-    function.allow(["states:SendTaskSuccess"], [roll])
 
 
 def grant_reconcile(

@@ -259,9 +259,10 @@ def test_run_function_permissions(default):
     )
     described = statement_for(statements, "states:DescribeExecution")
     assert described["Resource"]["Fn::Join"][1][-1] == ":execution:clm-provision:*"
-    woken = statement_for(statements, "states:SendTaskSuccess")  # parked drains, of the roll workflow only
-    assert woken["Action"] == "states:SendTaskSuccess"
-    assert woken["Resource"]["Fn::Join"][1][-1] == ":stateMachine:clm-provision-roll-node-pool"
+    # Parked drains: SendTaskSuccess supports no resource-level permission (a grant scoped to the roll state
+    # machine is refused by AWS, and by the sandbox's IAM enforcement); the task token names the task.
+    woken = statement_for(statements, "states:SendTaskSuccess")
+    assert (woken["Action"], woken["Resource"]) == ("states:SendTaskSuccess", "*")
     put = statement_for(statements, "s3:PutObject")
     assert put["Resource"]["Fn::Join"][1][-1] == "/renderings/*"
     listing = statement_for(statements, "s3:ListBucketVersions")

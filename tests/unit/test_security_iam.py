@@ -23,6 +23,8 @@ UNSCOPABLE_ACTIONS = {
     "types",
     "sts:GetCallerIdentity": "STS API reference: GetCallerIdentity needs no permission and names no resource",
     "cloudformation:ListStacks": "Service Authorization Reference, CloudFormation: ListStacks lists no resource types",
+    "states:SendTaskSuccess": "Service Authorization Reference, Step Functions: SendTaskSuccess lists no resource "
+    "types (the sandbox refused the grant scoped to the roll state machine)",
     "dynamodb:ListStreams": "Service Authorization Reference, DynamoDB: ListStreams lists no resource types (CDK's "
     "grantStreamRead grants it on * for that reason)",
     "xray:PutTraceSegments": "X-Ray developer guide, IAM: trace and telemetry writes support no resource-level "
