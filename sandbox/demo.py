@@ -226,7 +226,7 @@ def iam_report() -> None:
     unused = iam_calls.unexercised(judgements, policies)
     console.print(iam_calls.render(judgements, unused, detail=False), highlight=False)
     console.print(f"per action: .venv/bin/python -m clm_sandbox.iam.report {IAM_LOG.relative_to(ROOT)}")
-    if any(j.outcome != "allowed" for j in judgements):
+    if any(j.refused for j in judgements):
         raise DemoError("a function made a call its role does not allow (see above)")
 
 

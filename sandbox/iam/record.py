@@ -19,7 +19,9 @@ _judged: list[Judgement] = []
 class Judgement:
     """One authorization: who (role session), what (action, resource), the outcome and why.
 
-    ``outcome`` is ``allowed``, ``denied`` or ``unjudged`` (the sandbox could not evaluate it, so refused it).
+    ``outcome`` is ``allowed``, ``denied``, ``unjudged`` (the sandbox could not evaluate it, so refused it),
+    ``unchecked`` (a CloudFormation handler's permission on another resource: reported, checked statically) or
+    ``skipped`` (a handler permission for properties the stack does not use).
     """
 
     session: str
@@ -28,6 +30,11 @@ class Judgement:
     resource: str
     outcome: str
     reason: str
+
+    @property
+    def refused(self) -> bool:
+        """Whether the call was refused (denied, or not judgeable)."""
+        return self.outcome in ("denied", "unjudged")
 
 
 def add(judgement: Judgement) -> None:

@@ -57,7 +57,7 @@ def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence
     for judgement in judgements:
         by_session[judgement.session][(judgement.action, judgement.outcome)] += 1
         roles[judgement.session] = judgement.role_arn
-    refused = sum(1 for j in judgements if j.outcome != "allowed")
+    refused = sum(1 for j in judgements if j.refused)
     lines = [f"IAM in the sandbox: {len(judgements)} calls judged against their function's role, {refused} refused"]
     for session in sorted(by_session):
         counts = by_session[session]
@@ -70,7 +70,7 @@ def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence
         if unused.get(roles[session]):
             lines.append(f"  granted, not called here: {', '.join(unused[roles[session]])}")
     lines += [
-        f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.outcome != "allowed"
+        f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused
     ]
     return "\n".join(lines)
 
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     documents = json.loads(policies_path.read_text(encoding="utf-8")) if policies_path.exists() else {}
     policies = {role: [Policy(f"policy {i}", d) for i, d in enumerate(docs)] for role, docs in documents.items()}
     print(render(judgements, unexercised(judgements, policies)))
-    return 1 if any(j.outcome != "allowed" for j in judgements) else 0
+    return 1 if any(j.refused for j in judgements) else 0
 
 
 if __name__ == "__main__":

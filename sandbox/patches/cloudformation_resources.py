@@ -5,7 +5,8 @@ moto 5.2.5 writes no resource events and fails the whole API call when a resourc
 create, update and delete of a resource writes CloudFormation's events (``CREATE_IN_PROGRESS``, then
 ``CREATE_COMPLETE``, or ``CREATE_FAILED`` with the reason), an error becomes :class:`ResourceFailed` naming the
 resource (the stack operation turns it into a rollback: cloudformation_operations), EC2 resources get the
-``aws:cloudformation:*`` tags whenever they are created, and the *resolved* properties (Refs and GetAtts
+``aws:cloudformation:*`` tags whenever they are created, what each resource handler calls with the stack's
+service role is judged against that role (clm_sandbox.iam.stack_role), and the *resolved* properties (Refs and GetAtts
 replaced by values) are kept, so that an update changes exactly the resources whose resolved properties
 changed (cloudformation_updates).
 """
@@ -69,6 +70,7 @@ def create(
         resolved = _resolve(resource_json, resources_map)  # creates what it refers to first
     event(resources_map, logical_id, resource_type, "CREATE_IN_PROGRESS")
     with _failing(resources_map, logical_id, resource_type, "CREATE_FAILED"):
+        _judge_role(resources_map, resolved, "create", "")
         resource = create_resource(logical_id, resource_json, resources_map, account_id, region_name)
         _tag(resources_map, logical_id, resource)
     deployed(resources_map)[logical_id] = resolved
@@ -92,6 +94,7 @@ def update(resources_map: Any, logical_id: str) -> None:
     event(resources_map, logical_id, resource_type, "UPDATE_IN_PROGRESS")
     account_id, region_name = resources_map._account_id, resources_map._region_name
     with _failing(resources_map, logical_id, resource_type, "UPDATE_FAILED"):
+        _judge_role(resources_map, resolved, "update", physical_id(resources_map._parsed_resources.get(logical_id)))
         resource = parsing.parse_and_update_resource(logical_id, resource_json, resources_map, account_id, region_name)
         if resource is None:
             resources_map._delete_resource(resources_map[logical_id], deployed(resources_map)[logical_id])
@@ -111,6 +114,7 @@ def delete(resources_map: Any, logical_id: str) -> bool:
     resource_type, physical = resolved.get("Type", ""), physical_id(resource)
     event(resources_map, logical_id, resource_type, "DELETE_IN_PROGRESS", physical_id=physical)
     try:
+        _judge_role(resources_map, resolved, "delete", physical)
         if resource is not None:
             resources_map._delete_resource(resource, resolved)
     except Exception as exc:  # any error of moto's backends is this resource's failure
@@ -187,6 +191,15 @@ def _tag(resources_map: Any, logical_id: str, resource: Any) -> None:
         }
         backend = ec2_backends[resources_map._account_id][resources_map._region_name]
         backend.create_tags([resource.physical_resource_id], tags)
+
+
+def _judge_role(resources_map: Any, resolved: dict[str, Any], operation: str, physical: str) -> None:
+    """What CloudFormation's handler calls with the stack's service role, judged against that role
+    (clm_sandbox.iam.stack_role): AccessDenied fails the resource as on AWS."""
+    from clm_sandbox.iam import stack_role
+
+    properties = resolved.get("Properties") or {}
+    stack_role.judge(_stack(resources_map), resolved.get("Type", ""), operation, properties, physical)
 
 
 def _stack(resources_map: Any) -> Any:

@@ -79,7 +79,7 @@ def deployment(
     yield deployment
     deployment.settle()  # nothing may run on after the test's moto is gone
     remove_example_objects(kube_api)
-    refused = [j for j in record.judged() if j.outcome != "allowed"]
+    refused = [j for j in record.judged() if j.refused]
     if refused and not request.node.get_closest_marker("iam_refusals"):
         pytest.fail(f"calls refused by IAM (function, action, resource, why): {[_refusal(j) for j in refused]}")
 

@@ -67,7 +67,7 @@ def test_a_grant_taken_out_of_a_policy_fails_the_run_with_access_denied_naming_t
         "AccessDenied" in problem and "not authorized to perform: cloudformation:ListStacks on resource: *" in problem
     )
     assert "because no identity-based policy allows the cloudformation:ListStacks action" in problem
-    refused = [j for j in record.judged() if j.outcome != "allowed"]
+    refused = [j for j in record.judged() if j.refused]
     assert {(j.action, j.outcome) for j in refused} == {("cloudformation:ListStacks", "denied")}
 
 
@@ -86,7 +86,7 @@ def test_a_statement_scoped_to_another_resource_fails_the_run_naming_action_and_
     problem = failed_run_problem(deployment)
     bucket = deployment.outputs["ArtefactBucketName"]
     assert f"not authorized to perform: s3:PutObject on resource: arn:aws:s3:::{bucket}/renderings/" in problem
-    refused = [j for j in record.judged() if j.outcome != "allowed"]
+    refused = [j for j in record.judged() if j.refused]
     assert {j.action for j in refused} == {"s3:PutObject"}
     assert all(j.resource.startswith(f"arn:aws:s3:::{bucket}/renderings/") for j in refused)
 
