@@ -30,6 +30,7 @@ from clm_sandbox.iam.policy import CannotJudge, Decision, Request, evaluate, wil
 
 SESSION = "AWSCloudFormation"
 _VARIABLE = re.compile(r"\$\{(\w+)\}")
+PROPERTY_OF = {"GroupFriendlyName": "AutoScalingGroupName", "ClusterName": "Name"}  # ARN variable -> property
 NOT_JUDGED = "acts on another resource: not judged at run time (tests/unit/test_cluster_stack_role.py)"
 
 
@@ -117,7 +118,7 @@ def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], phy
             return "*"
         if name.endswith("NameWithPath"):
             return properties.get(name.removesuffix("WithPath")) or physical_id or "*"
-        return str(properties.get(name) or physical_id or "*")
+        return str(properties.get(PROPERTY_OF.get(name, name)) or physical_id or "*")
 
     return _VARIABLE.sub(lambda m: value(m.group(1)), arn_format)
 

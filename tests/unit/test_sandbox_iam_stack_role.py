@@ -1,0 +1,73 @@
+"""What CloudFormation does with a stack's service role is judged against that role (clm_sandbox.iam.stack_role):
+a resource whose handler the role does not allow fails, naming the permission, and the stack rolls back."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import boto3
+import yaml
+
+from clm_sandbox.iam import record
+from clm_sandbox.iam.stack_role import resource_arn
+
+ACCOUNT, REGION = "123456789012", "eu-central-1"
+TRUST = {
+    "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "cloudformation.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ]
+}
+TEMPLATE = {"Resources": {"Node": {"Type": "AWS::IAM::Role", "Properties": {"RoleName": "node", "Path": "/clm/",
+    "AssumeRolePolicyDocument": {"Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+    "Action": "sts:AssumeRole"}]}}}}}  # fmt: skip
+
+
+def stack_role(aws: boto3.Session, roles_resource: str) -> str:
+    iam = aws.client("iam")
+    arn = iam.create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+    statement = {"Effect": "Allow", "Action": ["iam:*"], "Resource": roles_resource}
+    iam.put_role_policy(
+        RoleName="cfn", PolicyName="p", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    )
+    return arn
+
+
+def create(aws: boto3.Session, role: str) -> dict:
+    cfn = aws.client("cloudformation")
+    cfn.create_stack(StackName="kube-1", TemplateBody=yaml.safe_dump(TEMPLATE), RoleARN=role)
+    return cfn.describe_stacks(StackName="kube-1")["Stacks"][0]
+
+
+def test_a_role_allowed_on_the_resource_creates_it_and_the_calls_are_recorded(sandbox_aws: boto3.Session) -> None:
+    record.clear()
+    stack = create(sandbox_aws, stack_role(sandbox_aws, f"arn:aws:iam::{ACCOUNT}:role/clm/*"))
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    judged = {(j.session, j.action, j.resource, j.outcome) for j in record.judged()}
+    assert ("AWSCloudFormation", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/clm/node", "allowed") in judged
+
+
+def test_a_role_scoped_elsewhere_fails_the_resource_naming_the_permission(sandbox_aws: boto3.Session) -> None:
+    record.clear()
+    stack = create(sandbox_aws, stack_role(sandbox_aws, f"arn:aws:iam::{ACCOUNT}:role/other/*"))
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE"
+    events = sandbox_aws.client("cloudformation").describe_stack_events(StackName="kube-1")["StackEvents"]
+    [failed] = [e for e in events if e["ResourceStatus"] == "CREATE_FAILED"]
+    assert failed["LogicalResourceId"] == "Node"
+    assert (
+        f":assumed-role/cfn/AWSCloudFormation is not authorized to perform: iam:CreateRole on resource: "
+        f"arn:aws:iam::{ACCOUNT}:role/clm/node because no identity-based policy allows"
+        in failed["ResourceStatusReason"]
+    )
+    assert "(ErrorCode: AccessDenied)" in failed["ResourceStatusReason"]
+    assert not sandbox_aws.client("iam").list_roles(PathPrefix="/clm/")["Roles"]
+
+
+def test_resource_arns_as_the_types_create_call_names_them() -> None:
+    stack = SimpleNamespace(region_name=REGION, account_id=ACCOUNT)
+    assert resource_arn(stack, "AWS::EC2::VPC", {}, "") == f"arn:aws:ec2:{REGION}:{ACCOUNT}:vpc/*"
+    assert resource_arn(stack, "AWS::EC2::Subnet", {}, "subnet-1") == f"arn:aws:ec2:{REGION}:{ACCOUNT}:subnet/subnet-1"
+    assert resource_arn(stack, "AWS::AutoScaling::AutoScalingGroup", {"AutoScalingGroupName": "g"}, "") == (
+        f"arn:aws:autoscaling:{REGION}:{ACCOUNT}:autoScalingGroup:*:autoScalingGroupName/g"
+    )
+    assert resource_arn(stack, "AWS::IAM::InstanceProfile", {}, "ip") == f"arn:aws:iam::{ACCOUNT}:instance-profile/ip"
