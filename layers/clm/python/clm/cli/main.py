@@ -82,8 +82,9 @@ def describe_error(exc: BaseException) -> str | None:
     if isinstance(exc, EndpointConnectionError):
         return f"cannot reach {exc.kwargs.get('endpoint_url')}: is the endpoint (or the sandbox) running?"
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        return f"AWS {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}"
+        from clm.cli.aws_errors import describe_client_error
+
+        return describe_client_error(exc)
     return None
 
 
