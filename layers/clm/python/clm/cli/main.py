@@ -44,10 +44,10 @@ status find the workflows in the outputs of the CloudFormation stack `Clm` (--st
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(["table", "json", "yaml"]),
+    type=click.Choice(["table", "wide", "json", "yaml"]),
     default="table",
     show_default=True,
-    help="Output format.",
+    help="Output format (wide: tables with ids and versions in full).",
 )
 @click.version_option(package_name="clm")
 @click.pass_context

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from clm.cli.context import CliContext
-from clm.cli.output import emit
+from clm.cli.output import TABULAR, emit
 
 
 def _sandbox_module(name: str) -> Any:
@@ -28,7 +28,7 @@ def _runner() -> Any:
 
 
 def _show(state: Any, ctx: CliContext, title: str) -> None:
-    if ctx.output != "table":
+    if ctx.output not in TABULAR:
         emit([vars(state)], list(vars(state)), ctx.output)
         return
     click.secho(title, fg="green", bold=True)
