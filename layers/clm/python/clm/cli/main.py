@@ -27,7 +27,7 @@ Examples:
                                                  render a cluster's stacks and manifests
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
-  clm sandbox up                                 start the local sandbox (moto, Kubernetes, nodes)
+  clm sandbox up                                 start the local sandbox with CLM deployed into it
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL). provision, decommission and
 status find the workflows in the outputs of the CloudFormation stack `Clm` (--stack or CLM_STACK to change).
