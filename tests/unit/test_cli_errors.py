@@ -96,3 +96,10 @@ def test_failed_calls_are_described_with_operation_resource_and_place(aws, servi
     assert message.startswith(f"{expected} ({where(aws, service)}): ")
     assert "\n" not in message
     assert json.dumps(message)  # plain text
+
+
+def test_sandbox_deploy_without_a_sandbox_says_how_to_start_one(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("CLM_SANDBOX_DIR", str(tmp_path))
+    code, err = clm_main(monkeypatch, capsys, "sandbox", "deploy")
+    assert code == 1
+    assert err.splitlines() == ["error: sandbox not running: start it with `clm sandbox up`"]

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from clm.cli.context import CliContext
+from clm.cli.errors import CliError
 from clm.cli.output import TABULAR, emit
 
 
@@ -41,7 +42,7 @@ def _deploy(state: Any) -> Any:
     try:
         return examples.deploy_examples(state.moto_endpoint, Path(state.kubeconfig), clusters_file)
     except (RuntimeError, OSError) as exc:  # synthesis or the stack failed: one line, the sandbox log has the rest
-        raise click.ClickException(f"deploying CLM into the sandbox failed: {exc} (sandbox log: {state.log})") from None
+        raise CliError(f"deploying CLM into the sandbox failed: {exc} (sandbox log: {state.log})") from None
 
 
 def _deployed_data(deployed: Any) -> dict[str, Any]:
@@ -137,7 +138,7 @@ def deploy(ctx: CliContext) -> None:
     examples/config uploaded again, kube-1's registry file and kubeconfig secret."""
     state = _runner().status()
     if state is None:
-        raise click.ClickException("sandbox not running: start it with `clm sandbox up`")
+        raise CliError("sandbox not running: start it with `clm sandbox up`")
     deployed = _deploy(state)
     if ctx.output in TABULAR:
         _show_next(deployed)
