@@ -1,7 +1,8 @@
 """`make demo`: CLM's main job end to end on the local sandbox, from nothing to a rolled cluster.
 
 1. starts the sandbox: moto's server (AWS), a real Kubernetes control plane and the node simulator;
-2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket;
+2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket
+   (clm_sandbox.deploy_examples, as `clm sandbox up` does);
 3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
    provision workflow (stacks, manifests), followed live;
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
@@ -37,11 +38,10 @@ from rich.rule import Rule
 from rich.table import Table
 
 from clm.cli.follow import Outcome, follow, report
-from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
 from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
 from clm_sandbox.demo_watch import RollWatch, Workload
-from clm_sandbox.deploy import deploy
+from clm_sandbox.deploy_examples import EXAMPLES, Deployed, deploy_examples, upload_config
 from clm_sandbox.iam import principals, record
 from clm_sandbox.iam import report as iam_calls
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
@@ -49,11 +49,9 @@ from clm_sandbox.nodesim import NodeSimulator
 from clm_sandbox.patches import wait_scale
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
 OUT = ROOT / ".demo"
 IAM_LOG = OUT / "iam-calls.jsonl"
 CLUSTER = "kube-1"
-SECRET = "clm/kube-1"
 OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
 console = Console()
 
@@ -77,27 +75,6 @@ def clm(*args: str, env: dict[str, str]) -> None:
     subprocess.run(
         [sys.executable, "-m", "clm.cli", *args], env=env, check=True, stdout=console.file, stderr=console.file
     )
-
-
-def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
-    """Upload the config repository under config/ (`changed`: relative path -> new text); returns the file count."""
-    changed = changed or {}
-    files = [p for p in sorted(source.rglob("*")) if p.is_file()]
-    for path in files:
-        relative = path.relative_to(source).as_posix()
-        if changed and relative not in changed:
-            continue
-        body = changed[relative].encode() if relative in changed else path.read_bytes()
-        s3.put_object(Bucket=bucket, Key=f"config/{relative}", Body=body)
-    return len(changed) or len(files)
-
-
-def demo_clusters(path: Path) -> str:
-    """kube-1 of examples/clusters.yaml, reaching the sandbox's API server through a Secrets Manager kubeconfig."""
-    [cluster] = [c for c in load_clusters((EXAMPLES / "clusters.yaml").read_text()) if c.local_id == CLUSTER]
-    cluster.config_items["kube_auth_secret"] = SECRET
-    path.write_text(dump_clusters([cluster]))
-    return cluster.id
 
 
 def next_run(sfn: Any, machine: str, cluster_id: str, known: set[str], timeout: float = 120.0) -> str:
@@ -159,8 +136,13 @@ class Sandbox:
     endpoint: str
     plane: ControlPlane
     kube_api: Any
-    outputs: dict[str, str]
+    deployed: Deployed
     session: boto3.Session
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """The outputs of the deployed CLM stack."""
+        return self.deployed.outputs
 
     @property
     def env(self) -> dict[str, str]:
@@ -182,17 +164,13 @@ def start_sandbox(stack: ExitStack) -> Sandbox:
     plane = stack.enter_context(ControlPlane(log_dir=OUT / "control-plane"))
     console.print(f"AWS (moto) {endpoint}   Kubernetes {plane.server}   kubeconfig {plane.kubeconfig_path}")
     console.print(Rule("2. deploy CLM (the CDK app) and upload the config repository"))
-    outputs = deploy(endpoint)
+    deployed = deploy_examples(endpoint, plane.kubeconfig_path, OUT / "clusters.yaml")
     for key in ("RegistryTableName", "ConfigBucketName", "ProvisionStateMachineArn"):
-        console.print(f"  {key}: {outputs[key]}")
+        console.print(f"  {key}: {deployed.outputs[key]}")
+    console.print(f"  uploaded {deployed.config_files} files to {deployed.config_uri}/")
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
-    bucket = outputs["ConfigBucketName"]
-    console.print(
-        f"  uploaded {upload_config(session.client('s3'), bucket, EXAMPLES / 'config')} files to s3://{bucket}/config/"
-    )
-    session.client("secretsmanager").create_secret(Name=SECRET, SecretString=plane.kubeconfig_path.read_text())
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
-    return Sandbox(endpoint, plane, kube_api, outputs, session)
+    return Sandbox(endpoint, plane, kube_api, deployed, session)
 
 
 def roll(sandbox: Sandbox, cluster_id: str) -> None:
@@ -248,7 +226,7 @@ def run(args: argparse.Namespace) -> None:
     with ExitStack() as stack:
         sandbox = start_sandbox(stack)
         console.print(Rule(f"3. register {CLUSTER}: the registry change starts its first run"))
-        cluster_id = demo_clusters(OUT / "clusters.yaml")
+        cluster_id = sandbox.deployed.cluster_id
         nodes = stack.enter_context(
             NodeSimulator(
                 sandbox.kube_api, sandbox.session, cluster_id, boot_delay=args.boot_delay, pod_ready_delay=0.5
@@ -256,7 +234,10 @@ def run(args: argparse.Namespace) -> None:
         )
         sfn, machine = sandbox.session.client("stepfunctions"), sandbox.outputs["ProvisionStateMachineArn"]
         followed(
-            sfn, machine, cluster_id, lambda: clm("registry", "import", str(OUT / "clusters.yaml"), env=sandbox.env)
+            sfn,
+            machine,
+            cluster_id,
+            lambda: clm("registry", "import", str(sandbox.deployed.clusters_file), env=sandbox.env),
         )
         nodes.wait_for_ready_nodes(3, timeout=60)
         roll(sandbox, cluster_id)

@@ -37,7 +37,7 @@ def deploy(
 
     `session_or_endpoint` is a boto3 session (in-process moto) or the URL of moto's server.
     """
-    session, client = _clients(session_or_endpoint)
+    session, client = sandbox_clients(session_or_endpoint)
     with tempfile.TemporaryDirectory(prefix="clm-cdk-out-") as outdir:
         assembly = synthesize(Path(outdir), stack, context)
         return deploy_assembly(assembly, client, session.region_name)
@@ -62,7 +62,9 @@ def _template_asset(assembly: Assembly) -> str:
     raise FileNotFoundError(f"{assembly.directory}: the asset manifest does not list the template {name}")
 
 
-def _clients(session_or_endpoint: boto3.Session | str) -> tuple[boto3.Session, Callable[[str], Any]]:
+def sandbox_clients(session_or_endpoint: boto3.Session | str) -> tuple[boto3.Session, Callable[[str], Any]]:
+    """A session and a client factory for the sandbox: the session given, or one with the sandbox's credentials
+    whose clients call moto's server at the URL given."""
     if isinstance(session_or_endpoint, str):
         session = boto3.Session(
             aws_access_key_id=SANDBOX_ENV["AWS_ACCESS_KEY_ID"],

@@ -1,10 +1,13 @@
 """`clm sandbox up|status|down` as a user runs them: the background sandbox serves AWS and Kubernetes, its
-node simulators turn a new auto scaling group into Ready Nodes, and `down` leaves no process behind."""
+node simulators turn a new auto scaling group into Ready Nodes, and `down` leaves no process behind; without
+CLM (`--bare`) the CLI says how to deploy it; with it, the path the README shows: up, import, provision --follow,
+status, down."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +28,11 @@ def clm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+def exported(output: str) -> dict[str, str]:
+    """The `export KEY=VALUE` lines `clm sandbox up` prints."""
+    return dict(re.findall(r"^  export (\w+)=(.*)$", output, re.MULTILINE))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -35,10 +43,19 @@ def _alive(pid: int) -> bool:
 
 def test_sandbox_up_serves_aws_and_kubernetes_and_down_stops_everything(tmp_path: Path) -> None:
     env = {**os.environ, "CLM_SANDBOX_DIR": str(tmp_path)}
-    started = clm("sandbox", "up", "--boot-delay", "0.5", env=env)
+    started = clm("sandbox", "up", "--bare", "--boot-delay", "0.5", env=env)
     assert started.returncode == 0, started.stderr
     assert "export AWS_ENDPOINT_URL=http://127.0.0.1:" in started.stdout
+    assert "CLM deployed" not in started.stdout
     try:
+        shell = {**env, **exported(started.stdout)}
+        listed = clm("registry", "list", env=shell)
+        assert listed.returncode == 1
+        assert listed.stderr.splitlines() == [
+            f"error: registry table clm-registry not found (endpoint {shell['AWS_ENDPOINT_URL']}, region "
+            "eu-central-1): deploy CLM there: `clm sandbox deploy` in the sandbox, docs/deploy.md on AWS; or pass "
+            "--table (or set CLM_REGISTRY_TABLE)"
+        ]
         state = json.loads(clm("-o", "json", "sandbox", "status", env=env).stdout)[0]
         session = boto3.Session(
             aws_access_key_id="sandbox", aws_secret_access_key="sandbox", region_name=state["region"]
@@ -66,3 +83,44 @@ def test_sandbox_up_serves_aws_and_kubernetes_and_down_stops_everything(tmp_path
     status = clm("sandbox", "status", env=env)
     assert (status.returncode, status.stdout.strip()) == (3, "sandbox not running (start it with `clm sandbox up`)")
     assert clm("sandbox", "down", env=env).stdout.strip() == "sandbox not running"
+
+
+def test_from_sandbox_up_to_a_provisioned_cluster_with_the_cli_alone(tmp_path: Path) -> None:
+    env = {**os.environ, "CLM_SANDBOX_DIR": str(tmp_path), "COLUMNS": "80"}
+    for name in ("AWS_ENDPOINT_URL", "CLM_REGISTRY_TABLE", "CLM_STACK"):
+        env.pop(name, None)
+    started = clm("sandbox", "up", "--boot-delay", "0.5", env=env)
+    assert started.returncode == 0, started.stderr[-3000:]
+    try:
+        output = started.stdout
+        clusters_file = tmp_path / "clusters.yaml"
+        cluster = "aws:123456789012:eu-central-1:kube-1"
+        assert "CLM deployed: stack Clm, registry table clm-registry" in output
+        for command in (
+            f"clm registry import {clusters_file}",
+            f"clm provision {cluster} --follow",
+            f"clm plan {cluster} --config s3://",
+            "clm status",
+            "clm sandbox down",
+        ):
+            assert f"  {command}" in output, command
+        shell = {**env, **exported(output)}
+        imported = clm("registry", "import", str(clusters_file), env=shell)
+        assert imported.returncode == 0, imported.stderr
+        assert "wrote 1 of 1 clusters" in imported.stdout
+        followed = clm("provision", cluster, "--follow", env=shell)
+        assert followed.returncode == 0, followed.stdout[-3000:] + followed.stderr[-3000:]
+        last = followed.stdout.strip().splitlines()[-1]
+        assert last.startswith("SUCCEEDED  execution "), followed.stdout[-3000:]
+        assert "Succeed: cluster at version" in followed.stdout
+        [row] = json.loads(clm("-o", "json", "status", env=shell).stdout)
+        assert (row["lifecycle"], row["next_version"], row["running_execution"]) == ("ready", None, None)
+        config_version, spec_hash = row["current_version"].split("#")
+        table = clm("status", env=shell)
+        assert table.returncode == 0 and table.stderr == ""
+        assert max(len(line) for line in table.stdout.splitlines()) <= 80
+        [line] = [line for line in table.stdout.splitlines() if line.startswith("kube-1 ")]
+        assert line.split()[:3] == ["kube-1", "ready", f"{config_version[:7]}#{spec_hash[:7]}"]
+    finally:
+        stopped = clm("sandbox", "down", env=env)
+    assert stopped.stdout.strip() == "sandbox stopped"

@@ -9,10 +9,14 @@ import pytest
 
 from clm.cli.main import describe_error
 from tests.unit.test_cli import no_credentials, run_clm
+from tests.unit.test_cli_errors import where
 from tests.unit.test_cli_helpers import KUBE_1, clm, deploy_clm_stack, invoker  # noqa: F401  (the `clm` fixture)
 
 WAITING = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}
-NOT_DEPLOYED = "is CLM deployed? pass --stack (or set CLM_STACK)"
+NOT_DEPLOYED = (
+    "is CLM deployed? deploy CLM there: `clm sandbox deploy` in the sandbox, docs/deploy.md on AWS; "
+    "or pass --stack (or set CLM_STACK)"
+)
 
 
 def test_provision_starts_the_execution_with_the_documented_input(clm, aws):  # noqa: F811
@@ -34,16 +38,19 @@ def test_provision_errors_name_the_culprit(clm, aws):  # noqa: F811
     unknown = run("provision", "aws:1:nowhere", ok=False)
     assert describe_error(unknown.exception) == "cluster aws:1:nowhere is not in the registry"
     missing = run("provision", KUBE_1, ok=False)
-    assert describe_error(missing.exception) == f"stack Clm not found: {NOT_DEPLOYED}"
+    assert describe_error(missing.exception) == f"stack Clm not found ({where(aws, 'cloudformation')}): {NOT_DEPLOYED}"
     topic_only = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}
     aws.client("cloudformation").create_stack(StackName="Other", TemplateBody=json.dumps(topic_only))
     no_output = run("provision", KUBE_1, "--stack", "Other", ok=False)
-    assert describe_error(no_output.exception) == f"stack Other has no output ProvisionStateMachineArn: {NOT_DEPLOYED}"
+    assert describe_error(no_output.exception) == (
+        f"stack Other has no output ProvisionStateMachineArn ({where(aws, 'cloudformation')}): {NOT_DEPLOYED}"
+    )
     arn = deploy_clm_stack(aws, WAITING)
     aws.client("stepfunctions").delete_state_machine(stateMachineArn=arn)
     deleted = run("provision", KUBE_1, ok=False)
     assert describe_error(deleted.exception) == (
-        f"state machine {arn} (output ProvisionStateMachineArn of stack Clm) not found: {NOT_DEPLOYED}"
+        f"state machine {arn} (output ProvisionStateMachineArn of stack Clm) not found "
+        f"({where(aws, 'stepfunctions')}): {NOT_DEPLOYED}"
     )
 
 

@@ -66,9 +66,8 @@ def test_status_of_given_clusters(running):
 def test_without_a_deployment_the_registry_is_shown_with_a_warning(clm, monkeypatch):  # noqa: F811
     run, _ = clm
     result = run("-o", "json", "status")
-    assert "warning: running executions not shown: stack Clm not found: is CLM deployed? pass --stack (or set " in (
-        result.stderr
-    )
+    assert "warning: running executions not shown: stack Clm not found (endpoint " in result.stderr
+    assert "is CLM deployed? deploy CLM there: `clm sandbox deploy`" in " ".join(result.stderr.split())
     assert [row["running_execution"] for row in json.loads(result.stdout)] == [None, None]
     monkeypatch.setenv("CLM_STACK", "Clm-test")
     assert "stack Clm-test not found" in run("status").stderr

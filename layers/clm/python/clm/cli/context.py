@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from clm.cli.aws_errors import record_failed_calls
+
 DEFAULT_TABLE = "clm-registry"
 
 
@@ -21,13 +23,14 @@ class CliContext:
     _session: Any = field(default=None, repr=False)
 
     def client(self, service: str) -> Any:
-        """A boto3 client for `service`, pointed at the sandbox when an endpoint is set."""
+        """A boto3 client for `service`, pointed at the sandbox when an endpoint is set; its failed calls name
+        the resource and where the CLI looked (clm.cli.aws_errors)."""
         import boto3
 
         if self._session is None:
             self._session = boto3.Session(profile_name=self.profile, region_name=self.region)
         endpoint = self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        return self._session.client(service, endpoint_url=endpoint)
+        return record_failed_calls(self._session.client(service, endpoint_url=endpoint))
 
     def registry(self) -> Any:
         """The DynamoDB registry named by --table."""

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 from botocore.exceptions import ClientError
 
+from clm.cli.aws_errors import where
 from clm.cli.context import CliContext
 from clm.cli.errors import DeploymentNotFound
 
@@ -35,23 +36,23 @@ def stack_outputs(cfn: Any, stack: str) -> dict[str, str]:
     except ClientError as exc:
         error = exc.response.get("Error", {})
         if error.get("Code") == "ValidationError" and "does not exist" in error.get("Message", ""):
-            raise DeploymentNotFound(f"stack {stack} not found", stack) from None
+            raise DeploymentNotFound(f"stack {stack} not found", stack, where(cfn)) from None
         raise
     return {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
 
 
 def provision_state_machine(cli: CliContext, stack: str) -> str:
     """The ARN of the provision state machine of `stack`, checked to exist."""
-    outputs = stack_outputs(cli.client("cloudformation"), stack)
-    arn = outputs.get(PROVISION_OUTPUT)
+    cfn, sfn = cli.client("cloudformation"), cli.client("stepfunctions")
+    arn = stack_outputs(cfn, stack).get(PROVISION_OUTPUT)
     if not arn:
-        raise DeploymentNotFound(f"stack {stack} has no output {PROVISION_OUTPUT}", stack)
+        raise DeploymentNotFound(f"stack {stack} has no output {PROVISION_OUTPUT}", stack, where(cfn))
     try:
-        cli.client("stepfunctions").describe_state_machine(stateMachineArn=arn)
+        sfn.describe_state_machine(stateMachineArn=arn)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "StateMachineDoesNotExist":
             raise
         raise DeploymentNotFound(
-            f"state machine {arn} (output {PROVISION_OUTPUT} of stack {stack}) not found", stack
+            f"state machine {arn} (output {PROVISION_OUTPUT} of stack {stack}) not found", stack, where(sfn)
         ) from None
     return arn

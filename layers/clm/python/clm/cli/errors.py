@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clm.cli.aws_errors import DEPLOY_HINT
 from clm.errors import ClmError
 
 
@@ -12,6 +13,6 @@ class CliError(ClmError):
 class DeploymentNotFound(CliError):
     """The CLM stack, one of its outputs, or the state machine it names does not exist."""
 
-    def __init__(self, what: str, stack: str):
+    def __init__(self, what: str, stack: str, where: str):
         self.stack = stack
-        super().__init__(f"{what}: is CLM deployed? pass --stack (or set CLM_STACK)")
+        super().__init__(f"{what} ({where}): is CLM deployed? {DEPLOY_HINT}; or pass --stack (or set CLM_STACK)")

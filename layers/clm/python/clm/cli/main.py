@@ -27,7 +27,7 @@ Examples:
                                                  render a cluster's stacks and manifests
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
-  clm sandbox up                                 start the local sandbox (moto, Kubernetes, nodes)
+  clm sandbox up                                 start the local sandbox with CLM deployed into it
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL). provision, decommission and
 status find the workflows in the outputs of the CloudFormation stack `Clm` (--stack or CLM_STACK to change).
@@ -44,10 +44,10 @@ status find the workflows in the outputs of the CloudFormation stack `Clm` (--st
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(["table", "json", "yaml"]),
+    type=click.Choice(["table", "wide", "json", "yaml"]),
     default="table",
     show_default=True,
-    help="Output format.",
+    help="Output format (wide: tables with ids and versions in full).",
 )
 @click.version_option(package_name="clm")
 @click.pass_context
@@ -82,8 +82,9 @@ def describe_error(exc: BaseException) -> str | None:
     if isinstance(exc, EndpointConnectionError):
         return f"cannot reach {exc.kwargs.get('endpoint_url')}: is the endpoint (or the sandbox) running?"
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        return f"AWS {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}"
+        from clm.cli.aws_errors import describe_client_error
+
+        return describe_client_error(exc)
     return None
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from clm.cli.context import CliContext
 from clm.cli.options import config_option, pass_cli, registry_file_option
-from clm.cli.output import console, emit, print_warning
+from clm.cli.output import TABULAR, console, emit, print_warning
 from clm.errors import ClusterNotFound
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
     }
     if data["drain_preflight"]["warning"]:
         print_warning(data["drain_preflight"]["warning"])
-    if cli.output == "table":
+    if cli.output in TABULAR:
         show(data)
     else:
         emit([], [], cli.output, data=data)

@@ -9,10 +9,20 @@ import click
 from clm.cli.context import CliContext
 from clm.cli.errors import CliError
 from clm.cli.options import pass_cli
-from clm.cli.output import console, emit, print_error
+from clm.cli.output import Column, console, emit, print_error, short_id, short_version
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
+
+LIST_COLUMNS = [
+    Column("id", "cluster", short_id),
+    Column("alias", wrap=True),
+    Column("lifecycle"),
+    Column("current_version", "current", short_version),
+    Column("next_version", "next", short_version),
+    Column("problems"),
+    Column("node_pools", "pools"),
+]
 
 
 @click.group()
@@ -79,7 +89,7 @@ def list_(cli: CliContext) -> None:
     ]
     emit(
         rows,
-        ["id", "alias", "lifecycle", "current_version", "next_version", "problems", "node_pools"],
+        LIST_COLUMNS,
         cli.output,
         title=f"{len(rows)} clusters in {cli.table}",
     )

@@ -20,7 +20,7 @@ from clm.cli.executions import (
 )
 from clm.cli.follow import POLL_SECONDS, follow, report
 from clm.cli.options import pass_cli
-from clm.cli.output import console, emit, errors
+from clm.cli.output import TABULAR, console, emit, errors
 from clm.model import Cluster
 
 DECOMMISSION_REQUESTED = "decommission-requested"
@@ -29,11 +29,11 @@ follow_option = click.option("--follow", is_flag=True, help="Show the run live u
 
 def _progress_console(cli: CliContext) -> Console:
     """Progress goes to stdout, or to stderr when stdout carries JSON/YAML."""
-    return console if cli.output == "table" else errors
+    return console if cli.output in TABULAR else errors
 
 
 def _show_execution(cli: CliContext, cluster_id: str, arn: str, verb: str) -> None:
-    if cli.output != "table":
+    if cli.output not in TABULAR:
         emit(
             [],
             [],

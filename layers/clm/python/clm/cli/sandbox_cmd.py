@@ -1,13 +1,16 @@
-"""`clm sandbox up|down|status|demo`: the local sandbox (moto, a real control plane, simulated nodes)."""
+"""`clm sandbox up|deploy|down|status|demo`: the local sandbox (moto, a real control plane, simulated nodes),
+with CLM deployed into it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from clm.cli.context import CliContext
-from clm.cli.output import emit
+from clm.cli.errors import CliError
+from clm.cli.output import TABULAR, emit
 
 
 def _sandbox_module(name: str) -> Any:
@@ -27,9 +30,49 @@ def _runner() -> Any:
     return _sandbox_module("runner")
 
 
-def _show(state: Any, ctx: CliContext, title: str) -> None:
-    if ctx.output != "table":
-        emit([vars(state)], list(vars(state)), ctx.output)
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _deploy(state: Any) -> Any:
+    """Deploy CLM with the examples into the running sandbox (clm_sandbox.deploy_examples)."""
+    _progress("deploying CLM into the sandbox: the CDK app, examples/config and kube-1's kubeconfig secret")
+    examples = _sandbox_module("deploy_examples")
+    clusters_file = Path(state.kubeconfig).parent / "clusters.yaml"
+    try:
+        return examples.deploy_examples(state.moto_endpoint, Path(state.kubeconfig), clusters_file)
+    except (RuntimeError, OSError) as exc:  # synthesis or the stack failed: one line, the sandbox log has the rest
+        raise CliError(f"deploying CLM into the sandbox failed: {exc} (sandbox log: {state.log})") from None
+
+
+def _deployed_data(deployed: Any) -> dict[str, Any]:
+    return {**vars(deployed), "clusters_file": str(deployed.clusters_file), "config_uri": deployed.config_uri}
+
+
+def _show_next(deployed: Any) -> None:
+    """The deployment, then the commands to try next."""
+    cluster = deployed.cluster_id
+    click.secho(f"\nCLM deployed: stack Clm, registry table {deployed.outputs['RegistryTableName']}", fg="green")
+    click.echo(f"  config:          {deployed.config_uri} ({deployed.config_files} files of examples/config)")
+    click.echo(f"  registry file:   {deployed.clusters_file} ({cluster}, reaching the sandbox's Kubernetes)")
+    click.echo("\nNext, in a shell with the exports above:")
+    for command, what in (
+        (f"clm registry import {deployed.clusters_file}", "register kube-1: its first run starts"),
+        (f"clm provision {cluster} --follow", "follow a run live until it ends"),
+        (f"clm plan {cluster} --config {deployed.config_uri}", "what a run would change"),
+        ("clm status", "versions, running executions, last problem"),
+        ("kubectl get nodes", "the simulated nodes"),
+        ("clm sandbox deploy", "redeploy CLM after a code change"),
+        ("clm sandbox down", "stop everything"),
+    ):
+        click.echo(f"  {command}\n      # {what}")
+
+
+def _show(state: Any, ctx: CliContext, title: str, deployed: Any = None) -> None:
+    """The sandbox's endpoints and export lines, and what was deployed into it."""
+    if ctx.output not in TABULAR:
+        data = {**vars(state), **({"clm": _deployed_data(deployed)} if deployed else {})}
+        emit([data], list(data), ctx.output)
         return
     click.secho(title, fg="green", bold=True)
     click.echo(f"  AWS (moto):      {state.moto_endpoint}")
@@ -39,6 +82,8 @@ def _show(state: Any, ctx: CliContext, title: str) -> None:
     click.echo("\nUse it from a shell:")
     for key, value in state.environment().items():
         click.echo(f"  export {key}={value}")
+    if deployed is not None:
+        _show_next(deployed)
 
 
 @click.group()
@@ -46,7 +91,8 @@ def sandbox() -> None:
     """Run CLM's local sandbox: AWS on moto, a real Kubernetes control plane, simulated nodes.
 
     \b
-    clm sandbox up        start it in the background (the first run builds Kubernetes, ~10 min)
+    clm sandbox up        start it in the background and deploy CLM into it (the first run builds Kubernetes)
+    clm sandbox deploy    deploy CLM again into the running sandbox, e.g. after a code change
     clm sandbox status    is it running, and where
     clm sandbox down      stop it and remove its nodes and data
     clm sandbox demo      the main job end to end in a sandbox of its own: provision, then roll every node
@@ -71,16 +117,33 @@ def sandbox() -> None:
 @click.option(
     "--time-scale", type=float, default=1.0, show_default=True, help="Factor on pods' termination grace periods."
 )
+@click.option("--bare", is_flag=True, help="Do not deploy CLM: an empty AWS (moto) and Kubernetes.")
 @click.pass_obj
-def up(ctx: CliContext, boot_delay: float, pod_ready_delay: float, time_scale: float) -> None:
-    """Start the sandbox in the background and print its endpoints."""
+def up(ctx: CliContext, boot_delay: float, pod_ready_delay: float, time_scale: float, bare: bool) -> None:
+    """Start the sandbox in the background, deploy CLM into it with the examples (unless --bare), and print its
+    endpoints and the commands to try next."""
     runner = _runner()
     options = {"boot_delay": boot_delay, "pod_ready_delay": pod_ready_delay, "time_scale": time_scale}
     try:
-        state = runner.up(options=options, progress=lambda message: click.echo(message, err=True))
+        state = runner.up(options=options, progress=_progress)
     except runner.SandboxError as exc:
         raise click.ClickException(str(exc)) from None
-    _show(state, ctx, "sandbox running")
+    _show(state, ctx, "sandbox running", None if bare else _deploy(state))
+
+
+@sandbox.command()
+@click.pass_obj
+def deploy(ctx: CliContext) -> None:
+    """Deploy CLM into the running sandbox again: the CDK app as it is now (a code change is updated in place),
+    examples/config uploaded again, kube-1's registry file and kubeconfig secret."""
+    state = _runner().status()
+    if state is None:
+        raise CliError("sandbox not running: start it with `clm sandbox up`")
+    deployed = _deploy(state)
+    if ctx.output in TABULAR:
+        _show_next(deployed)
+    else:
+        emit([], [], ctx.output, data=_deployed_data(deployed))
 
 
 @sandbox.command()

@@ -11,10 +11,17 @@ from clm.cli.deployment import provision_state_machine, stack_option
 from clm.cli.errors import DeploymentNotFound
 from clm.cli.executions import execution_name, running_by_cluster
 from clm.cli.options import pass_cli
-from clm.cli.output import emit, print_error, print_warning
+from clm.cli.output import Column, emit, print_error, print_warning, short_id, short_version
 from clm.model import Cluster
 
-COLUMNS = ["id", "lifecycle", "current_version", "next_version", "running_execution", "last_problem"]
+COLUMNS = [
+    Column("id", "cluster", short_id),
+    Column("lifecycle"),
+    Column("current_version", "current", short_version),
+    Column("next_version", "next", short_version),
+    Column("running_execution", "running", wrap=True),
+    Column("last_problem", "last problem", wrap=True),
+]
 
 
 def status_row(cluster: Cluster, running: list[str]) -> dict[str, Any]:
