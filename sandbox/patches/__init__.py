@@ -8,6 +8,7 @@ Each module listed in ``PATCHES`` (named in this package, or by its full name) h
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 PATCHES = (
     "lambda_invoke",
@@ -32,4 +33,9 @@ PATCHES = (
 def apply_all() -> None:
     """Install every patch in ``PATCHES`` into moto (calling it again changes nothing)."""
     for name in PATCHES:
-        importlib.import_module(name if "." in name else f"{__name__}.{name}").install()
+        patch_module(name).install()
+
+
+def patch_module(name: str) -> Any:
+    """The module of a ``PATCHES`` entry."""
+    return importlib.import_module(name if "." in name else f"{__name__}.{name}")

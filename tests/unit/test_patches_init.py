@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-
 from moto.awslambda.models import LambdaFunction
 from moto.events.models import Rule
 from moto.stepfunctions.models import StateMachine
 
-from clm_sandbox.patches import PATCHES, _patching, apply_all
+from clm_sandbox.patches import PATCHES, _patching, apply_all, patch_module
 
 
 def test_apply_all_is_idempotent_and_keeps_the_originals() -> None:
@@ -26,4 +24,4 @@ def test_apply_all_is_idempotent_and_keeps_the_originals() -> None:
 
 def test_every_listed_patch_has_an_install() -> None:
     for name in PATCHES:
-        assert callable(importlib.import_module(f"clm_sandbox.patches.{name}").install)
+        assert callable(patch_module(name).install)
