@@ -37,8 +37,8 @@ pytestmark = [
 
 POOL_STACK = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
 POOL_TEMPLATE = "cluster/node-pools/worker-default/stack.yaml"
-SUBNETS = 'VPCZoneIdentifier: !Split [",", !ImportValue "{{ cluster.local_id }}-subnets"]'
-LAST_TAG = '        Value: "{{ node_pool.profile }}"\n        PropagateAtLaunch: true\n'
+SUBNETS = """VPCZoneIdentifier: !Split [",", !ImportValue {{ (cluster.local_id ~ '-subnets') | yaml }}]"""
+LAST_TAG = "        Value: {{ node_pool.profile | yaml }}\n        PropagateAtLaunch: true\n"
 TEAM_TAG = "      - Key: team\n        Value: platform\n        PropagateAtLaunch: true\n"
 MISSING_SUBNET = "subnet-0123456789abcdef0"
 KUBE_SECRET = "clm/kube-1"
