@@ -27,6 +27,7 @@ PATCHES = (
     "sfn_child_workflows",
     "sfn_map_errors",
     "clm_sandbox.iam.enforcement",  # IAM as AWS enforces it, for the roles of the functions the sandbox runs
+    "clm_sandbox.iam.interpreter",  # Step Functions' calls signed with the execution's role
 )
 
 
