@@ -69,9 +69,7 @@ def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence
             lines += [f"  {action:<52} {count:>6} {outcome}" for (action, outcome), count in sorted(counts.items())]
         if unused.get(roles[session]):
             lines.append(f"  granted, not called here: {', '.join(unused[roles[session]])}")
-    lines += [
-        f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused
-    ]
+    lines += [f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused]
     return "\n".join(lines)
 
 

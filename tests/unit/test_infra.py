@@ -294,6 +294,31 @@ def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(d
     }
 
 
+def test_stacks_function_changes_only_stacks_tagged_managed_by_clm_and_only_with_the_cluster_stack_role(default):
+    _, raw, _ = default
+    statements = policy_statements(raw, "StacksFunctionRole")
+    role = statement_for(statements, "iam:PassRole")["Resource"]  # the ClusterStackRole's ARN
+    owned = {"aws:ResourceTag/clm:managed-by": "false"}
+    requested = {"aws:RequestTag/clm:managed-by": "false"}
+    expected = {
+        "cloudformation:CreateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": requested},
+        "cloudformation:UpdateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned | requested},
+        "cloudformation:DeleteStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
+        "cloudformation:ContinueUpdateRollback": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
+        "cloudformation:UpdateTerminationProtection": {"Null": owned},
+    }
+    assert {action: statement_for(statements, action).get("Condition") for action in expected} == expected
+    unconditioned = actions_of([s for s in statements if "Condition" not in s])
+    assert {a for a in unconditioned if a.startswith("cloudformation:")} == {  # reads only
+        "cloudformation:DescribeStacks",
+        "cloudformation:DescribeStackResources",
+        "cloudformation:ListStackResources",
+        "cloudformation:DescribeStackEvents",
+        "cloudformation:GetTemplate",
+        "cloudformation:ListStacks",
+    }
+
+
 def test_kube_and_roll_reach_clusters_through_prefixed_secrets_and_eks(default, variant):
     for (_, raw, _), prefix in ((default, "clm/"), (variant, "kube/")):
         for role in ("KubeFunctionRole", "RollFunctionRole"):
