@@ -17,6 +17,8 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
+from clm.stacks import names
+from infra import permissions
 from infra.context import ClmContext, ContextError
 from infra.layer_build import LAMBDA_VERSION, build_layer
 from infra.nag import add_checks
@@ -298,6 +300,7 @@ def test_stacks_function_changes_only_stacks_tagged_managed_by_clm_and_only_with
     _, raw, _ = default
     statements = policy_statements(raw, "StacksFunctionRole")
     role = statement_for(statements, "iam:PassRole")["Resource"]  # the ClusterStackRole's ARN
+    assert permissions.MANAGED_BY_TAG == names.MANAGED_BY_TAG == "clm:managed-by"  # the tag CLM writes
     owned = {"aws:ResourceTag/clm:managed-by": "false"}
     requested = {"aws:RequestTag/clm:managed-by": "false"}
     expected = {
