@@ -2,8 +2,12 @@
 
 Scoping notes:
 - CloudFormation: cluster stacks are named by the cluster's local_id (any name), node-pool stacks
-  `nodepool-<pool>-<cluster>`, so no name pattern covers them all: the stacks function may manage any stack of
-  this account and region (`stack/*`), and deploys them with the ClusterStackRole, not with its own rights.
+  `nodepool-<pool>-<cluster>`, so no name pattern covers them all: the stacks function may read any stack of this
+  account and region (`stack/*`), but change only stacks that carry the tag `clm:managed-by`, which CLM writes
+  on every stack it creates (clm.stacks.names; the ownership tag `kubernetes.io/cluster/<id>` holds the cluster
+  id, and a condition key cannot hold a wildcard). It creates stacks only with that tag, and creates, updates and
+  deletes them only with the ClusterStackRole passed (`cloudformation:RoleArn`), never with its own rights nor
+  with a role a stack was given elsewhere.
 - Auto scaling: IAM condition keys cannot hold a wildcard tag key (`kubernetes.io/cluster/*`), so changes are
   allowed on groups carrying the fixed tag `node-pool`, which every node-pool stack has (clm.stacks.names;
   CloudFormation copies stack tags to the group).
@@ -26,21 +30,13 @@ from infra.context import ClmContext
 from infra.functions import ClmFunction
 
 NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
+MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 STACK_READ = [
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResources",
     "cloudformation:ListStackResources",
 ]
-STACK_MANAGE = [
-    *STACK_READ,
-    "cloudformation:CreateStack",
-    "cloudformation:UpdateStack",
-    "cloudformation:DeleteStack",
-    "cloudformation:DescribeStackEvents",
-    "cloudformation:GetTemplate",
-    "cloudformation:UpdateTerminationProtection",
-    "cloudformation:ContinueUpdateRollback",
-]
+STACK_INSPECT = [*STACK_READ, "cloudformation:DescribeStackEvents", "cloudformation:GetTemplate"]
 ASG_CHANGES = [
     "autoscaling:SuspendProcesses",
     "autoscaling:ResumeProcesses",
@@ -53,6 +49,7 @@ _COLON = ArnFormat.COLON_RESOURCE_NAME
 RENDERINGS = "renderings are content-addressed objects under renderings/"
 LIST_STACKS = "cloudformation:ListStacks supports no resource-level permissions (node-pool stacks are found by name)"
 STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
+OWNED_STACKS = f"{STACKS}; changes only to stacks tagged {MANAGED_BY_TAG}, with the ClusterStackRole"
 UNSCOPED_READS = [
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeTags",
@@ -96,9 +93,30 @@ def grant_reconcile(
 def grant_stacks(
     function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.IBucket, cloudformation_role: iam.IRole
 ) -> None:
-    """Manage stacks through CloudFormation's role; read renderings, store (and let CloudFormation read) templates."""
+    """Read stacks; create and change only CLM's stacks, through CloudFormation's role; read renderings, store (and let
+    CloudFormation read) templates."""
     registry.grant_read_data(function.role)
-    function.allow(STACK_MANAGE, [_stacks(function)], reason=STACKS)
+    stacks = [_stacks(function)]
+    role = {"cloudformation:RoleArn": cloudformation_role.role_arn}
+    requested = {f"aws:RequestTag/{MANAGED_BY_TAG}": "false"}
+    owned = {f"aws:ResourceTag/{MANAGED_BY_TAG}": "false"}
+    function.allow(STACK_INSPECT, stacks, reason=STACKS)
+    function.allow(
+        ["cloudformation:CreateStack"], stacks, {"StringEquals": role, "Null": requested}, reason=OWNED_STACKS
+    )
+    function.allow(
+        ["cloudformation:UpdateStack"],
+        stacks,
+        {"StringEquals": role, "Null": {**owned, **requested}},
+        reason=OWNED_STACKS,
+    )
+    function.allow(
+        ["cloudformation:DeleteStack", "cloudformation:ContinueUpdateRollback"],
+        stacks,
+        {"StringEquals": role, "Null": owned},
+        reason=OWNED_STACKS,
+    )
+    function.allow(["cloudformation:UpdateTerminationProtection"], stacks, {"Null": owned}, reason=OWNED_STACKS)
     function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # the pools step
     function.allow(
         ["iam:PassRole"],

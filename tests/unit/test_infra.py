@@ -17,6 +17,8 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
+from clm.stacks import names
+from infra import permissions
 from infra.context import ClmContext, ContextError
 from infra.layer_build import LAMBDA_VERSION, build_layer
 from infra.nag import add_checks
@@ -291,6 +293,32 @@ def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(d
     cluster_role = next(b for n, b in resources(raw, "AWS::IAM::Role").items() if n.startswith("ClusterStackRole"))
     assert cluster_role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "cloudformation.amazonaws.com"
+    }
+
+
+def test_stacks_function_changes_only_stacks_tagged_managed_by_clm_and_only_with_the_cluster_stack_role(default):
+    _, raw, _ = default
+    statements = policy_statements(raw, "StacksFunctionRole")
+    role = statement_for(statements, "iam:PassRole")["Resource"]  # the ClusterStackRole's ARN
+    assert permissions.MANAGED_BY_TAG == names.MANAGED_BY_TAG == "clm:managed-by"  # the tag CLM writes
+    owned = {"aws:ResourceTag/clm:managed-by": "false"}
+    requested = {"aws:RequestTag/clm:managed-by": "false"}
+    expected = {
+        "cloudformation:CreateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": requested},
+        "cloudformation:UpdateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned | requested},
+        "cloudformation:DeleteStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
+        "cloudformation:ContinueUpdateRollback": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
+        "cloudformation:UpdateTerminationProtection": {"Null": owned},
+    }
+    assert {action: statement_for(statements, action).get("Condition") for action in expected} == expected
+    unconditioned = actions_of([s for s in statements if "Condition" not in s])
+    assert {a for a in unconditioned if a.startswith("cloudformation:")} == {  # reads only
+        "cloudformation:DescribeStacks",
+        "cloudformation:DescribeStackResources",
+        "cloudformation:ListStackResources",
+        "cloudformation:DescribeStackEvents",
+        "cloudformation:GetTemplate",
+        "cloudformation:ListStacks",
     }
 
 

@@ -11,12 +11,14 @@ import pytest
 from clm.registry.clusters_yaml import load_clusters
 from clm.stacks.deploy import check, start
 from clm.stacks.errors import StackFailed, StackRejected
+from clm.stacks.names import cluster_stack_tags
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from clm.stacks.template import INLINE_LIMIT, KEY_PREFIX
 from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, moto_stack, render, stacks_aws
 
 __all__ = ["clients", "stacks_aws"]  # fixtures
 
+TAGS = {**cluster_stack_tags("c1"), "team": "platform"}  # as CLM tags every stack, plus one
 KUBE1_POOL = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
 QUEUE_TEMPLATE = """\
 Resources:
@@ -29,7 +31,7 @@ Resources:
 
 def queue_spec(name: str = "queues", queue: str = "q1", body: str | None = None) -> StackSpec:
     body = body or QUEUE_TEMPLATE.format(name=queue)
-    return StackSpec(cluster_id="c1", name=name, body=body, template={}, tags={"team": "platform"}, parameters={})
+    return StackSpec(cluster_id="c1", name=name, body=body, template={}, tags=TAGS, parameters={})
 
 
 def deploy(clients, spec: StackSpec, **kwargs) -> str:
@@ -105,9 +107,9 @@ def test_cloudformations_no_updates_answer_is_unchanged(clients):
 
 def test_changed_tags_alone_start_an_update(clients):
     deploy(clients, queue_spec())
-    assert deploy(clients, dataclasses.replace(queue_spec(), tags={"team": "other"})) == "update_started"
+    assert deploy(clients, dataclasses.replace(queue_spec(), tags={**TAGS, "team": "other"})) == "update_started"
     stack = clients["cloudformation"].describe_stacks(StackName="queues")["Stacks"][0]
-    assert stack["Tags"] == [{"Key": "team", "Value": "other"}]
+    assert {t["Key"]: t["Value"] for t in stack["Tags"]} == {**TAGS, "team": "other"}
 
 
 def test_changed_template_starts_an_update_that_completes(clients):

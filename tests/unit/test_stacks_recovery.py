@@ -8,6 +8,7 @@ import pytest
 from clm.stacks.deploy import check, start
 from clm.stacks.errors import ClusterStackRolledBack, StackNeedsAttention
 from clm.stacks.inventory import node_pool_inventory
+from clm.stacks.names import cluster_stack_tags
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from tests.unit.test_stacks_support import (
     clients,
@@ -25,7 +26,8 @@ POOL_STACK = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"
 
 def queue_spec() -> StackSpec:
     body = "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n"
-    return StackSpec(cluster_id="c1", name="queues", body=body, template={}, tags={}, parameters={}, node_pool="q")
+    tags = cluster_stack_tags("c1")
+    return StackSpec(cluster_id="c1", name="queues", body=body, template={}, tags=tags, parameters={}, node_pool="q")
 
 
 def test_node_pool_stack_rolled_back_after_a_failed_create_is_deleted_then_created_again(clients):
@@ -97,6 +99,12 @@ def test_states_clm_does_not_repair_need_a_human(clients, status):
 def test_a_change_set_nobody_executed_needs_a_human(clients):
     cfn = clients["cloudformation"]
     spec = queue_spec()
-    cfn.create_change_set(StackName=spec.name, ChangeSetName="review", ChangeSetType="CREATE", TemplateBody=spec.body)
+    cfn.create_change_set(
+        StackName=spec.name,
+        ChangeSetName="review",
+        ChangeSetType="CREATE",
+        TemplateBody=spec.body,
+        Tags=spec.api_tags(),  # the cluster's stack, as a reviewed create would be tagged
+    )
     with pytest.raises(StackNeedsAttention, match=r"cluster c1: stack queues: REVIEW_IN_PROGRESS: .*does not repair"):
         start(cfn, clients["s3"], spec)

@@ -7,6 +7,7 @@ import dataclasses
 
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
+from clm.stacks.names import cluster_stack_tags
 from clm.stacks.removed import RemovedNodePool, node_pool_stacks, removed_node_pools
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from tests.unit.test_stacks_support import Clients, clients, example_cluster, moto_stack, render, stacks_aws
@@ -75,7 +76,7 @@ def test_a_stack_already_being_deleted_is_waited_on(clients):
         name="gone",
         body="Resources:\n  Q:\n    Type: AWS::SQS::Queue\n",
         template={},
-        tags={},
+        tags=cluster_stack_tags("c1"),
         parameters={},
     )
     start(cfn, clients["s3"], spec)
@@ -94,7 +95,7 @@ def test_node_pool_stacks_are_listed_by_name_and_described_by_name_only(clients)
     """ListStacks, then DescribeStacks with a StackName: no call reads every stack (that needs ListStacks too)."""
     cfn = clients["cloudformation"]
     cluster_id = "aws:123456789012:eu-central-1:kube-1"
-    tags = {"kubernetes.io/cluster/" + cluster_id: "owned", "node-pool": "a", "node-pool-profile": "p"}
+    tags = {**cluster_stack_tags(cluster_id), "node-pool": "a", "node-pool-profile": "p"}
     # Cluster z-...:kube-1's pool x ends like a pool of kube-1; its tag tells them apart.
     foreign_id = "z-aws:123456789012:eu-central-1:kube-1"
     foreign = {"kubernetes.io/cluster/" + foreign_id: "owned", "node-pool": "x"}

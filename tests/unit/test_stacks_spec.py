@@ -18,7 +18,7 @@ CLUSTER_ID = "aws:123456789012:eu-central-1:kube-1"
 def test_cluster_stack_is_named_after_local_id_and_tagged_owned():
     spec = cluster_stack_spec(render(example_cluster("kube-1")))
     assert spec.name == "kube-1"
-    assert spec.tags == {f"kubernetes.io/cluster/{CLUSTER_ID}": "owned"}
+    assert spec.tags == {f"kubernetes.io/cluster/{CLUSTER_ID}": "owned", "clm:managed-by": "clm"}
     assert spec.node_pool is None
     assert spec.file == "cluster/stack.yaml"
     assert spec.capabilities == ["CAPABILITY_NAMED_IAM"]
@@ -31,11 +31,15 @@ def test_node_pool_stack_name_and_tags_follow_clm():
     assert spec.name == "nodepool-batch-aws-123456789012-eu-west-1-kube-2"
     assert spec.tags == {
         "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2": "owned",
+        "clm:managed-by": "clm",
         "node-pool": "batch",
         "node-pool-profile": "worker-spot",
     }
     assert spec.node_pool == "batch"
-    assert spec.api_tags()[0] == {"Key": "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2", "Value": "owned"}
+    assert spec.api_tags()[:2] == [
+        {"Key": "clm:managed-by", "Value": "clm"},
+        {"Key": "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2", "Value": "owned"},
+    ]
 
 
 def test_node_pool_stack_name_replaces_every_character_cloudformation_forbids():

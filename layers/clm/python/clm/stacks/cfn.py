@@ -1,4 +1,4 @@
-"""Small CloudFormation helpers: look up one stack, read an API error."""
+"""Small CloudFormation helpers: look up one stack, name the service role, read an API error."""
 
 from __future__ import annotations
 
@@ -26,3 +26,8 @@ def error_code(exc: ClientError) -> str:
 def error_message(exc: ClientError) -> str:
     """The AWS error message of a failed call (the exception text when there is none)."""
     return str(exc.response.get("Error", {}).get("Message") or exc)
+
+
+def role_argument(role_arn: str | None) -> dict[str, str]:
+    """`RoleARN` for a call that takes CloudFormation's service role, when CLM has one (its deployment always does)."""
+    return {"RoleARN": role_arn} if role_arn else {}

@@ -11,9 +11,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from clm.stacks.cfn import describe_stack, error_code, error_message
+from clm.stacks.cfn import describe_stack, error_code, error_message, role_argument
 from clm.stacks.errors import StackRejected
 from clm.stacks.events import first_failure
+from clm.stacks.ownership import ensure_owned
 from clm.stacks.recovery import recover
 from clm.stacks.results import StackState, StartResult
 from clm.stacks.spec import StackSpec
@@ -32,18 +33,20 @@ def start(
     Templates over 51,200 bytes go through `template_bucket`. `role_arn` is the CloudFormation service role the
     stack is created or updated with (so a stack created without it, e.g. by Zalando's CLM, gets it with its
     next update; CloudFormation keeps using it for later operations and the deletion).
-    Raises StackRejected when CloudFormation refuses the request, StackNeedsAttention (ClusterStackRolledBack)
+    Raises StackNotOwned when an existing stack of that name lacks the cluster's ownership tags (nothing is
+    changed), StackRejected when CloudFormation refuses the request, StackNeedsAttention (ClusterStackRolledBack)
     when a human has to act.
     """
     stack = describe_stack(cfn, spec.name)
     if stack is None:
         return _create(cfn, s3, spec, template_bucket, role_arn)
+    ensure_owned(stack, spec.cluster_id)
     status = stack["StackStatus"]
     if is_in_progress(status):
         return StartResult(spec.name, "waiting", status, stack["StackId"])
     if status in UPDATABLE:
         return _update(cfn, s3, spec, stack, template_bucket, role_arn)
-    return recover(cfn, spec, stack)
+    return recover(cfn, spec, stack, role_arn)
 
 
 def check(cfn: Any, stack_name: str) -> StackState:
@@ -60,7 +63,7 @@ def check(cfn: Any, stack_name: str) -> StackState:
 def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, role_arn: str | None) -> StartResult:
     try:
         response = cfn.create_stack(
-            **({"RoleARN": role_arn} if role_arn else {}),
+            **role_argument(role_arn),
             StackName=spec.name,
             **template_argument(s3, spec, template_bucket),
             Parameters=spec.api_parameters(),
@@ -85,7 +88,7 @@ def _update(
         if _is_current(cfn, spec, stack):
             return StartResult(spec.name, "unchanged", status, stack_id)
         cfn.update_stack(
-            **({"RoleARN": role_arn} if role_arn else {}),
+            **role_argument(role_arn),
             StackName=stack_id,
             **template_argument(s3, spec, template_bucket),
             Parameters=spec.api_parameters(),

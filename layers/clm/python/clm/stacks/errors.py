@@ -55,6 +55,23 @@ class StackRejected(StackError):
         super().__init__(f"CloudFormation rejected {operation}: {reason}", cluster_id, stack_name)
 
 
+class StackNotOwned(StackError):
+    """A stack of the name CLM gives one of the cluster's stacks lacks the cluster's ownership tags: CLM leaves it
+    alone (no update, no termination-protection change, no delete)."""
+
+    asl_name = "StackNotOwned"
+
+    def __init__(self, cluster_id: str, stack_name: str, missing: list[str]):
+        self.missing = missing
+        super().__init__(
+            f"the stack of this name is not CLM's stack of the cluster (it lacks the tags {', '.join(missing)}); "
+            "CLM does not change it: rename the stack or the cluster's local_id, or tag the stack if it is the "
+            "cluster's",
+            cluster_id,
+            stack_name,
+        )
+
+
 class StackFailed(StackError):
     """A create, update or delete ended in a failed state; names the first failed resource."""
 

@@ -11,6 +11,10 @@ MAX_STACK_NAME = 128
 NODE_POOL_STACK_PREFIX = "nodepool-"
 NODE_POOL_TAG = "node-pool"
 NODE_POOL_PROFILE_TAG = "node-pool-profile"
+# On every stack CLM creates: one fixed key that IAM conditions can name (a condition key cannot hold the cluster
+# id's wildcard), so the stacks function may change only stacks carrying it (infra/permissions.py).
+MANAGED_BY_TAG = "clm:managed-by"
+MANAGED_BY = "clm"
 OWNED = "owned"
 _FORBIDDEN = re.compile(r"[^A-Za-z0-9-]")  # stack names are [A-Za-z][A-Za-z0-9-]*
 
@@ -56,8 +60,8 @@ def _node_pool_stack_suffix(cluster_id: str) -> str:
 
 
 def cluster_stack_tags(cluster_id: str) -> dict[str, str]:
-    """Tags of the cluster stack."""
-    return {cluster_tag_key(cluster_id): OWNED}
+    """Tags of the cluster stack: the cluster's ownership tag and CLM's."""
+    return {cluster_tag_key(cluster_id): OWNED, MANAGED_BY_TAG: MANAGED_BY}
 
 
 def node_pool_stack_tags(cluster_id: str, pool: NodePool) -> dict[str, str]:

@@ -28,9 +28,8 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
     pool = event.get("node_pool")
     spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
-    role = os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
     result = start(
-        client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket, role_arn=role
+        client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket, role_arn=_role()
     )
     return result.to_dict()
 
@@ -64,8 +63,14 @@ def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool) -> dict[
 
 
 def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, stack_name}` -> start deleting the stack (termination protection off first)."""
-    return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"]).to_dict()
+    """`{cluster_id, stack_name}` -> start deleting the stack (termination protection off first) with
+    CloudFormation's service role."""
+    return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"], _role()).to_dict()
+
+
+def _role() -> str | None:
+    """The ClusterStackRole: every stack CLM creates, updates or deletes is handled by CloudFormation with it."""
+    return os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
 
 
 STEPS = {
