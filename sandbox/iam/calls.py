@@ -207,7 +207,7 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "SecretId": _secret_id,
     "ClusterName": lambda call: call.params.get("name"),
     "RepositoryName": lambda call: call.params.get("repositoryName"),
-    "FunctionName": lambda call: call.params.get("FunctionName"),
+    "FunctionName": lambda call: (call.params.get("FunctionName") or "").split(":function:")[-1] or None,
     "RoleNameWithPath": lambda call: (call.params.get("RoleArn") or "").split(":role/", 1)[-1] or None,
     "KeyId": lambda call: call.params.get("KeyId"),
     "EventBusName": lambda call: call.params.get("EventBusName"),
