@@ -25,6 +25,13 @@ from clm_sandbox.patches import wait_scale as wait_scaling
 pytestmark = pytest.mark.integration
 
 LAMBDAS = Path(__file__).resolve().parents[1] / "fixtures" / "lambdas"
+FUNCTION_ACTIONS = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"]  # the recorder's calls
+STATE_MACHINE_ACTIONS = [
+    "lambda:InvokeFunction",
+    "states:StartExecution",
+    "states:DescribeExecution",
+    "states:StopExecution",
+]
 REGION = "eu-central-1"
 TABLE = "recorder-calls"
 ITEMS = [{"name": "a", "fail": False}, {"name": "b", "fail": True}, {"name": "c", "fail": False}]
@@ -52,7 +59,7 @@ def deploy_recorder(client: Client, name: str) -> str:
             ],
             BillingMode="PAY_PER_REQUEST",
         )
-    role = client("iam").create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = allowed_role(client, name, FUNCTION_ACTIONS)
     lambdas = client("lambda")
     layer = lambdas.publish_layer_version(LayerName=name, Content={"ZipFile": zipped(LAMBDAS / "recorder_layer")})
     function = lambdas.create_function(
@@ -151,8 +158,18 @@ def workflow(function_arn: str, retries: int, interval: int = 1) -> dict[str, An
     }
 
 
+def allowed_role(client: Client, name: str, actions: list[str]) -> str:
+    """A role allowed `actions` (IAM is enforced in the sandbox: the recorder and the interpreter call as it)."""
+    iam = client("iam")
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    statement = {"Effect": "Allow", "Action": actions, "Resource": "*"}
+    document = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    iam.put_role_policy(RoleName=name, PolicyName="allowed", PolicyDocument=document)
+    return arn
+
+
 def create_state_machine(client: Client, name: str, definition: dict[str, Any]) -> str:
-    role = client("iam").create_role(RoleName=f"{name}-sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = allowed_role(client, f"{name}-sfn", STATE_MACHINE_ACTIONS)
     return client("stepfunctions").create_state_machine(name=name, definition=json.dumps(definition), roleArn=role)[
         "stateMachineArn"
     ]
@@ -426,7 +443,7 @@ def test_state_machine_created_by_cloudformation_executes(
         local("s3").create_bucket(Bucket="assets", CreateBucketConfiguration={"LocationConstraint": REGION})
         local("s3").put_object(Bucket="assets", Key="workflow.asl.json", Body=(ASL_TEXT + ASL_TEXT_END).encode())
         definition = {"DefinitionS3Location": {"Bucket": "assets", "Key": "workflow.asl.json"}}
-    role = local("iam").create_role(RoleName="cfn-sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = allowed_role(local, "cfn-sfn", STATE_MACHINE_ACTIONS)
     cfn = local("cloudformation")
     cfn.create_stack(
         StackName="workflows",
@@ -452,7 +469,7 @@ def test_state_machine_created_by_cloudformation_executes(
 
 
 def test_cloudformation_stack_update_changes_the_executed_definition(local: Client) -> None:
-    role = local("iam").create_role(RoleName="cfn-sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = allowed_role(local, "cfn-sfn", STATE_MACHINE_ACTIONS)
     template: dict[str, Any] = {
         "Resources": {
             "Workflow": {
@@ -479,7 +496,7 @@ def test_cloudformation_stack_update_changes_the_executed_definition(local: Clie
 
 def test_bus_rule_and_state_machine_deployed_by_cloudformation_work_together(local: Client) -> None:
     """How CDK wires the product's trigger: its own bus (Ref), a rule on it, the state machine as target (GetAtt)."""
-    role = local("iam").create_role(RoleName="cfn-trigger", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = allowed_role(local, "cfn-trigger", STATE_MACHINE_ACTIONS)
     template = {
         "Resources": {
             "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "clm-events"}},
