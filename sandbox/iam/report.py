@@ -52,23 +52,18 @@ def unexercised(
 
 def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence[str]], detail: bool = True) -> str:
     """The report as text: per function (role session) its calls, with each action's calls by outcome in detail."""
-    by_session: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)
-    roles: dict[str, str] = {}
+    by_caller: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
     for judgement in judgements:
-        by_session[judgement.session][(judgement.action, judgement.outcome)] += 1
-        roles[judgement.session] = judgement.role_arn
+        by_caller[(judgement.session, judgement.role_arn)][(judgement.action, judgement.outcome)] += 1
     refused = sum(1 for j in judgements if j.refused)
-    lines = [f"IAM in the sandbox: {len(judgements)} calls judged against their function's role, {refused} refused"]
-    for session in sorted(by_session):
-        counts = by_session[session]
+    lines = [f"IAM in the sandbox: {len(judgements)} calls judged against the caller's role, {refused} refused"]
+    for (session, role), counts in sorted(by_caller.items()):
         actions = len({action for action, _ in counts})
-        lines.append(
-            f"{session}: {sum(counts.values())} calls of {actions} actions (role {roles[session].rsplit('/', 1)[-1]})"
-        )
+        lines.append(f"{session} (role {role.rsplit('/', 1)[-1]}): {sum(counts.values())} calls of {actions} actions")
         if detail:
             lines += [f"  {action:<52} {count:>6} {outcome}" for (action, outcome), count in sorted(counts.items())]
-        if unused.get(roles[session]):
-            lines.append(f"  granted, not called here: {', '.join(unused[roles[session]])}")
+        if unused.get(role):
+            lines.append(f"  granted, not called (logs:/xray: are the service's own): {', '.join(unused[role])}")
     lines += [f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused]
     return "\n".join(lines)
 
