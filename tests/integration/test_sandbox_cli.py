@@ -85,6 +85,17 @@ def test_sandbox_up_serves_aws_and_kubernetes_and_down_stops_everything(tmp_path
     assert clm("sandbox", "down", env=env).stdout.strip() == "sandbox not running"
 
 
+def settled_status(env: dict[str, str], timeout: float = 120.0) -> dict:
+    """`clm -o json status` once no run of the cluster is running: the first provision sets the lifecycle to
+    ready, which is part of CLM's spec hash, so a second run (which changes nothing) follows at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        [row] = json.loads(clm("-o", "json", "status", env=env).stdout)
+        if row["running_execution"] is None or time.monotonic() > deadline:
+            return row
+        time.sleep(1)
+
+
 def test_from_sandbox_up_to_a_provisioned_cluster_with_the_cli_alone(tmp_path: Path) -> None:
     env = {**os.environ, "CLM_SANDBOX_DIR": str(tmp_path), "COLUMNS": "80"}
     for name in ("AWS_ENDPOINT_URL", "CLM_REGISTRY_TABLE", "CLM_STACK"):
@@ -113,7 +124,7 @@ def test_from_sandbox_up_to_a_provisioned_cluster_with_the_cli_alone(tmp_path: P
         last = followed.stdout.strip().splitlines()[-1]
         assert last.startswith("SUCCEEDED  execution "), followed.stdout[-3000:]
         assert "Succeed: cluster at version" in followed.stdout
-        [row] = json.loads(clm("-o", "json", "status", env=shell).stdout)
+        row = settled_status(shell)
         assert (row["lifecycle"], row["next_version"], row["running_execution"]) == ("ready", None, None)
         config_version, spec_hash = row["current_version"].split("#")
         table = clm("status", env=shell)
