@@ -14,7 +14,8 @@ import json
 import sys
 import threading
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,22 @@ def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: A
             except lambda_runtime.HandlerError as exc:
                 return Invocation(lambda_runtime.failure(exc, request_id), True, f"{exc.error_type}: {exc}\n")
         context = lambda_runtime.context_from_environment(request_id, function.function_arn, float(function.timeout))
-        payload, failed = lambda_runtime.invoke(handler, event, context)
+        with _own_default_session():
+            payload, failed = lambda_runtime.invoke(handler, event, context)
     return Invocation(payload, failed, (payload.decode() + "\n") if failed else "")
+
+
+@contextmanager
+def _own_default_session() -> Iterator[None]:
+    """boto3's default session as it was before the call: a handler calling ``boto3.client()`` creates it with the
+    credentials of its role's session, which would otherwise stay for every later caller of this process."""
+    import boto3
+
+    before = boto3.DEFAULT_SESSION
+    try:
+        yield
+    finally:
+        boto3.DEFAULT_SESSION = before
 
 
 def _function_lock(arn: str) -> threading.RLock:

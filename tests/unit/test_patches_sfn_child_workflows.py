@@ -7,8 +7,20 @@ import time
 from typing import Any
 
 import boto3
+import pytest
 
 ROLE = "arn:aws:iam::123456789012:role/sfn"
+CHILD_WORKFLOW_ACTIONS = ["states:StartExecution", "states:DescribeExecution", "states:StopExecution"]
+
+
+@pytest.fixture(autouse=True)
+def _parent_role(sandbox_aws: boto3.Session) -> None:
+    """The parents' role, allowed what a .sync child workflow needs (IAM is enforced in the sandbox)."""
+    iam = sandbox_aws.client("iam")
+    iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")
+    statement = {"Effect": "Allow", "Action": CHILD_WORKFLOW_ACTIONS, "Resource": "*"}
+    document = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    iam.put_role_policy(RoleName="sfn", PolicyName="children", PolicyDocument=document)
 
 
 def _machine(sfn: Any, name: str, definition: dict[str, Any]) -> str:
