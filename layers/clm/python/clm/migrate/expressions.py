@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -95,7 +96,7 @@ class Scope:
 
 
 RESERVED = frozenset(
-    "and or not in is if else true false none True False None loop self varargs kwargs caller "
+    "and or not in is if else true false none True False None loop self varargs kwargs caller "  # noqa: SIM905
     "cluster node_pool values range dict lipsum cycler joiner namespace".split()
 )
 
@@ -130,9 +131,13 @@ class Expressions:
         if isinstance(head, Ident):
             args = [self.operand(arg, scope) for arg in rest] + ([piped] if piped else [])
             return self.call(head.name, args, rest, scope, piped is not None, truth)
-        if rest or piped:
-            raise Untranslatable("arguments given to a field or value (a Go method call)")
-        return self.operand(head, scope)
+        if not (rest or piped):
+            return self.operand(head, scope)
+        if isinstance(head, Field | Var | Chain) and head.names:  # a method call: `.Values.Info.Fraction 0.9`
+            args = [self.operand(arg, scope) for arg in rest] + ([piped] if piped else [])
+            method = self.operand(head, scope)
+            return Expr(f"{method.at(ATOM)}({', '.join(a.at(OR) for a in args)})", ANY)
+        raise Untranslatable("arguments given to a value that is not a method")
 
     def operand(self, operand: Operand, scope: Scope) -> Expr:
         if isinstance(operand, Field):
@@ -238,7 +243,7 @@ class Expressions:
     def concat(args: list[Expr]) -> Expr:
         """`print`: `~` where Go puts no space (a string between every two operands), else `sprint(...)`."""
         plain = all(a.type in (STR, INT, ANY) for a in args)
-        strings = all(a.type == STR or b.type == STR for a, b in zip(args, args[1:], strict=False))
+        strings = all(STR in (a.type, b.type) for a, b in itertools.pairwise(args))
         if len(args) == 1 and args[0].type == STR:
             return args[0]
         if plain and strings and len(args) > 1:
@@ -272,5 +277,7 @@ def literal(value: object) -> Expr:
     if isinstance(value, int | float):
         return Expr(repr(value), INT if isinstance(value, int) else Type("float"), pure=True)
     text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    text = re.sub(r"[\x00-\x1f\x7f]", lambda m: {"\n": "\\n", "\t": "\\t"}.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+    text = re.sub(
+        r"[\x00-\x1f\x7f]", lambda m: {"\n": "\\n", "\t": "\\t"}.get(m.group(), f"\\x{ord(m.group()):02x}"), text
+    )
     return Expr(f'"{text}"', STR, pure=True)

@@ -1,19 +1,32 @@
 """The one table of what Go templates use and what the translation makes of it: fields, functions, helpers.
 
-| Go | Jinja2 | why |
+| Go | Jinja2 | note |
 | --- | --- | --- |
-| `.Cluster.X`, `.NodePool.X`, `.Values.x` | `cluster.x`, `node_pool.x` (snake_case), `values.x` (map keys kept) | CLM's names |
-| `.Cluster.ConfigItems.k`, `index M "k"` | `cluster.config_items.k`; `M.get("k", "")` | missing key: Go's zero value |
-| `if`/`else if`/`else`, `with`, `range` | `{% if %}`/`{% elif %}`, `{% set %}` + `{% if %}`, `{% for %}` | Python truthiness is Go's |
-| `and`/`or`/`not` | `and`/`or`/`not` | Python's also return an operand |
-| `eq a b c`, `ne`, `lt`.. | `a in (b, c)`, `!=`, `<`.. | Go: eq is true if a equals any |
-| `len x`, `print a b` | `x \\| length`, `a ~ b` (`sprint(..)` unless a string is between) | |
-| `printf`, `println`, `index` on unknown values | `printf(..)`, `sprintln(..)`, `go_index(..)` | helpers in clm.render.go_functions |
-| range over a map, or of unknown kind | `m \\| dictsort`, `x \\| go_items` | Go ranges over map values in key order |
-| output of a bool / list / map | `x \\| lower`, `x \\| go_str` | Go prints `true`, `[a b]`, `map[k:v]` |
+| `.Cluster.LocalID`, `.NodePool.IsSpot` | `cluster.local_id`, `node_pool.is_spot` | snake_case |
+| `.Cluster.ConfigItems.k`, `.Values.k` | `cluster.config_items.k`, `values.k` | map keys kept |
+| `index M "k"` (string map) | `M.get("k", "")` | missing: Go's zero value |
+| `index L 0`, other `index` | `L[0]`, `go_index(x, k)` | |
+| `if`, `else if`, `else` | `{% if %}`, `{% elif %}`, `{% else %}` | Python truth is Go's |
+| `with p` | `{% set it = p %}{% if it %}` | a plain path: `{% if p %}` |
+| `range L`, `range $i, $x := L` | `{% for x in L %}` (+ `loop.index0`) | lists |
+| `range M` | `{% for k, v in M \\| dictsort %}` | Go: key order |
+| `range x` (kind unknown) | `{% for k, v in x \\| go_items %}` | |
+| `$x = v` in a loop | `{% set x = namespace(value=..) %}` | loops scope `set` |
+| `and`, `or`, `not` | `and`, `or`, `not` | Python's return an operand |
+| `eq a b c`, `ne`, `lt`.. | `a in (b, c)`, `!=`, `<`.. | eq: equals any |
+| `len x` | `x \\| length` | |
+| `print a b` | `a ~ b`, else `sprint(a, b)` | `~` if Go adds no space |
+| `printf`, `println` | `printf(..)`, `sprintln(..)` | Go's verbs |
+| output of a bool | `x \\| lower` | Go prints `true` |
+| output of a list, map | `x \\| go_str` | `[a b]`, `map[k:v]` |
 | `dict "k" v`, `list a b` | `dict(k=v)`, `[a, b]` | |
-| `define`/`template`/`block` | `{% macro %}` / call | |
-| CLM functions (`accountID`, ...) | snake_case (`account_id`); `getAWSAccountID` -> `account_id` | |
+| `define`, `template`, `block` | `{% macro %}`, `name(data)` | hoisted if used first |
+| `accountID`, CLM functions | `account_id`, snake_case | `getAWSAccountID`: `account_id` |
+| `html`, `js`, `break`.. | marked, `untranslated(..)` | fails if reached |
+
+Helpers (`printf`, `sprint`, `sprintln`, `go_str`, `go_index`, `go_items`, `untranslated`) are in
+clm.render.go_functions. Values of unknown type (`values.*`, results of functions CLM here lacks) are
+printed as they are: Go and Jinja print strings and integers alike.
 """
 
 from __future__ import annotations
@@ -47,10 +60,8 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
     "root": {"Cluster": CLUSTER, "NodePool": NODE_POOL, "Values": ANY_MAP},
     "cluster": {
         **dict.fromkeys(
-            (
-                "ID Alias LocalID APIServerURL Channel Environment LifecycleStatus InfrastructureAccount "
-                "Region Provider Owner AccountName"
-            ).split(),
+            "ID Alias LocalID APIServerURL Channel Environment LifecycleStatus InfrastructureAccount Region "  # noqa: SIM905
+            "Provider Owner AccountName".split(),
             STR,
         ),
         "CriticalityLevel": INT,
@@ -59,7 +70,7 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
         "Outputs": STR_MAP,
     },
     "node_pool": {
-        **dict.fromkeys("Name Profile DiscountStrategy KarpenterInstanceTypeStrategy".split(), STR),
+        **dict.fromkeys(["Name", "Profile", "DiscountStrategy", "KarpenterInstanceTypeStrategy"], STR),
         "MinSize": INT,
         "MaxSize": INT,
         "InstanceTypes": STR_LIST,
@@ -133,7 +144,7 @@ FUNCTIONS: dict[str, Function] = {
 }
 # Go's builtins that the expression translator writes as operators or helpers (clm.migrate.expressions).
 BUILTINS = frozenset(
-    "and or not eq ne lt le gt ge len index print printf println dict list html js urlquery call slice".split()
+    "and or not eq ne lt le gt ge len index print printf println dict list html js urlquery call slice".split()  # noqa: SIM905
 )
 # Helpers the translation calls (clm.render.go_functions), and what renders them.
 HELPERS = frozenset({"printf", "sprint", "sprintln", "go_index", "go_items", "go_str", "untranslated"})
@@ -164,6 +175,4 @@ def model_fields(struct: str) -> frozenset[str]:
     from clm.model import Cluster, NodePool
 
     kind = {"cluster": Cluster, "node_pool": NodePool}[struct]
-    return frozenset(name for name in dir(kind) if not name.startswith("_")) | frozenset(
-        kind.__dataclass_fields__
-    )
+    return frozenset(name for name in dir(kind) if not name.startswith("_")) | frozenset(kind.__dataclass_fields__)

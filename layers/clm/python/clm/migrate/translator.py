@@ -10,12 +10,12 @@ import re
 from dataclasses import dataclass, field
 
 from clm.migrate.errors import MigrateError
-from clm.migrate.expressions import ATOM, FILTER, OR, Expr, Expressions, Notes, Scope, Untranslatable, literal
+from clm.migrate.expressions import FILTER, OR, Expr, Expressions, Notes, Scope, Untranslatable, literal
 from clm.migrate.functions import ANY, ROOT, STR, Type
 from clm.migrate.nodes import Action, Comment, Control, Define, LoopControl, Node, Pipe, Tag, Template, Text
 from clm.migrate.parser import parse
 
-_SPECIAL = re.compile(r"\{[%#]|\{$")
+_SPECIAL = re.compile(r"\{[%#]")
 _CLOSE = re.compile(r"-?[%}#]\}$")
 _GLOBALS = frozenset({"cluster", "node_pool", "values"})
 _PRINTED_AS_GO = frozenset({"list", "map", "record", "nil", "float"})
@@ -150,7 +150,7 @@ class _Translator:
         name = pipe.decl[-1]
         if pipe.assign:
             try:
-                value, target, depth = scope.binding(name)
+                _, target, depth = scope.binding(name)
             except Untranslatable as exc:
                 expr, comment = self.mark(node.tag, str(exc))
                 return comment + self.tag(node.tag, expr.at(OR), "{", False)
@@ -269,8 +269,7 @@ class _Translator:
         return comment + self.tag(tag, f"{self.macros[name]}({expr.at(OR)})", "{", left)
 
     def macro(self, node: Define, opening: str) -> str:
-        types = {t for _, t in self.calls.get(node.name, [])}
-        data = Expr("data", types.pop() if len(types) == 1 else ANY, pure=True)
+        data = Expr("data", _common([t for _, t in self.calls.get(node.name, [])]), pure=True)
         scope = Scope(None, data, root=data)
         scope.names.add("data")
         body = self.body(node.body, scope)
@@ -284,6 +283,16 @@ class _Translator:
         breaks = "\n" * self.source.count("\n", node.tag.start, node.end.end)
         left, right = "-" if node.tag.left else "", "-" if node.end.right else ""
         return f"{{#{left} {note}: Jinja macros must come before their use{breaks} {right}#}}"
+
+
+def _common(types: list[Type]) -> Type:
+    """What every call passes to a macro: the type they share, or the fields all their records share."""
+    if len(set(types)) == 1:
+        return types[0]
+    if types and all(t.kind == "record" for t in types):
+        shared = set.intersection(*(set(t.fields) for t in types))
+        return Type("record", ANY, fields=tuple(f for f in types[0].fields if f in shared))
+    return ANY
 
 
 def _namespaced(nodes: list[Node]) -> set[int]:
