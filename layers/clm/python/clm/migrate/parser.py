@@ -52,8 +52,11 @@ class _Parser:
     def error(self, message: str, line: int) -> MigrateError:
         return MigrateError(message, self.file, line)
 
-    def statements(self, stops: tuple[str, ...]) -> tuple[list[Node], tuple[str, Chunk] | None]:
-        """Statements up to one whose first word is in `stops` (returned with its chunk, consumed)."""
+    def statements(
+        self, stops: tuple[str, ...], opener: Chunk | None = None
+    ) -> tuple[list[Node], tuple[str, Chunk] | None]:
+        """Statements up to one whose first word is in `stops` (returned with its chunk, consumed); `opener` is
+        the tag that needs it."""
         body: list[Node] = []
         while self.index < len(self.items):
             chunk = self.items[self.index]
@@ -72,8 +75,10 @@ class _Parser:
                     raise self.error(f"unexpected {{{{{word}}}}}", chunk.line)
                 return body, (word, chunk)
             body.append(self.statement(word, chunk))
-        if stops:
-            raise self.error("unexpected end of file: missing {{end}}", self.items[-1].line if self.items else 1)
+        if opener is not None:
+            raise self.error(
+                f"{{{{{opener.tokens[0].text}}}}} has no {{{{end}}}} (unexpected end of file)", opener.line
+            )
         return body, None
 
     def statement(self, word: str, chunk: Chunk) -> Node:
@@ -85,7 +90,7 @@ class _Parser:
             pipe = self.pipe(tokens[1:], chunk.line) if word == "block" else None
             if word == "define" and len(tokens) > 1:
                 raise self.error("unexpected tokens after define name", chunk.line)
-            body, stop = self.statements(("end",))
+            body, stop = self.statements(("end",), chunk)
             return Define(_tag(chunk), name, body, _tag(stop[1]), pipe, word == "block")  # type: ignore[index]
         if word == "template":
             name = self.name(tokens, chunk)
@@ -102,7 +107,7 @@ class _Parser:
     def control(self, word: str, chunk: Chunk, tokens: list[Token]) -> Control:
         branches = [Branch(_tag(chunk), self.pipe(tokens, chunk.line), keyword=word)]
         while True:
-            branches[-1].body, stop = self.statements(("end", "else"))
+            branches[-1].body, stop = self.statements(("end", "else"), chunk)
             end_word, end_chunk = stop  # type: ignore[misc]
             if end_word == "end":
                 return Control(word, branches, _tag(end_chunk))
