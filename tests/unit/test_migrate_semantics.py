@@ -79,6 +79,9 @@ CASES = [
     ("{{ not .Cluster.ConfigItems.empty }}", "true"),
     ('{{ not "x" }}', "false"),
     ('{{ if and (eq .Cluster.ConfigItems.a "x") (not .Cluster.ConfigItems.empty) }}ok{{ end }}', "ok"),
+    ('{{ if not (eq .Cluster.ConfigItems.a "y") }}ne{{ end }}', "ne"),
+    ('{{ if and (not (index .Cluster.ConfigItems "missing")) (eq .Cluster.ConfigItems.a "x") }}ok{{ end }}', "ok"),
+    ('{{ or (index .Cluster.ConfigItems "missing") "fallback" }}', "fallback"),
     # len, index on maps and lists.
     ("{{ len .NodePool.InstanceTypes }}", "2"),
     ("{{ len .Cluster.ConfigItems.a }}", "1"),

@@ -129,7 +129,8 @@ class Expressions:
     def command(self, cmd: Command, scope: Scope, piped: Expr | None, truth: bool) -> Expr:
         head, rest = cmd.args[0], cmd.args[1:]
         if isinstance(head, Ident):
-            args = [self.operand(arg, scope) for arg in rest] + ([piped] if piped else [])
+            logical = truth and head.name in ("and", "or", "not")  # their operands' truth is all that matters
+            args = [self.operand(arg, scope, logical) for arg in rest] + ([piped] if piped else [])
             return self.call(head.name, args, rest, scope, piped is not None, truth)
         if not (rest or piped):
             return self.operand(head, scope)
@@ -139,13 +140,13 @@ class Expressions:
             return Expr(f"{method.at(ATOM)}({', '.join(a.at(OR) for a in args)})", ANY)
         raise Untranslatable("arguments given to a value that is not a method")
 
-    def operand(self, operand: Operand, scope: Scope) -> Expr:
+    def operand(self, operand: Operand, scope: Scope, truth: bool = False) -> Expr:
         if isinstance(operand, Field):
             return self.fields(scope.dot, operand.names)
         if isinstance(operand, Var):
             return self.fields(scope.lookup(operand.name) if operand.name else scope.root, operand.names)
         if isinstance(operand, Chain):
-            return self.fields(self.pipe(operand.pipe, scope), operand.names)
+            return self.fields(self.pipe(operand.pipe, scope, truth and not operand.names), operand.names)
         if isinstance(operand, Literal):
             return literal(operand.value)
         if isinstance(operand, Ident):
@@ -200,7 +201,7 @@ class Expressions:
             types = {a.type for a in args}
             return Expr(f" {name} ".join(a.at(level + 1) for a in args), types.pop() if len(types) == 1 else ANY, level)
         if name == "not" and count == 1:
-            return Expr(f"not {args[0].at(NOT)}", BOOL, NOT)
+            return Expr(f"not {args[0].at(CONCAT)}", BOOL, NOT)  # `not (a == b)`, parenthesised to read well
         if name == "eq" and count >= 2:
             if count == 2:
                 return Expr(f"{args[0].at(CONCAT)} == {args[1].at(CONCAT)}", BOOL, COMPARE)
