@@ -54,7 +54,7 @@ def test_the_report_names_what_the_renderer_lacks(migrated: tuple[Path, object])
 
 
 # Config items that Zalando's registry sets per cluster (secrets, certificates, endpoints): not in config-defaults.
-REGISTRY_ITEMS = (
+REGISTRY_ITEMS = (  # noqa: SIM905
     "vpc_id ca_cert_decompressed skipper_ingress_encryption_key emergency_access_service_opsgenie_api_key "
     "etcd_s3_backup_bucket skipper_oauth2_redirect_uri_path etcd_client_ca_cert etcd_endpoints skipper_oauth2_auth_url "
     "vpa_webhook_cert worker_cert zmon_root_account_role apiserver_etcd_prefix etcd_client_server_cert "
@@ -77,10 +77,10 @@ class _InstanceInfo:
 
     Architecture = "amd64"
 
-    def MemoryFraction(self, percent: int) -> str:  # noqa: N802 (CLM's name)
+    def MemoryFraction(self, percent: int) -> str:
         return "1Gi"
 
-    def AvailableStorage(self, *args: object) -> str:  # noqa: N802 (CLM's name)
+    def AvailableStorage(self, *args: object) -> str:
         return "10"
 
 

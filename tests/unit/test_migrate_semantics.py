@@ -228,3 +228,9 @@ def test_lines_and_comments_are_kept() -> None:
     text = translate(source, "t.yaml").text
     assert text.count("\n") == source.count("\n")
     assert text.startswith("{# a comment #}\nkey: {{ cluster.id }}\n{%- if cluster.region == ")
+
+
+def test_the_whole_data_passed_to_a_template_works_where_there_is_no_node_pool() -> None:
+    go = '{{ define "t" }}{{ .Cluster.LocalID }}/{{ $.Values.hosted_zone }}{{ end }}{{ template "t" . }}'
+    env = TemplateEnvironment({"t.yaml": translate(go, "t.yaml").text.encode()})
+    assert env.render("t.yaml", {"cluster": registry_view(CLUSTER), "values": VALUES}) == "kube-1/example.org"

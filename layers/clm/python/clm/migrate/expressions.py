@@ -47,8 +47,8 @@ class Expr:
 
     def at(self, prec: int) -> str:
         """The text, parenthesised if it binds looser than `prec`."""
-        if self.text is None:
-            raise Untranslatable("the whole template data `.` used as a value has no Jinja name")
+        if self.text is None:  # the template's data as a value: a record of what templates get
+            return "dict(Cluster=cluster, NodePool=node_pool, Values=values)"
         return self.text if self.prec >= prec else f"({self.text})"
 
 
@@ -160,7 +160,8 @@ class Expressions:
             if kind == "struct" and base.type.name == "root":
                 if name not in ROOT_NAMES:
                     raise Untranslatable(f"`.{name}` is not a variable templates get (Cluster, NodePool, Values)")
-                base = Expr(ROOT_NAMES[name], STRUCT_FIELDS["root"][name], pure=True)
+                text = ROOT_NAMES[name] if base.text is None else f"{base.at(ATOM)}.{name}"  # a macro's data
+                base = Expr(text, STRUCT_FIELDS["root"][name], pure=True)
             elif kind == "struct":
                 jinja = snake_case(name)
                 if jinja not in model_fields(base.type.name):

@@ -141,6 +141,9 @@ class _Translator:
         expr, comment = self.expr(pipe, scope, node.tag)
         left = False if comment else None
         if not pipe.decl:
+            if expr.type.kind == "struct" and not comment:
+                expr, comment = self.mark(node.tag, "printing a whole cluster, node pool or template data")
+                left = False
             text = expr.at(OR)
             if expr.type.kind == "bool":
                 text = f"{expr.at(FILTER)} | lower"
@@ -231,6 +234,8 @@ class _Translator:
         first = node.branches[0]
         pipe: Pipe = first.pipe  # type: ignore[assignment]
         expr, comment = self.expr(pipe, scope, first.tag)
+        if expr.type.kind == "struct" and not comment:
+            expr, comment = self.mark(first.tag, "range over a cluster, node pool or template data")
         inner = Scope(scope, scope.dot, loop=True)
         decl = list(pipe.decl)
         value_name = self.exprs.fresh(inner, decl[-1] if decl else "item")
