@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
 _VERB = re.compile(r"%([-+# 0]*)(\[\d+\])?(\d+|\*)?(?:\.(\d*|\*))?(\[\d+\])?(.?)", re.DOTALL)
@@ -17,17 +16,20 @@ _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t
 
 
 def _float(value: float) -> str:
-    """strconv.FormatFloat(value, 'g', -1, 64): shortest digits, exponent form below 1e-4 or from 1e21."""
+    """strconv.FormatFloat(value, 'g', -1, 64), as %v prints: shortest digits, exponent form below 1e-4 or
+    from 1e6 (`1e+06`, `1.5e-05`)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
+    from decimal import Decimal  # only for floats, which CLM's templates hardly print
+
     sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
     text = "".join(map(str, digits)) or "0"
     point = len(text) + int(exponent)  # position of the decimal point in the digits
     if value == 0:
         return "-0" if sign else "0"
-    if point - 1 < -4 or point - 1 >= 21:
+    if point - 1 < -4 or point - 1 >= 6:
         mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
         return f"{'-' if sign else ''}{mantissa}e{point - 1:+03d}"
     if point <= 0:
