@@ -131,6 +131,14 @@ CASES = [
     ('{{ $x := "outer" }}{{ if true }}{{ $x := "inner" }}{{ $x }}{{ end }} {{ $x }}', "inner outer"),
     ('{{ $s := "" }}{{ range split .Cluster.ConfigItems.list "," }}{{ $s = print $s . }}{{ end }}{{ $s }}', "abc"),
     ('{{ $s := "a" }}{{ if true }}{{ $s = "b" }}{{ end }}{{ $s }}', "b"),
+    (
+        '{{ range $az := .Values.availability_zones }}{{ $last := "" }}{{ range split $.Cluster.ConfigItems.list "," }}'
+        "{{ $last = . }}{{ end }}{{ $az }}={{ $last }} {{ end }}",
+        "eu-central-1a=c eu-central-1b=c ",
+    ),
+    ('{{ if $x := index .Cluster.ConfigItems "a" }}{{ $x }}{{ end }}', "x"),
+    ('{{ $if := "i" }}{{ $loop := "l" }}{{ $if }}{{ $loop }}', "il"),
+    ("x\n{{- with $v := .Cluster.ConfigItems.a }}\n{{ $v }}{{ end }}", "x\nx"),
     # Trim markers and comments.
     ('a  {{- "b" -}}  \n c', "abc"),
     ("x\n{{- if true }}\ny\n{{- end }}\nz", "x\ny\nz"),

@@ -110,7 +110,7 @@ class Expressions:
 
     def fresh(self, scope: Scope, wanted: str) -> str:
         """A Jinja name for a new variable: the Go name unless taken (a builtin, a function, one in use)."""
-        base = wanted if _IDENTIFIER.fullmatch(wanted) and not keyword.iskeyword(wanted) else "var"
+        base = wanted + "_" if keyword.iskeyword(wanted) else wanted if _IDENTIFIER.fullmatch(wanted) else "var"
         name, count = base, 1
         while name in RESERVED or name in self._known or scope.taken(name):
             count += 1

@@ -191,44 +191,45 @@ class _Translator:
             return comment + self.tag(tag, f"elif {expr.at(OR)}", left=False)
         jinja = self.exprs.fresh(scope, pipe.decl[-1])
         scope.bind(pipe.decl[-1], Expr(jinja, expr.type, pure=True), jinja)
-        setter = f"{{%{'-' if tag.left and not comment else ''} set {jinja} = {expr.at(OR)} %}}"
-        return comment + setter + self.tag(tag, f"{keyword} {jinja}", left=False)
+        return self.setter(tag, jinja, expr, comment) + self.tag(tag, f"{keyword} {jinja}", left=False)
 
     def control_with(self, node: Control, scope: Scope) -> str:
         first = node.branches[0]
+        always = False
         if len(node.branches) > 2 or (len(node.branches) == 2 and node.branches[1].pipe is not None):
             expr, comment = self.mark(first.tag, "{{else with}}")
             inner, head = Scope(scope, Expr(None, ANY)), comment + self.tag(first.tag, f"if {expr.at(OR)}", left=False)
         else:
-            inner, head = self.with_head(first.pipe, scope, first.tag, len(node.branches) == 1)  # type: ignore[arg-type]
+            inner, head, always = self.with_head(first.pipe, scope, first.tag, len(node.branches) == 1)  # type: ignore[arg-type]
         out = [self.lines(head, first.tag), self.body(first.body, inner)]
-        if head.startswith("{#") and "clm migrate" not in head:  # an always-true with, kept as comments
+        if always:  # a with on the template's data (or a struct) is always taken: kept as comments
             return "".join(out) + self.tag(node.end, "end with", "#")
         for branch in node.branches[1:]:
             out += [self.tag(branch.tag, "else"), self.body(branch.body, Scope(scope, scope.dot))]
         return "".join(out) + self.tag(node.end, "endif")
 
-    def with_head(self, pipe: Pipe, scope: Scope, tag: Tag, alone: bool) -> tuple[Scope, str]:
+    def with_head(self, pipe: Pipe, scope: Scope, tag: Tag, alone: bool) -> tuple[Scope, str, bool]:
+        """The scope inside a with, its opening tags, and whether it is always taken."""
         expr, comment = self.expr(pipe, scope, tag)
         name = pipe.decl[-1] if pipe.decl else ""
-        if (expr.text is None or expr.type.kind == "struct") and alone and not comment:
+        always = (expr.text is None or expr.type.kind == "struct") and alone and not comment
+        if always or (expr.pure and (not name or expr.text in _GLOBALS)):  # names what is already named
             inner = Scope(scope, expr)
             if name:
                 inner.bind(name, expr, expr.text or "")
-            return inner, self.tag(tag, self.source[tag.start + 2 : tag.end - 2].strip(" -"), "#")
-        left = False if comment else None
-        if expr.pure and (not name or expr.text in _GLOBALS):
-            inner = Scope(scope, expr)
-            if name:
-                inner.bind(name, expr, expr.text or "")
-            return inner, comment + self.tag(tag, f"if {expr.at(OR)}", left=left)
+            if always:
+                return inner, self.tag(tag, self.source[tag.start + 2 : tag.end - 2].strip(" -"), "#"), True
+            return inner, comment + self.tag(tag, f"if {expr.at(OR)}", left=False if comment else None), False
         jinja = self.exprs.fresh(scope, name or "it")
         value = Expr(jinja, expr.type, pure=True)
         inner = Scope(scope, value)
         if name:
             inner.bind(name, value, jinja)
-        setter = f"{{%{'-' if tag.left and not comment else ''} set {jinja} = {expr.at(OR)} %}}"
-        return inner, comment + setter + self.tag(tag, f"if {jinja}", left=False)
+        return inner, self.setter(tag, jinja, expr, comment) + self.tag(tag, f"if {jinja}", left=False), False
+
+    def setter(self, tag: Tag, jinja: str, expr: Expr, comment: str) -> str:
+        """`{% set jinja = expr %}` before a tag that tests it, taking the Go tag's left trim marker."""
+        return f"{comment}{{%{'-' if tag.left and not comment else ''} set {jinja} = {expr.at(OR)} %}}"
 
     def control_range(self, node: Control, scope: Scope) -> str:
         first = node.branches[0]
