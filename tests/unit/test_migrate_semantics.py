@@ -185,6 +185,10 @@ CASES = [
         "123",
     ),
     ('{{ block "b" .Cluster.ConfigItems.a }}<{{ . }}>{{ end }}', "<x>"),
+    (
+        '{{ define "b" }}[{{ . }}]{{ end }}{{ template "a" "v" }}{{ define "a" }}{{ template "b" . }}{{ end }}',
+        "[v]",
+    ),
     # Values printed as Go prints them; literals; text that is Jinja syntax.
     ("{{ .Values.subnets }}", "map[eu-central-1a:subnet-a eu-central-1b:subnet-b]"),
     ("{{ .NodePool.InstanceTypes }}", "[m5.large m5.xlarge]"),
@@ -245,3 +249,8 @@ def test_the_whole_data_passed_to_a_template_works_where_there_is_no_node_pool()
     go = '{{ define "t" }}{{ .Cluster.LocalID }}/{{ $.Values.hosted_zone }}{{ end }}{{ template "t" . }}'
     env = TemplateEnvironment({"t.yaml": translate(go, "t.yaml").text.encode()})
     assert env.render("t.yaml", {"cluster": registry_view(CLUSTER), "values": VALUES}) == "kube-1/example.org"
+
+
+def test_a_problem_inside_a_define_is_reported_once() -> None:
+    translation = translate('{{ template "t" 1 }}\n{{ define "t" }}\n{{ html . }}{{ end }}', "t.yaml")
+    assert [str(p) for p in translation.problems] == ["t.yaml:3: Go's `html` with 1 argument(s) has no translation"]

@@ -67,15 +67,18 @@ class _Translator:
                 self.defines[node.name] = node
                 self.macros[node.name] = self.exprs.fresh(root, re.sub(r"\W", "_", node.name))
         parts = [self.node(node, root) for node in nodes]
+        defines = [(index, node) for index, node in enumerate(nodes) if isinstance(node, Define) and not node.block]
+        bodies = {index: self.macro(node) for index, node in defines}  # records the calls made inside macros
+        # Jinja macros exist from where they are defined: if one is used first, all go to the top, in order.
+        hoist = any(position < node.tag.start for _, node in defines for position, _ in self.calls.get(node.name, []))
         hoisted = []
-        for index, node in enumerate(nodes):
-            if isinstance(node, Define) and not node.block:
-                macro = self.macro(node, f"{{% macro {self.macros[node.name]}(data) %}}")
-                if any(position < node.tag.start for position, _ in self.calls.get(node.name, [])):
-                    hoisted.append(f"{macro}{{#\n#}}")
-                    parts[index] = self.moved(node)
-                else:
-                    parts[index] = self.macro(node, self.tag(node.tag, f"macro {self.macros[node.name]}(data)"))
+        for index, node in defines:
+            name = self.macros[node.name]
+            if hoist:
+                hoisted.append(f"{{% macro {name}(data) %}}{bodies[index]}{{#\n#}}")
+                parts[index] = self.moved(node)
+            else:
+                parts[index] = self.lines(self.tag(node.tag, f"macro {name}(data)"), node.tag) + bodies[index]
         return Translation("".join(hoisted + parts), self.problems, self.exprs.notes)
 
     # Building blocks.
@@ -127,7 +130,13 @@ class _Translator:
             if scope.parent is not None:
                 raise MigrateError("define inside a block", self.file, node.tag.line)
             if node.block:
-                macro = self.macro(node, self.tag(node.tag, f"macro {self.macros[node.name]}(data)", right=False))
+                opening = self.tag(node.tag, f"macro {self.macros[node.name]}(data)", right=False)
+                try:  # the macro's argument type (template() marks the pipeline if it has no translation)
+                    argument = self.exprs.pipe(node.pipe, scope).type  # type: ignore[arg-type]
+                except Untranslatable:
+                    argument = ANY
+                self.calls.setdefault(node.name, []).append((node.tag.start, argument))
+                macro = self.lines(opening, node.tag) + self.macro(node)
                 return macro + self.template(node.end, node.name, node.pipe, scope, left=False)
             return ""  # filled in by run(), once every call's argument type is known
         if isinstance(node, LoopControl):
@@ -274,15 +283,15 @@ class _Translator:
         left = False if comment else left
         return comment + self.tag(tag, f"{self.macros[name]}({expr.at(OR)})", "{", left)
 
-    def macro(self, node: Define, opening: str) -> str:
+    def macro(self, node: Define) -> str:
+        """A define's body and `endmacro`; its argument's type is what the calls pass."""
         data = Expr("data", _common([t for _, t in self.calls.get(node.name, [])]), pure=True)
         scope = Scope(None, data, root=data)
         scope.names.add("data")
         body = self.body(node.body, scope)
-        closing = "{% endmacro %}" if node.block else self.tag(node.end, "endmacro")
         if node.block:
-            closing = f"{{%{'-' if node.end.left else ''} endmacro %}}"
-        return self.lines(opening, node.tag) + body + closing
+            return body + f"{{%{'-' if node.end.left else ''} endmacro %}}"
+        return body + self.tag(node.end, "endmacro")
 
     def moved(self, node: Define) -> str:
         note = f'clm migrate: template "{node.name}" ({self.macros[node.name]}) is at the top of this file'
