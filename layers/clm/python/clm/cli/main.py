@@ -7,6 +7,7 @@ import sys
 import click
 
 from clm.cli.context import DEFAULT_TABLE, CliContext
+from clm.cli.migrate_cmd import migrate
 from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
@@ -28,6 +29,7 @@ Examples:
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
   clm sandbox up                                 start the local sandbox with CLM deployed into it
+  clm migrate ../kubernetes-on-aws config        translate a Zalando CLM configuration (Go templates)
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL). provision, decommission and
 status find the workflows in the outputs of the CloudFormation stack `Clm` (--stack or CLM_STACK to change).
@@ -65,6 +67,7 @@ cli.add_command(decommission)
 cli.add_command(render)
 cli.add_command(plan)
 cli.add_command(sandbox)
+cli.add_command(migrate)
 
 
 def describe_error(exc: BaseException) -> str | None:

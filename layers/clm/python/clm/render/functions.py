@@ -8,6 +8,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clm.render.go_functions import GO_FUNCTIONS
+
 ALL_AZS = "*"
 
 
@@ -78,6 +80,7 @@ FUNCTIONS = {
     "az_count": az_count,
     "split": split,
     "parse_int": parse_int,
+    **GO_FUNCTIONS,  # Go semantics for templates translated by `clm migrate`
 }
 # Globals only: their sprig argument order differs from Jinja's builtin filters of the same name.
 GLOBALS_ONLY = {"join": join, "indent": indent}
