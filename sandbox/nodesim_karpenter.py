@@ -7,7 +7,8 @@ One :meth:`KarpenterStandIn.reconcile` pass (the simulator runs it on every poll
    ``karpenter.k8s.aws/ec2nodeclass-hash``), as Karpenter's hash controllers do;
 2. deletes the NodeClaims whose instance is gone (terminated through EC2: Karpenter's interruption and
    garbage collection) and terminates the instances whose NodeClaim is gone (a deleted NodePool);
-3. marks NodeClaims whose Node is Ready (Registered, Initialized, Ready);
+3. marks NodeClaims whose Node is Ready (Registered, Initialized, Ready) and sets their Drifted condition
+   (reason NodePoolDrifted, NodeClassDrifted or AMIDrift: clm_sandbox.nodesim_karpenter_model.drift_reason);
 4. for unschedulable pods no live NodeClaim is nominated for, picks the NodePool (labels, requirements,
    taints, weight), creates a NodeClaim, launches an instance tagged as Karpenter tags it
    (``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``, ``karpenter.k8s.aws/ec2nodeclass``,
@@ -38,9 +39,11 @@ from clm_sandbox.nodesim_karpenter_model import (
     INSTANCE_TYPE_LABEL,
     NODECLAIM_TAG,
     NODECLASS_TAG,
+    NODEPOOL_LABEL,
     NODEPOOL_TAG,
     ZONE_LABEL,
     condition,
+    drift_reason,
     is_unschedulable,
     launch_labels,
     launched_status,
@@ -91,6 +94,7 @@ class KarpenterStandIn:
         running = self._running_instances()
         self._collect_garbage(claims, running)
         self._mark_ready(claims, running, set(ready_nodes))
+        self._mark_drift(claims, {p["metadata"]["name"]: p for p in nodepools}, nodeclasses)
         for claim_name, instance in self._provision(nodepools, nodeclasses, claims):
             running[instance["InstanceId"]] = instance
             claims[claim_name] = self._read_claim(claim_name) or {}
@@ -160,14 +164,11 @@ class KarpenterStandIn:
         )
         return {i["InstanceId"]: i for page in pages for r in page["Reservations"] for i in r["Instances"]}
 
-    def _image(self, nodeclass: dict[str, Any] | None) -> str:
-        """The EC2NodeClass's first AMI id when moto knows it, else the sandbox's image."""
-        for term in ((nodeclass or {}).get("spec") or {}).get("amiSelectorTerms") or []:
-            if term.get("id"):
-                if self._ec2.describe_images(Filters=[{"Name": "image-id", "Values": [term["id"]]}])["Images"]:
-                    return term["id"]
-                break
-        return SANDBOX_IMAGE_ID
+    @staticmethod
+    def _image(nodeclass: dict[str, Any] | None) -> str:
+        """The EC2NodeClass's first AMI id (moto launches any id), else the sandbox's image."""
+        terms = ((nodeclass or {}).get("spec") or {}).get("amiSelectorTerms") or []
+        return next((term["id"] for term in terms if term.get("id")), SANDBOX_IMAGE_ID)
 
     def _launch(
         self, claim: str, pool: str, labels: dict[str, str], nodeclass: dict[str, Any] | None
@@ -224,7 +225,33 @@ class KarpenterStandIn:
             now = k8s_time(time.time())
             conditions = [c for c in (claim.get("status") or {}).get("conditions") or [] if c["type"] == "Launched"]
             conditions += [condition(kind, now) for kind in ("Registered", "Initialized", "Ready")]
-            self._set_status(name, {"nodeName": instance["PrivateDnsName"], "conditions": conditions})
+            status = {"nodeName": instance["PrivateDnsName"], "conditions": conditions}
+            self._set_status(name, status)
+            claim["status"] = {**(claim.get("status") or {}), **status}
+
+    def _mark_drift(
+        self,
+        claims: dict[str, dict[str, Any]],
+        nodepools: dict[str, dict[str, Any]],
+        nodeclasses: dict[str, dict[str, Any]],
+    ) -> None:
+        """Set or clear each launched NodeClaim's Drifted condition (Karpenter's drift controller)."""
+        for name, claim in claims.items():
+            status = claim.get("status") or {}
+            if not status.get("providerID"):
+                continue
+            pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, "")
+            ref = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
+            reason = drift_reason(claim, nodepools.get(pool), nodeclasses.get(ref))
+            conditions = status.get("conditions") or []
+            current = next((c for c in conditions if c["type"] == "Drifted"), None)
+            if (current or {}).get("reason") == reason or (current is None and reason is None):
+                continue
+            kept = [c for c in conditions if c["type"] != "Drifted"]
+            if reason is not None:
+                kept.append(condition("Drifted", k8s_time(time.time()), reason=reason))
+            self._set_status(name, {"conditions": kept})
+            log.info("cluster %s: NodeClaim %s drifted: %s", self.cluster_id, name, reason)
 
     def _waiting_for(self, uid: str, claims: dict[str, dict[str, Any]]) -> bool:
         """Whether the pod is nominated for a live NodeClaim it may still land on."""

@@ -154,6 +154,31 @@ def nodeclass_hashes(nodeclass: Mapping[str, Any]) -> dict[str, str]:
     return {NODECLASS_HASH: spec_hash(nodeclass.get("spec")), NODECLASS_HASH_VERSION: "v4"}
 
 
+def drift_reason(
+    claim: Mapping[str, Any], nodepool: Mapping[str, Any] | None, nodeclass: Mapping[str, Any] | None
+) -> str | None:
+    """Why a NodeClaim has drifted from its NodePool / EC2NodeClass (Karpenter's reasons), or None.
+
+    As Karpenter: a hash annotation differing from the owner's current one (when both have the same hash
+    version), or an image that is not among the EC2NodeClass's AMIs (here: its `amiSelectorTerms` ids).
+    """
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    for owner, hashes, reason in (
+        (nodepool, nodepool_hashes, "NodePoolDrifted"),
+        (nodeclass, nodeclass_hashes, "NodeClassDrifted"),
+    ):
+        if owner is None:
+            continue
+        (hash_key, now), (version_key, version) = hashes(owner).items()
+        if annotations.get(version_key) == version and annotations.get(hash_key) not in (None, now):
+            return reason
+    images = [t["id"] for t in ((nodeclass or {}).get("spec") or {}).get("amiSelectorTerms") or [] if t.get("id")]
+    image = (claim.get("status") or {}).get("imageID")
+    if images and image and image not in images:
+        return "AMIDrift"
+    return None
+
+
 def nodeclaim_manifest(
     name: str, nodepool: Mapping[str, Any], labels: Mapping[str, str], annotations: Mapping[str, str]
 ) -> dict[str, Any]:

@@ -162,6 +162,11 @@ def test_pending_pods_get_a_karpenter_node_and_a_replacement_after_termination(
         ):
             assert claim["metadata"]["annotations"][key] == owner["metadata"]["annotations"][key]
 
+        # A new AMI in the EC2NodeClass: the NodeClaim drifts (what CLM's roll is to act on).
+        new_ami = {"spec": {"amiSelectorTerms": [{"id": "ami-0fedcba9876543210"}]}}
+        custom.patch_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", pool, new_ami)
+        assert _wait_for("the NodeClaim to drift", lambda: _drift(custom, claim_name)) == "NodeClassDrifted"
+
         # Terminated through EC2 (as CLM does): the Node and the NodeClaim go, the pods get a new node.
         ec2.terminate_instances(InstanceIds=[instance_id])
         _wait_for("the Node to be deleted", lambda: _gone(lambda: core.read_node(node_name)), timeout=30)
@@ -174,10 +179,22 @@ def test_pending_pods_get_a_karpenter_node_and_a_replacement_after_termination(
         (new_node,) = {p.spec.node_name for p in replaced}
         assert new_node != node_name
         assert core.read_node(new_node).metadata.labels["karpenter.sh/nodepool"] == pool
+        new_claim = sim.karpenter.launches[1]
+        _wait_for("the new NodeClaim to be Ready", lambda: _drift(custom, new_claim, "Ready") == "Ready")
+        assert _drift(custom, new_claim) is None
+        claim = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", new_claim)
+        assert claim["status"]["imageID"] == "ami-0fedcba9876543210"
     # The stand-in's NodeClaims are its own: a stopped simulator leaves them, the test removes them.
     for claim in custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]:
         if claim["metadata"]["name"].startswith(pool):
             custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim["metadata"]["name"])
+
+
+def _drift(custom: client.CustomObjectsApi, claim: str, kind: str = "Drifted") -> str | None:
+    """The reason of the NodeClaim's condition `kind` when it is True, else None."""
+    status = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim).get("status", {})
+    found = [c for c in status.get("conditions", []) if c["type"] == kind and c["status"] == "True"]
+    return found[0]["reason"] if found else None
 
 
 def _corpus_crds() -> list[dict[str, Any]]:
