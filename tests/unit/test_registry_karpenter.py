@@ -155,3 +155,11 @@ def test_spec_hash_of_karpenter_pools_is_clms():
     # No instance types write nothing: the hash does not depend on how the registry spelled "none".
     (absent,) = load_clusters(REGISTRY.replace("min_size: 0, max_size: 0, instance_types: [],", ""))
     assert spec_hash(absent) == expected
+
+
+def test_dynamodb_registry_keeps_karpenter_pools(example_registry):
+    (cluster,) = load_clusters(REGISTRY)
+    example_registry.put(cluster)
+    stored = example_registry.get(cluster.id)
+    assert stored.node_pools == cluster.node_pools
+    assert spec_hash(stored) == spec_hash(cluster)
