@@ -3,8 +3,9 @@
     with NodeSimulator(api_client, session, cluster_id, boot_delay=1, pod_ready_delay=1) as sim:
         sim.wait_for_ready_nodes(3)
 
-Three threads: one lists the cluster's auto scaling groups every ``poll_interval`` and registers
-or removes Nodes; one watches the pods bound to any node; one runs delayed actions from a timer
+Three threads: one lists the cluster's auto scaling groups every ``poll_interval`` (with ``karpenter=True``
+it first runs a Karpenter stand-in pass, clm_sandbox.nodesim_karpenter, whose instances join them) and
+registers or removes Nodes; one watches the pods bound to any node; one runs delayed actions from a timer
 heap (boots, pods turning Ready, graceful deletions finishing, heartbeats). Every step is
 recorded in :attr:`NodeSimulator.events`.
 """
@@ -23,6 +24,7 @@ import boto3
 from kubernetes import client
 
 from clm_sandbox.nodesim_aws import create_node_pool, list_cluster_instances
+from clm_sandbox.nodesim_karpenter import KarpenterStandIn
 from clm_sandbox.nodesim_kube import KubeletApi
 from clm_sandbox.nodesim_model import EventKind, Instance, SimEvent, pod_ref, started_at
 from clm_sandbox.nodesim_pods import PodKeeper
@@ -48,7 +50,9 @@ class NodeSimulator:
     ``boot_delay``: seconds from an instance's launch to its Node being Ready;
     ``pod_ready_delay``: seconds from a pod's binding to it being Running and Ready;
     ``time_scale``: graceful deletions finish after grace period * ``time_scale``;
-    ``remove_nodes_on_stop``: :meth:`stop` deletes the Nodes and force-deletes their pods.
+    ``remove_nodes_on_stop``: :meth:`stop` deletes the Nodes and force-deletes their pods;
+    ``karpenter``: launch instances for pending pods that a Karpenter NodePool can take (needs the CRDs,
+    clm_sandbox.karpenter_crds); :attr:`karpenter` is the stand-in then.
     """
 
     def __init__(
@@ -64,6 +68,7 @@ class NodeSimulator:
         endpoint_url: str | None = None,
         heartbeat_interval: float = 10.0,
         remove_nodes_on_stop: bool = True,
+        karpenter: bool = False,
     ) -> None:
         self.cluster_id = cluster_id
         self.boot_delay, self.pod_ready_delay, self.time_scale = boot_delay, pod_ready_delay, time_scale
@@ -73,6 +78,7 @@ class NodeSimulator:
         self._autoscaling = session.client("autoscaling", endpoint_url=endpoint_url)
         self._ec2 = session.client("ec2", endpoint_url=endpoint_url)
         self._kubelet = KubeletApi(api_client)
+        self.karpenter = KarpenterStandIn(api_client, self._ec2, cluster_id) if karpenter else None
         self._timers = TimerHeap(f"nodesim-timers-{cluster_id}")
         self._pods = PodKeeper(
             self._kubelet,
@@ -163,7 +169,10 @@ class NodeSimulator:
 
     def sync_once(self) -> None:
         """One reconciliation: remove Nodes of instances that left, register the booted ones (no waiting)."""
-        instances = {i.instance_id: i for i in list_cluster_instances(self._autoscaling, self._ec2, self.cluster_id)}
+        found = list_cluster_instances(self._autoscaling, self._ec2, self.cluster_id)
+        if self.karpenter is not None:
+            found += self.karpenter.reconcile(self.ready_nodes)
+        instances = {i.instance_id: i for i in found}
         now, wall = time.monotonic(), time.time()
         with self._state:
             gone = [m for instance_id, m in self._machines.items() if instance_id not in instances]

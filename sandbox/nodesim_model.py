@@ -53,7 +53,7 @@ class SimEvent:
 
 @dataclass(frozen=True)
 class Instance:
-    """A running EC2 instance of one of the cluster's auto scaling groups."""
+    """A running EC2 instance of one of the cluster's auto scaling groups (or one Karpenter launched)."""
 
     instance_id: str
     node_name: str  # the private DNS name
@@ -65,6 +65,8 @@ class Instance:
     pool: str  # ASG tag node-pool
     profile: str  # ASG tag node-pool-profile
     launched_at: float  # wall-clock seconds, as EC2 reports it (whole seconds)
+    labels: tuple[tuple[str, str], ...] = ()  # more Node labels (a Karpenter NodeClaim's)
+    taints: tuple[tuple[str, str, str], ...] = ()  # Node taints: key, value, effect
 
     @property
     def provider_id(self) -> str:
@@ -93,8 +95,8 @@ def started_at(truncated: float, noticed: float) -> float:
 
 
 def node_labels(instance: Instance) -> dict[str, str]:
-    """The labels a kubelet (plus CLM's node-pool conventions) puts on the instance's Node."""
-    return {
+    """The labels a kubelet (plus CLM's node-pool conventions, and Karpenter's for its nodes) puts on the Node."""
+    labels = {
         "kubernetes.io/hostname": instance.node_name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
@@ -105,15 +107,21 @@ def node_labels(instance: Instance) -> dict[str, str]:
         "node.kubernetes.io/profile": instance.profile,
         "lifecycle-status": "ready",
     }
+    if not instance.profile:  # launched by Karpenter: the NodeClaim's labels say the rest
+        del labels["node.kubernetes.io/node-pool"], labels["node.kubernetes.io/profile"]
+    return labels | dict(instance.labels)
 
 
 def node_manifest(instance: Instance, wall: float) -> dict[str, Any]:
-    """The Node a kubelet registers for ``instance``: labelled, with capacity, not Ready yet."""
+    """The Node a kubelet registers for ``instance``: labelled, with capacity (and taints), not Ready yet."""
+    spec: dict[str, Any] = {"providerID": instance.provider_id}
+    if instance.taints:
+        spec["taints"] = [{"key": key, "value": value, "effect": effect} for key, value, effect in instance.taints]
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": instance.node_name, "labels": node_labels(instance)},
-        "spec": {"providerID": instance.provider_id},
+        "spec": spec,
         "status": node_status(instance, wall, ready=False),
     }
 

@@ -14,6 +14,10 @@ from typing import Any
 LIFECYCLE_STATUSES = ("requested", "ready", "decommission-requested", "decommissioned")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
+# CLM's api.NodePool.IsKarpenter: a pool of this profile has no auto scaling group; Karpenter launches its nodes.
+KARPENTER_PROFILE = "worker-karpenter"
+# CLM's instance type that asks provisioners.yaml for its default instance families.
+KARPENTER_DEFAULT_TYPES = "default-for-karpenter"
 # Zalando CLM's problem type URLs (controller/controller.go), so imported and new problems compare equal.
 PROBLEM_TYPES = "https://cluster-lifecycle-manager.zalando.org/problems/"
 
@@ -90,7 +94,8 @@ class ClusterStatus:
 
 @dataclass
 class NodePool:
-    """A node pool: an auto scaling group rendered from the profile's stack template."""
+    """A node pool: an auto scaling group rendered from the profile's stack template, or (profile
+    `worker-karpenter`) Karpenter NodePool/EC2NodeClass objects rendered from its provisioners.yaml."""
 
     name: str
     profile: str
@@ -106,6 +111,25 @@ class NodePool:
     def is_spot(self) -> bool:
         """Whether the pool runs on spot instances."""
         return self.discount_strategy in ("spot", "spot_max_price")
+
+    @property
+    def is_master(self) -> bool:
+        """Whether the pool holds the control plane (CLM: the profile contains "master")."""
+        return "master" in self.profile
+
+    @property
+    def is_karpenter(self) -> bool:
+        """Whether Karpenter provisions the pool's nodes (no auto scaling group, no node-pool stack)."""
+        return self.profile == KARPENTER_PROFILE
+
+    @property
+    def karpenter_instance_type_strategy(self) -> str:
+        """CLM's `KarpenterInstanceTypeStrategy`: not-specified, default-for-karpenter or custom."""
+        if not self.instance_types:
+            return "not-specified"
+        if self.instance_types == [KARPENTER_DEFAULT_TYPES]:
+            return KARPENTER_DEFAULT_TYPES
+        return "custom"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in CLM's format, with `instance_type` where the input had it."""
@@ -163,6 +187,16 @@ class Cluster:
             if pool.name == name:
                 return pool
         raise KeyError(f"cluster {self.id} has no node pool {name!r}")
+
+    @property
+    def asg_pools(self) -> list[NodePool]:
+        """The pools backed by an auto scaling group (CLM's `ASGBackedPools`), in registry order."""
+        return [pool for pool in self.node_pools if not pool.is_karpenter]
+
+    @property
+    def karpenter_pools(self) -> list[NodePool]:
+        """The pools Karpenter provisions (CLM's `KarpenterPools`), in registry order."""
+        return [pool for pool in self.node_pools if pool.is_karpenter]
 
     def spec_dict(self) -> dict[str, Any]:
         """The spec as a plain dict in CLM's format, without status."""

@@ -12,6 +12,7 @@ from clm.model import (
     ACCOUNT_RE,
     CLUSTER_ID_RE,
     DISCOUNT_STRATEGIES,
+    KARPENTER_PROFILE,
     LIFECYCLE_STATUSES,
     LOCAL_ID_RE,
     POOL_NAME_RE,
@@ -55,6 +56,7 @@ POOL_FIELDS = {
     "config_items",
 }
 POOL_REQUIRED = ("name", "profile", "min_size", "max_size")
+POOL_REQUIRED_KARPENTER = ("name", "profile")
 # Zalando CLM's types (and so the spec hash's encoding): criticality_level is an int32, pool sizes int64.
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -166,7 +168,10 @@ def _line(container: Any, key: Any) -> int | None:
 
 
 def _parse_pool(check: _Checker, data: Any, path: str, parent: Any, index: int) -> NodePool | None:
-    if not check.mapping(data, path, POOL_FIELDS, POOL_REQUIRED, parent, index):
+    karpenter = isinstance(data, dict) and data.get("profile") == KARPENTER_PROFILE
+    # Karpenter pools have no auto scaling group: CLM reads their sizes as 0 when absent and uses neither.
+    required = POOL_REQUIRED_KARPENTER if karpenter else POOL_REQUIRED
+    if not check.mapping(data, path, POOL_FIELDS, required, parent, index):
         return None
     name = check.string(data, "name", f"{path}.name", POOL_NAME_RE, "lowercase letters, digits, -")
     profile = check.string(data, "profile", f"{path}.profile", SLUG_RE, "a profile folder name")
@@ -177,32 +182,34 @@ def _parse_pool(check: _Checker, data: Any, path: str, parent: Any, index: int) 
     legacy = "instance_type" in data and "instance_types" not in data
     if "instance_type" in data and "instance_types" in data:
         check.fail(path, "give instance_types or instance_type, not both", data, "instance_type")
-    raw_types = [data["instance_type"]] if legacy else data.get("instance_types")
-    if not isinstance(raw_types, list) or not raw_types or not all(isinstance(t, str) and t for t in raw_types):
-        check.fail(
-            f"{path}.instance_types",
-            "must be a non-empty list of instance type names",
-            data,
-            "instance_type" if legacy else "instance_types",
-        )
-        raw_types = ["invalid"]
-    for number, kind in enumerate(raw_types):
-        if not INSTANCE_TYPE_RE.match(kind):
-            check.fail(
-                f"{path}.instance_types[{number}]", f"{kind!r} is not an instance type name", data, "instance_types"
-            )
     return NodePool(
         name=name or "",
         profile=profile or "",
         min_size=min_size,
         max_size=max_size,
-        instance_types=list(raw_types),
+        instance_types=_instance_types(check, data, path, legacy, karpenter),
         legacy_instance_type=legacy,
         discount_strategy=check.one_of(
             data, "discount_strategy", f"{path}.discount_strategy", DISCOUNT_STRATEGIES, "none"
         ),
         config_items=check.config_items(data, f"{path}.config_items"),
     )
+
+
+def _instance_types(check: _Checker, data: dict, path: str, legacy: bool, karpenter: bool) -> list[str]:
+    """The pool's instance types; a Karpenter pool may have none (its NodePool's requirements choose)."""
+    key = "instance_type" if legacy else "instance_types"
+    raw_types = [data["instance_type"]] if legacy else data.get("instance_types")
+    if karpenter and raw_types in (None, []):
+        return []
+    if not isinstance(raw_types, list) or not raw_types or not all(isinstance(t, str) and t for t in raw_types):
+        what = "a list of instance type names" if karpenter else "a non-empty list of instance type names"
+        check.fail(f"{path}.instance_types", f"must be {what}", data, key)
+        return ["invalid"]
+    for number, kind in enumerate(raw_types):
+        if not INSTANCE_TYPE_RE.match(kind):
+            check.fail(f"{path}.instance_types[{number}]", f"{kind!r} is not an instance type name", data, key)
+    return list(raw_types)
 
 
 def _parse_pools(check: _Checker, data: dict) -> list[NodePool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from clm.render.manifests import Manifest
 from clm.render.renderer import RenderedCluster
 from clm.yamlutil import dump
 
@@ -18,12 +19,18 @@ def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
     for pool, stack in rendered.node_pool_stacks.items():
         files[f"node-pools/{pool}.yaml"] = stack.body
     for number, component in enumerate(rendered.components, start=1):
-        for index, manifest in enumerate(component.manifests, start=1):
-            name = f"{index:03d}-{manifest.kind.lower()}-{manifest.name}.yaml"
-            files[f"manifests/{number:02d}-{component.name}/{name}"] = dump(manifest.body)
+        files.update(_manifest_files(f"manifests/{number:02d}-{component.name}", component.manifests))
+    for pool, manifests in rendered.node_pool_manifests.items():
+        files.update(_manifest_files(f"node-pools/{pool}", manifests))
     files["deletions.yaml"] = dump(rendered.deletions.to_dict())
     files["summary.json"] = json.dumps(summary(rendered), indent=2) + "\n"
     return files
+
+
+def _manifest_files(folder: str, manifests: list[Manifest]) -> dict[str, str]:
+    return {
+        f"{folder}/{index:03d}-{m.kind.lower()}-{m.name}.yaml": dump(m.body) for index, m in enumerate(manifests, 1)
+    }
 
 
 def summary(rendered: RenderedCluster) -> dict[str, object]:
@@ -33,6 +40,7 @@ def summary(rendered: RenderedCluster) -> dict[str, object]:
         "version": rendered.version,
         "config_version": rendered.config_version,
         "node_pools": sorted(rendered.node_pool_stacks),
+        "karpenter_pools": sorted(rendered.node_pool_manifests),
         "components": [c.name for c in rendered.components],
         "manifests": rendered.manifest_count,
         "deletions": {"pre_apply": len(rendered.deletions.pre_apply), "post_apply": len(rendered.deletions.post_apply)},

@@ -3,7 +3,8 @@
 Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` (or CLM's
 `cluster.yaml`), `node-pools/<profile>/stack.yaml`, `manifests/<component>/*.yaml` and
 `manifests/deletions.yaml`. Templates see `cluster` (config items with defaults filled in),
-`node_pool` (node-pool stacks only) and `values` (facts the caller passes in).
+`node_pool` (node-pool stacks only) and `values` (facts the caller passes in). A Karpenter pool (profile
+`worker-karpenter`) renders its profile's provisioners.yaml instead of a stack (clm.render.karpenter).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from clm.errors import RenderError
 from clm.model import Cluster, NodePool
 from clm.render.cfn_yaml import load_template
 from clm.render.deletions import Deletions, parse_deletions
+from clm.render.karpenter import render_provisioners
 from clm.render.manifests import Manifest, split_manifests
 from clm.render.origins import registry_view
 from clm.version import desired_version
@@ -64,6 +66,8 @@ class RenderedCluster:
     node_pool_stacks: dict[str, RenderedStack]
     components: list[Component]
     deletions: Deletions = field(default_factory=Deletions)
+    # Karpenter pools: pool name -> the objects of its provisioners.yaml, applied after the cluster's manifests.
+    node_pool_manifests: dict[str, list[Manifest]] = field(default_factory=dict)
 
     @property
     def manifest_count(self) -> int:
@@ -119,9 +123,14 @@ class Renderer:
         effective = dataclasses.replace(cluster, config_items=self.config_items(cluster, values))
         view = registry_view(effective, cluster.config_items)  # what templates see: registry text as RegistryStr
         context = {"cluster": view, "values": values}
+        pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         node_pool_stacks = {
-            pool.name: self._node_pool_stack(view, seen, values)
-            for pool, seen in zip(effective.node_pools, view.node_pools, strict=True)
+            pool.name: self._node_pool_stack(view, seen, values) for pool, seen in pools if not pool.is_karpenter
+        }
+        node_pool_manifests = {
+            pool.name: render_provisioners(self._env, self.tree.files, self.tree.source, view, seen, values)
+            for pool, seen in pools
+            if pool.is_karpenter
         }
         return RenderedCluster(
             cluster=effective,
@@ -141,6 +150,7 @@ class Renderer:
                 for name, paths in self._components.items()
             ],
             deletions=self._deletions(context, cluster.id),
+            node_pool_manifests=node_pool_manifests,
         )
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:

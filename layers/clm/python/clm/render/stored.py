@@ -27,11 +27,9 @@ def dumps(rendered: RenderedCluster) -> str:
         "version": rendered.version,
         "cluster_stack": _stack(rendered.cluster_stack),
         "node_pool_stacks": {pool: _stack(stack) for pool, stack in rendered.node_pool_stacks.items()},
-        "components": [
-            {"name": c.name, "manifests": [[m.file, m.index, m.line, m.body] for m in c.manifests]}
-            for c in rendered.components
-        ],
+        "components": [{"name": c.name, "manifests": _manifests(c.manifests)} for c in rendered.components],
         "deletions": rendered.deletions.to_dict(),
+        "node_pool_manifests": {pool: _manifests(items) for pool, items in rendered.node_pool_manifests.items()},
     }
     return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
@@ -47,14 +45,23 @@ def loads(text: str | bytes) -> RenderedCluster:
         version=document["version"],
         cluster_stack=_load_stack(document["cluster_stack"]),
         node_pool_stacks={pool: _load_stack(stack) for pool, stack in document["node_pool_stacks"].items()},
-        components=[
-            Component(c["name"], [Manifest(*entry) for entry in c["manifests"]]) for c in document["components"]
-        ],
+        components=[Component(c["name"], _load_manifests(c["manifests"])) for c in document["components"]],
         deletions=Deletions(
             pre_apply=[Deletion(**d) for d in document["deletions"]["pre_apply"]],
             post_apply=[Deletion(**d) for d in document["deletions"]["post_apply"]],
         ),
+        node_pool_manifests={
+            pool: _load_manifests(items) for pool, items in document.get("node_pool_manifests", {}).items()
+        },
     )
+
+
+def _manifests(manifests: list[Manifest]) -> list[list[Any]]:
+    return [[m.file, m.index, m.line, m.body] for m in manifests]
+
+
+def _load_manifests(entries: list[list[Any]]) -> list[Manifest]:
+    return [Manifest(*entry) for entry in entries]
 
 
 def _stack(stack: RenderedStack) -> dict[str, Any]:

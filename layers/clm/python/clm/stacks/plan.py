@@ -95,7 +95,7 @@ def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any)
     cluster = rendered.cluster
     stacks = [stack_diff(cfn, cluster_stack_spec(rendered))]
     pools = []
-    for pool in cluster.node_pools:
+    for pool in cluster.asg_pools:  # Karpenter pools have no stack
         diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
         stacks.append(diff)
         if diff.action in ("create", "recreate"):  # no group (left) to look at

@@ -64,5 +64,5 @@ def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
 
     Delete each with `start_delete` (after draining its nodes) and wait with `check` for `deleted`.
     """
-    current = {pool.name for pool in cluster.node_pools}
+    current = {pool.name for pool in cluster.asg_pools}  # as CLM: a pool now on Karpenter leaves its stack
     return [stack for stack in node_pool_stacks(cfn, cluster.id) if stack.node_pool not in current]
