@@ -80,9 +80,8 @@ class KmsDecrypter:
             response = self._kms().decrypt(CiphertextBlob=blob)
         except ClientError as exc:
             error = exc.response.get("Error", {})
-            raise refuse(
-                f"KMS refused ({error.get('Code')}: {error.get('Message')}); allowed keys: {self._allowed()}"
-            ) from None
+            said = ": ".join(part for part in (error.get("Code"), error.get("Message")) if part)
+            raise refuse(f"KMS refused ({said}); allowed keys: {self._allowed()}") from None
         if self.keys is not None and response.get("KeyId") not in self.keys:
             raise refuse(f"its key {response.get('KeyId')} is not one this deployment names ({self._allowed()})")
         try:
