@@ -69,8 +69,9 @@ def test_config_defaults_items_are_decrypted_too_and_pool_items_are_not(kms, exa
     client, key, _ = kms
     tree = with_defaults_lines(secret_tree(example_tree), f"db_password: {encrypted(client, key)}\n")
     pool_value = encrypted(client, key, "pool-own")
-    kube2 = dataclasses.replace(example_clusters[1])
-    kube2.node_pools[1] = dataclasses.replace(kube2.node_pools[1], config_items={"token": pool_value})
+    default, batch = example_clusters[1].node_pools
+    pools = [default, dataclasses.replace(batch, config_items={"token": pool_value})]
+    kube2 = dataclasses.replace(example_clusters[1], node_pools=pools)
     rendered = Renderer(tree, KmsDecrypter(lambda: client, [key])).render(kube2)
     assert rendered.cluster.config_items["db_password"] == SECRET
     assert rendered.cluster.node_pool("batch").config_items["token"] == pool_value
