@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,8 @@ from constructs import Construct
 LOG_RETENTION_DAYS = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
+# A KMS key's ARN (kms:Decrypt is scoped by key ARN; an alias ARN would match nothing).
+KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
 
 class ContextError(ValueError):
@@ -32,6 +35,7 @@ class ClmContext:
     state_machine_name: str = "clm-provision"
     cluster_stack_policy_arns: tuple[str, ...] = ()
     max_running: int = 10
+    decrypt_key_arns: tuple[str, ...] = ()
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -55,6 +59,7 @@ class ClmContext:
             state_machine_name=_text(node, "clm:stateMachineName", defaults.state_machine_name),
             cluster_stack_policy_arns=_names(node, "clm:clusterStackPolicyArns"),
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
+            decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
         )
         context.check()
         return context
@@ -70,6 +75,12 @@ class ClmContext:
             raise ContextError(f"clm:configPrefix: {self.config_prefix!r} must not start with '/'")
         if self.max_running < 1:
             raise ContextError(f"clm:maxRunning: {self.max_running} must be at least 1")
+        for arn in self.decrypt_key_arns:
+            if not KEY_ARN.fullmatch(arn):
+                raise ContextError(
+                    f"clm:decryptKeyArns: {arn!r} is not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID; "
+                    "IAM scopes kms:Decrypt by key ARN, not by alias)"
+                )
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
 

@@ -29,6 +29,7 @@ from infra.config_source import ConfigSource
 from infra.context import ClmContext
 from infra.functions import ClmFunction
 
+DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
 NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 STACK_READ = [
@@ -67,6 +68,7 @@ def grant_run(
     registry.grant_read_write_data(function.role)
     config.grant_read(function.role)
     function.allow(["s3:PutObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    grant_artefact_key(function, artefacts, write=True)
     stack = Stack.of(function)
     executions = stack.format_arn(
         service="states", resource="execution", resource_name=f"{context.state_machine_name}:*", arn_format=_COLON
@@ -79,6 +81,26 @@ def grant_run(
         ["*"],
         reason="states:SendTaskSuccess supports no resource-level permission (the task token names the task)",
     )
+
+
+def grant_decrypt(function: ClmFunction, key_arns: tuple[str, ...]) -> None:
+    """KMS Decrypt of `aws:kms:` config items, with the keys the deployment names only (clm.render.secrets); the
+    function learns them from CLM_DECRYPT_KEY_ARNS. Without keys, encrypted items fail to render."""
+    if not key_arns:
+        return
+    function.function.add_environment(DECRYPT_KEYS_ENV, ",".join(key_arns))
+    function.allow(["kms:Decrypt"], list(key_arns))
+
+
+def grant_artefact_key(function: ClmFunction, artefacts: s3.IBucket, *, write: bool) -> None:
+    """The artefact bucket's KMS key, as S3 uses it for the function's reads (Decrypt) and writes
+    (GenerateDataKey), and only through S3 in this region."""
+    key = artefacts.encryption_key
+    if key is None:
+        return
+    actions = ["kms:Decrypt", *(["kms:GenerateDataKey"] if write else [])]
+    via_s3 = {"StringEquals": {"kms:ViaService": f"s3.{Stack.of(function).region}.amazonaws.com"}}
+    function.allow(actions, [key.key_arn], via_s3)
 
 
 def grant_reconcile(
@@ -129,11 +151,13 @@ def grant_stacks(
         [artefacts.arn_for_objects(f"{TEMPLATES_PREFIX}*")],
         reason="templates over CloudFormation's inline limit, named by content hash",
     )
+    grant_artefact_key(function, artefacts, write=True)
 
 
 def grant_kube(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
     """Read renderings and reach the cluster's API server."""
     function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    grant_artefact_key(function, artefacts, write=False)
     _grant_cluster_access(function, secret_prefix)
 
 

@@ -19,6 +19,9 @@ _VARIABLE = re.compile(r"\$\{(\w+)\}")
 # CloudFormation operations that pass the stack's service role to CloudFormation (iam:PassRole).
 S3_LIST_KEYS = ("prefix", "delimiter", "max-keys")  # query parameters of S3 listings that are condition keys
 PASSES_STACK_ROLE = {"CreateStack", "UpdateStack", "DeleteStack", "CreateChangeSet", "ContinueUpdateRollback"}
+# What S3 asks KMS for, as the caller, when an object of an SSE-KMS bucket is written or read (AWS: "Using
+# server-side encryption with AWS KMS keys": PutObject needs kms:GenerateDataKey, GetObject kms:Decrypt).
+S3_KMS_ACTIONS = {"PutObject": "kms:GenerateDataKey", "GetObject": "kms:Decrypt"}
 
 
 @dataclass(frozen=True)
@@ -48,11 +51,38 @@ def requests_for(call: Call) -> list[Request]:
     if call.action == "cloudformation:DescribeStacks" and not call.params.get("StackName"):
         return [Request("cloudformation:ListStacks", "*")]  # AWS: describing every stack needs ListStacks
     requests = [_request(part) for part in _parts(call)]
+    requests += _s3_kms(call)
     role = call.params.get("RoleARN")
     if call.prefix == "cloudformation" and call.operation in PASSES_STACK_ROLE and role:
         context = {"iam:passedtoservice": "cloudformation.amazonaws.com"}
         requests.append(Request("iam:PassRole", role, context, frozenset(context)))
     return requests
+
+
+def _s3_kms(call: Call) -> list[Request]:
+    """The KMS request S3 makes for the caller on an object of a bucket encrypted with a KMS key by default (the
+    bucket's default stands for the object's key: CLM's objects are all written under it)."""
+    action = S3_KMS_ACTIONS.get(call.operation) if call.prefix == "s3" and call.key else None
+    key = lookups.bucket_kms_key(call.account, call.bucket or "") if action else None
+    if not action or not key:
+        return []
+    key_id = lookups.kms_key_id(call.account, call.region, key) or key
+    resource = f"arn:{call.partition}:kms:{call.region}:{call.account}:key/{key_id}"
+    context = {"kms:viaservice": f"s3.{call.region}.amazonaws.com", "kms:calleraccount": call.account}
+    return [Request(action, resource, context, frozenset(context))]
+
+
+def _kms_key(call: Call) -> str | None:
+    """The key a KMS call acts on: the one it names (id, ARN, alias), else the one its ciphertext names."""
+    named = call.params.get("KeyId")
+    if named:
+        return lookups.kms_key_id(call.account, call.region, named)
+    blob = call.params.get("CiphertextBlob")
+    if isinstance(blob, str):
+        import base64
+
+        blob = base64.b64decode(blob)
+    return lookups.ciphertext_key_id(blob) if isinstance(blob, bytes) else None
 
 
 def _parts(call: Call) -> list[Call]:
@@ -209,6 +239,6 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "RepositoryName": lambda call: call.params.get("repositoryName"),
     "FunctionName": lambda call: (call.params.get("FunctionName") or "").split(":function:")[-1] or None,
     "RoleNameWithPath": lambda call: (call.params.get("RoleArn") or "").split(":role/", 1)[-1] or None,
-    "KeyId": lambda call: call.params.get("KeyId"),
+    "KeyId": _kms_key,
     "EventBusName": lambda call: call.params.get("EventBusName"),
 }

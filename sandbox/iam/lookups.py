@@ -46,3 +46,33 @@ def secret(account: str, region: str, name_or_arn: str) -> Found:
         if name_or_arn in (candidate.arn, candidate.name):
             return Found(candidate.arn, {t["Key"]: t["Value"] for t in candidate.tags or []})
     return Found()
+
+
+def kms_key_id(account: str, region: str, key: str) -> str | None:
+    """The raw id of a KMS key named by id, key ARN, alias or alias ARN (None if the alias is unknown)."""
+    from moto.kms.models import kms_backends
+
+    try:
+        return kms_backends[account][region].any_id_to_key_id(key) or None
+    except Exception:
+        return None
+
+
+def ciphertext_key_id(blob: bytes) -> str | None:
+    """The id of the key that made a moto KMS ciphertext (moto's own blob layout; AWS's names the key too)."""
+    from moto.kms.utils import _deserialize_ciphertext_blob
+
+    try:
+        return _deserialize_ciphertext_blob(blob).key_id
+    except Exception:
+        return None
+
+
+def bucket_kms_key(account: str, bucket: str) -> str | None:
+    """The KMS key (as the bucket's encryption names it) of a bucket encrypted with SSE-KMS by default."""
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[account]["aws"].buckets.get(bucket)
+    rule = ((found.encryption or {}).get("Rule") or {}) if found is not None else {}
+    default = rule.get("ApplyServerSideEncryptionByDefault") or {}
+    return default.get("KMSMasterKeyID") if default.get("SSEAlgorithm") == "aws:kms" else None

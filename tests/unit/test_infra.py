@@ -36,6 +36,7 @@ VARIANT = {
     "clm:kubeSecretPrefix": "kube/",
     "clm:stateMachineName": "fleet-provision",
     "clm:clusterStackPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
+    "clm:decryptKeyArns": "arn:aws:kms:eu-central-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
 }
 STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
 # CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
@@ -167,7 +168,15 @@ def test_artefact_bucket_is_private_encrypted_tls_only_and_renderings_expire(def
             "DeletionPolicy": "Retain",
             "Properties": {
                 "BucketEncryption": {
-                    "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+                    "ServerSideEncryptionConfiguration": [
+                        {
+                            "BucketKeyEnabled": True,
+                            "ServerSideEncryptionByDefault": {
+                                "SSEAlgorithm": "aws:kms",
+                                "KMSMasterKeyID": {"Fn::GetAtt": [Match.string_like_regexp("^ArtefactsKey"), "Arn"]},
+                            },
+                        }
+                    ]
                 },
                 "PublicAccessBlockConfiguration": Match.object_like({"BlockPublicAcls": True}),
                 "LifecycleConfiguration": {
@@ -181,6 +190,58 @@ def test_artefact_bucket_is_private_encrypted_tls_only_and_renderings_expire(def
     policies = [p for p in resources(raw, "AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"]["Ref"] == name]
     [tls] = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
     assert tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_artefact_key_rotates_and_is_used_only_through_s3(default):
+    """Least privilege: the key policy lets the account administer the key but use it only through S3 in this
+    region (and IAM decides which principals: CLM's functions, test_functions_use_the_artefact_key_through_s3)."""
+    _, raw, _ = default
+    [key] = [b for n, b in resources(raw, "AWS::KMS::Key").items() if n.startswith("ArtefactsKey")]
+    assert key["Properties"]["EnableKeyRotation"] is True and key["DeletionPolicy"] == "Retain"
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    administer, use = (next(s for s in statements if s["Sid"] == sid) for sid in ("Administer", "UseThroughS3"))
+    usage = {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:*"}
+    assert not usage & set(administer["Action"]) and not any(
+        a.startswith(("kms:ReEncrypt", "kms:Generate")) for a in administer["Action"]
+    )
+    assert set(use["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey"}
+    assert use["Condition"]["StringEquals"]["kms:ViaService"] == {
+        "Fn::Join": ["", ["s3.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
+    }
+    assert use["Condition"]["StringEquals"]["kms:CallerAccount"] == {"Ref": "AWS::AccountId"}
+    assert len(statements) == 2
+
+
+@pytest.mark.parametrize(
+    ("folder", "actions"),
+    [
+        ("run", ["kms:Decrypt", "kms:GenerateDataKey"]),
+        ("stacks", ["kms:Decrypt", "kms:GenerateDataKey"]),
+        ("kube", "kms:Decrypt"),
+        ("roll", "kms:Decrypt"),
+    ],
+)
+def test_functions_use_the_artefact_key_through_s3(default, folder, actions):
+    _, raw, _ = default
+    statements = policy_statements(raw, folder.title() + "FunctionRole")
+    [grant] = [s for s in statements if "ArtefactsKey" in json.dumps(s["Resource"])]
+    assert grant["Action"] == actions
+    assert "kms:ViaService" in grant["Condition"]["StringEquals"]
+
+
+def test_only_the_run_function_decrypts_config_items_and_only_with_the_keys_named(default, variant):
+    key = VARIANT["clm:decryptKeyArns"]
+    for folder in STEP_FOLDERS:
+        statements = policy_statements(variant[1], folder.title() + "FunctionRole")
+        decrypting = [s for s in statements if s["Resource"] == key]
+        environment = function_named(variant[1], folder)[1]["Properties"]["Environment"]["Variables"]
+        if folder == "run":
+            assert [(s["Action"], s.get("Condition")) for s in decrypting] == [("kms:Decrypt", None)]
+            assert environment[permissions.DECRYPT_KEYS_ENV] == key
+        else:
+            assert not decrypting and permissions.DECRYPT_KEYS_ENV not in environment
+    _, run = function_named(default[1], "run")
+    assert permissions.DECRYPT_KEYS_ENV not in run["Properties"]["Environment"]["Variables"]  # none named: none
 
 
 # --- layer and functions ------------------------------------------------------------------------------------------
@@ -541,6 +602,7 @@ def test_codecommit_vpc_and_retention_from_context(variant):
         ({"clm:configPrefix": "/config/"}, "clm:configPrefix: '/config/' must not start with '/'"),
         ({"clm:subnetIds": 5, "clm:vpcId": "vpc-1"}, "clm:subnetIds: expected a list of strings"),
         ({"clm:maxRunning": 0}, "clm:maxRunning: 0 must be at least 1"),
+        ({"clm:decryptKeyArns": "alias/config"}, "clm:decryptKeyArns: 'alias/config' is not a KMS key ARN"),
     ],
 )
 def test_unusable_context_is_an_error_naming_the_key(context, message):

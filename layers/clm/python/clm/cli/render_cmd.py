@@ -33,6 +33,7 @@ def render(
     from clm.registry.clusters_yaml import load_clusters
     from clm.render.artefacts import rendered_files, summary
     from clm.render.renderer import Renderer
+    from clm.render.secrets import KmsDecrypter
 
     if registry_file is not None:
         clusters = {c.id: c for c in load_clusters(registry_file.read_text(), source=str(registry_file))}
@@ -43,7 +44,7 @@ def render(
         if cluster_id not in clusters:
             raise ClusterNotFound(cluster_id)
     tree = source_from_uri(config_uri, cli.client).fetch()
-    renderer = Renderer(tree)
+    renderer = Renderer(tree, KmsDecrypter(lambda: cli.client("kms"), None))  # `aws:kms:` items: your credentials
     rows = []
     for cluster_id in wanted:
         rendered = renderer.render(clusters[cluster_id])

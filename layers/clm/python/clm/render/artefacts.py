@@ -13,7 +13,7 @@ def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
     """Relative path -> content for every artefact of a rendered cluster, in apply order."""
     files = {
         "version.txt": rendered.version + "\n",
-        "config-items.yaml": dump(rendered.cluster.config_items),
+        "config-items.yaml": dump(rendered.at_rest().config_items),  # encrypted items as the registry has them
         "cluster-stack.yaml": rendered.cluster_stack.body,
     }
     for pool, stack in rendered.node_pool_stacks.items():

@@ -2,9 +2,10 @@
 
 Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` (or CLM's
 `cluster.yaml`), `node-pools/<profile>/stack.yaml`, `manifests/<component>/*.yaml` and
-`manifests/deletions.yaml`. Templates see `cluster` (config items with defaults filled in),
-`node_pool` (node-pool stacks only) and `values` (facts the caller passes in). A Karpenter pool (profile
-`worker-karpenter`) renders its profile's provisioners.yaml instead of a stack (clm.render.karpenter).
+`manifests/deletions.yaml`. Templates see `cluster` (config items with defaults filled in and encrypted ones
+decrypted, each node pool's items completed by the cluster's: clm.render.config_items), `node_pool` (node-pool
+stacks only) and `values` (facts the caller passes in; not config-defaults.yaml, as in CLM). A Karpenter pool
+(profile `worker-karpenter`) renders its profile's provisioners.yaml instead of a stack (clm.render.karpenter).
 """
 
 from __future__ import annotations
@@ -19,18 +20,25 @@ import yaml
 from clm.errors import RenderError
 from clm.model import Cluster, NodePool
 from clm.render.cfn_yaml import load_template
+from clm.render.config_items import (
+    DEFAULTS,
+    parse_defaults,
+    propagate_to_node_pools,
+    with_defaults,
+    without_config_items,
+)
 from clm.render.deletions import Deletions, parse_deletions
 from clm.render.karpenter import render_provisioners
 from clm.render.manifests import Manifest, split_manifests
 from clm.render.origins import registry_view
+from clm.render.secrets import Decrypter, decrypt_items, scrub
 from clm.version import desired_version
-from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
+from clm.yamlutil import error_line, error_reason
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
 
 ROOT = "cluster/"
-DEFAULTS = ROOT + "config-defaults.yaml"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
 NODE_POOL_STACK = ROOT + "node-pools/{profile}/stack.yaml"
 MANIFESTS = ROOT + "manifests/"
@@ -68,21 +76,39 @@ class RenderedCluster:
     deletions: Deletions = field(default_factory=Deletions)
     # Karpenter pools: pool name -> the objects of its provisioners.yaml, applied after the cluster's manifests.
     node_pool_manifests: dict[str, list[Manifest]] = field(default_factory=dict)
+    # Config items decrypted for the templates: name -> the `aws:kms:` value they had (clm.render.secrets).
+    encrypted_items: dict[str, str] = field(default_factory=dict)
 
     @property
     def manifest_count(self) -> int:
         """Number of Kubernetes objects across all components."""
         return sum(len(c.manifests) for c in self.components)
 
+    def at_rest(self) -> Cluster:
+        """The cluster as stored or shown: decrypted items (the cluster's, and their copies in node pools) back
+        to their ciphertext, as the registry or config-defaults.yaml hold them."""
+        clear = {name: self.cluster.config_items[name] for name in self.encrypted_items}
+
+        def restore(items: dict[str, str]) -> dict[str, str]:
+            return {
+                name: self.encrypted_items[name] if name in clear and value == clear[name] else value
+                for name, value in items.items()
+            }
+
+        pools = [dataclasses.replace(p, config_items=restore(p.config_items)) for p in self.cluster.node_pools]
+        return dataclasses.replace(self.cluster, config_items=restore(self.cluster.config_items), node_pools=pools)
+
 
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
-    def __init__(self, tree: ConfigTree):
+    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None):
+        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
+        self._decrypt = decrypt
         self._env = TemplateEnvironment(tree.files)
         self._components = self._find_components(tree.files)
 
@@ -97,31 +123,36 @@ class Renderer:
                 components.setdefault(name, []).append(path)
         return dict(sorted(components.items()))
 
-    def config_items(self, cluster: Cluster, values: Mapping[str, Any]) -> dict[str, str]:
-        """The cluster's config items, with config-defaults.yaml filling the ones it lacks."""
+    def config_items(self, cluster: Cluster) -> dict[str, str]:
+        """The cluster's config items, with config-defaults.yaml filling the ones it lacks (still encrypted).
+
+        As CLM's updateDefaults (provisioner/clusterpy.go): the defaults see the cluster without its config items
+        (a registry item cannot steer its own default) and no `values`.
+        """
         if DEFAULTS not in self.tree.files:
             return dict(cluster.config_items)
-        text = self._env.render(DEFAULTS, {"cluster": registry_view(cluster), "values": values}, cluster.id)
-        try:
-            defaults = yaml.load(text, Loader=SafeLoader) or {}
-        except yaml.YAMLError as exc:
-            raise RenderError(
-                f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS, error_line(exc), cluster.id
-            ) from None
-        if not isinstance(defaults, dict):
-            raise RenderError("must be a mapping of config item names to values", DEFAULTS, 1, cluster.id)
-        for key, value in defaults.items():
-            if isinstance(value, dict | list):
-                raise RenderError(f"config item {key!r} must be a scalar", DEFAULTS, None, cluster.id)
-        merged = {str(k): scalar_text(v) for k, v in defaults.items()}
-        merged.update(cluster.config_items)
-        return merged
+        view = registry_view(without_config_items(cluster))
+        defaults = parse_defaults(self._env.render(DEFAULTS, {"cluster": view}, cluster.id), cluster.id)
+        return with_defaults(cluster.config_items, defaults)
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
-        values = dict(values or {})
-        effective = dataclasses.replace(cluster, config_items=self.config_items(cluster, values))
-        view = registry_view(effective, cluster.config_items)  # what templates see: registry text as RegistryStr
+        items, encrypted = decrypt_items(self.config_items(cluster), self._decrypt, cluster.id)
+        try:
+            return self._render(cluster, items, encrypted, dict(values or {}))
+        except RenderError as exc:
+            if not encrypted:
+                raise
+            clear = [items[name] for name in encrypted]
+            raise RenderError(scrub(exc.message, clear), exc.file, exc.line, exc.cluster_id) from None
+
+    def _render(
+        self, cluster: Cluster, items: dict[str, str], encrypted: dict[str, str], values: dict[str, Any]
+    ) -> RenderedCluster:
+        unpropagated = dataclasses.replace(cluster, config_items=items)
+        effective = propagate_to_node_pools(unpropagated)
+        # What templates see: registry text as RegistryStr, pools completed with the cluster's items as marked.
+        view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items))
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         node_pool_stacks = {
@@ -151,6 +182,7 @@ class Renderer:
             ],
             deletions=self._deletions(context, cluster.id),
             node_pool_manifests=node_pool_manifests,
+            encrypted_items=encrypted,
         )
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:

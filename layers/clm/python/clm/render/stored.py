@@ -1,7 +1,8 @@
 """A rendered cluster as one JSON document, so that workflow steps can share a rendering through S3.
 
 The render step stores it once; the stack and apply steps load it by key. Payloads between steps carry
-only the key, never templates or manifests.
+only the key, never templates or manifests. Decrypted config items are stored as their ciphertext
+(RenderedCluster.at_rest): a loaded rendering's cluster holds them encrypted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def dumps(rendered: RenderedCluster) -> str:
     """The rendering as a JSON document."""
     document = {
         "format": FORMAT,
-        "cluster": rendered.cluster.to_dict(),
+        "cluster": rendered.at_rest().to_dict(),
         "config_version": rendered.config_version,
         "version": rendered.version,
         "cluster_stack": _stack(rendered.cluster_stack),

@@ -10,6 +10,7 @@ from clm.model import Cluster
 from clm.render import stored
 from clm.render.artefacts import summary
 from clm.render.renderer import RenderedCluster, Renderer
+from clm.render.secrets import Decrypter
 
 PREFIX = "renderings/"
 APPLY_PHASES = ("pre_apply", "manifests", "post_apply")
@@ -21,13 +22,16 @@ def rendering_key(cluster_id: str, version: str) -> str:
     return f"{PREFIX}{digest}.json"
 
 
-def render_to_s3(s3: Any, bucket: str, tree: ConfigTree, cluster: Cluster) -> dict[str, Any]:
-    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it.
+def render_to_s3(
+    s3: Any, bucket: str, tree: ConfigTree, cluster: Cluster, decrypt: Decrypter | None = None
+) -> dict[str, Any]:
+    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
+    decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored).
 
     Returns the key, a small summary, `stack_stages` for the workflow (the cluster stack first, then the
     node-pool stacks together) and the `apply_phases` in order.
     """
-    rendered = Renderer(tree).render(cluster)
+    rendered = Renderer(tree, decrypt).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     stages = [[{"node_pool": ""}], [{"node_pool": pool} for pool in sorted(rendered.node_pool_stacks)]]

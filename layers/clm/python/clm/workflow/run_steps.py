@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -61,12 +62,14 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
+    from clm.render.secrets import KmsDecrypter, keys_from_env
     from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
 
     settings = Settings.from_env()
     tree = source_from_uri(settings.config_source, client).fetch()
     cluster = _registry(settings).get(event["cluster_id"])
-    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster)
+    decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))  # only the keys the deployment names
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt)
 
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:

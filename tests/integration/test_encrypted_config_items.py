@@ -1,0 +1,143 @@
+"""KMS-encrypted config items (`aws:kms:<base64>`, CLM's pkg/decrypter) on the sandbox, IAM enforced: the CDK app
+names one key (`clm:decryptKeyArns`); the deployed run function decrypts an item encrypted with it and the cluster
+gets the value; an item encrypted with a key not named is refused by IAM and the run fails with a problem naming
+the cluster and the item. Neither clear value shows up in a payload, a log line, the registry, the config bucket or
+the stored rendering's config items (the rendered manifest holds it, as CLM applies it, in the KMS-encrypted
+artefact bucket)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import secrets
+
+import pytest
+from kubernetes import client as k8s
+
+from clm.registry.clusters_yaml import load_clusters
+from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.iam import record
+from tests.integration.deployment import REGION, ROOT, Deployment
+from tests.integration.test_no_secrets_leak import (
+    HandlerOutput,
+    assert_no_secret,
+    bucket_objects,
+    handler_output,  # noqa: F401 - the fixture
+    histories,
+    log_events,
+    payloads,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
+
+ACCOUNT = "123456789012"
+NAMED_KEY_ID = "0e5a1c3b-7d2f-4a6e-9b8c-1f2e3d4c5b6a"
+NAMED_KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{NAMED_KEY_ID}"
+CONFIGMAP_KEY = "config/cluster/manifests/secret-test/configmap.yaml"
+CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: secret-test
+  namespace: default
+data:
+  password: {{ cluster.config_items.db_password | yaml }}
+"""
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """The CDK app naming one KMS key for config items (overrides the session's assembly for this module)."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out-kms"), "Clm", {"clm:decryptKeyArns": [NAMED_KEY]})
+
+
+def create_key(deployment: Deployment, key_id: str | None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A KMS key in moto; `key_id` fixes its id (the one the app names), None leaves it random."""
+    import moto.kms.models
+
+    with monkeypatch.context() as patch:
+        if key_id:
+            patch.setattr(moto.kms.models, "generate_key_id", lambda multi_region=False: key_id)
+        return deployment.session.client("kms").create_key()["KeyMetadata"]["Arn"]
+
+
+def encrypted(deployment: Deployment, key: str, text: str) -> str:
+    blob = deployment.session.client("kms").encrypt(KeyId=key, Plaintext=text.encode())["CiphertextBlob"]
+    return "aws:kms:" + base64.b64encode(blob).decode()
+
+
+def forms(*texts: str) -> dict[str, str]:
+    found = {}
+    for number, text in enumerate(texts):
+        found[f"secret {number}"] = text
+        found[f"secret {number}, JSON-escaped"] = json.dumps(text)[1:-1]
+        found[f"secret {number}, base64"] = base64.b64encode(text.encode()).decode()
+    return found
+
+
+@pytest.mark.iam_refusals  # the unnamed key's Decrypt, refused on purpose
+def test_items_encrypted_with_a_named_key_are_decrypted_others_refused_and_nothing_leaks(
+    deployment: Deployment,
+    nodes: object,
+    kube_api: k8s.ApiClient,
+    handler_output: HandlerOutput,  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert create_key(deployment, NAMED_KEY_ID, monkeypatch) == NAMED_KEY
+    other_key = create_key(deployment, None, monkeypatch)
+    named_secret, other_secret = (f"pw: '{secrets.token_hex(16)}' #x" for _ in range(2))
+    s3 = deployment.session.client("s3")
+    s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=CONFIGMAP_KEY, Body=CONFIGMAP.encode())
+    deployment.settle()
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    items = {**cluster.config_items, "kube_auth_secret": "clm/kube-1"}
+    core = k8s.CoreV1Api(kube_api)
+    try:
+        deployment.registry.put(
+            dataclasses.replace(
+                cluster, config_items={**items, "db_password": encrypted(deployment, NAMED_KEY, named_secret)}
+            )
+        )
+        runs = deployment.settle(known=0)
+        assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
+        assert core.read_namespaced_config_map("secret-test", "default").data == {"password": named_secret}
+
+        known = len(deployment.executions(deployment.provision))
+        refused_item = encrypted(deployment, other_key, other_secret)
+        deployment.registry.put(dataclasses.replace(cluster, config_items={**items, "db_password": refused_item}))
+        failed = [e for e in deployment.settle(known=known) if e["status"] == "FAILED"]
+        assert failed, "the run with the unnamed key's item did not fail"
+        problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
+        assert problem.startswith("RenderError: ") and deployment.cluster_id in problem, problem
+        assert (
+            "config item db_password: cannot decrypt its aws:kms: value: KMS refused (AccessDeniedException" in problem
+        )
+        assert f"kms:Decrypt on resource: {other_key}" in problem and NAMED_KEY in problem
+        assert [(j.action, j.resource) for j in record.judged() if j.refused] == [("kms:Decrypt", other_key)]
+        assert core.read_namespaced_config_map("secret-test", "default").data == {"password": named_secret}
+    finally:
+        core.delete_namespaced_config_map("secret-test", "default")
+
+    leaks = forms(named_secret, other_secret)
+    for machine, described, events in histories(deployment):
+        for where, text in payloads(described, events):
+            assert_no_secret(f"{machine} {described['name']}: {where}", text, leaks)
+    assert_no_secret("the handlers' log lines", handler_output.log.getvalue(), leaks)
+    printed = handler_output.printed.readouterr()
+    assert_no_secret("the handlers' output", printed.out + printed.err, leaks)
+    assert_no_secret("CloudWatch Logs", "\n".join(log_events(deployment.session)), leaks)
+    table = deployment.outputs["RegistryTableName"]
+    assert_no_secret("the registry", json.dumps(deployment.session.client("dynamodb").scan(TableName=table)), leaks)
+    for key, body in bucket_objects(s3, deployment.outputs["ConfigBucketName"]).items():
+        assert_no_secret(f"config {key}", body.decode(errors="replace"), leaks)
+    artefacts = deployment.outputs["ArtefactBucketName"]
+    renderings = bucket_objects(s3, artefacts)
+    assert renderings
+    for key, body in renderings.items():
+        document = json.loads(body)
+        assert_no_secret(f"{key}: config items", json.dumps(document["cluster"]), leaks)
+        for component in document["components"]:
+            if component["name"] != "secret-test":
+                assert_no_secret(f"{key}: {component['name']}", json.dumps(component), leaks)
+        name = key.split("@")[0]
+        assert s3.head_object(Bucket=artefacts, Key=name)["ServerSideEncryption"] == "aws:kms"

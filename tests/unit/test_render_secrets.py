@@ -1,0 +1,129 @@
+"""KMS-encrypted config items (`aws:kms:<base64>`, CLM's pkg/decrypter) decrypted at render, on moto's KMS:
+only with keys the deployment names, never kept in clear in what is stored or in error messages."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+
+import pytest
+
+from clm.errors import RenderError
+from clm.render import stored
+from clm.render.artefacts import rendered_files
+from clm.render.renderer import Renderer
+from clm.render.secrets import KMS_PREFIX, KmsDecrypter, keys_from_env, scrub
+from clm.version import desired_version
+from tests.unit.test_render import tree_with
+from tests.unit.test_render_config_items import with_defaults_lines
+
+SECRET = "s3cret: 'value' #1"  # YAML syntax in it: it must land only where the template quotes it
+CONFIGMAP = "cluster/manifests/secret-test/configmap.yaml"
+
+
+@pytest.fixture
+def kms(aws):
+    """moto's KMS: (client, key ARN named, key ARN not named)."""
+    client = aws.client("kms")
+    return client, client.create_key()["KeyMetadata"]["Arn"], client.create_key()["KeyMetadata"]["Arn"]
+
+
+def encrypted(client, key: str, text: str = SECRET) -> str:
+    blob = client.encrypt(KeyId=key, Plaintext=text.encode())["CiphertextBlob"]
+    return KMS_PREFIX + base64.b64encode(blob).decode()
+
+
+def with_secret(cluster, value: str, **pool_items: str):
+    pools = [dataclasses.replace(p, config_items={**p.config_items, **pool_items}) for p in cluster.node_pools]
+    return dataclasses.replace(cluster, config_items={**cluster.config_items, "db_password": value}, node_pools=pools)
+
+
+def secret_tree(example_tree, line: str = "data: {password: {{ cluster.config_items.db_password | yaml }}}"):
+    configmap = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: secret-test, namespace: default}}\n{line}\n"
+    return tree_with(example_tree, **{"cluster__manifests__secret-test__configmap_dot_yaml": configmap})
+
+
+def test_an_encrypted_item_is_decrypted_for_the_templates_and_stored_encrypted(kms, example_tree, example_clusters):
+    client, key, _ = kms
+    value = encrypted(client, key)
+    cluster = with_secret(example_clusters[1], value)
+    rendered = Renderer(secret_tree(example_tree), KmsDecrypter(lambda: client, [key])).render(cluster)
+    configmap = next(m for c in rendered.components for m in c.manifests if m.name == "secret-test")
+    assert configmap.body["data"] == {"password": SECRET}
+    assert rendered.cluster.config_items["db_password"] == SECRET  # what later template-side code would see
+    assert rendered.cluster.node_pool("batch").config_items["db_password"] == SECRET  # propagated decrypted
+    at_rest = rendered.at_rest()
+    assert at_rest.config_items["db_password"] == value
+    assert {p.config_items["db_password"] for p in at_rest.node_pools} == {value}
+    document = stored.dumps(rendered)
+    # The rendered manifest holds it (as CLM applies it; the artefact bucket is KMS-encrypted), the items do not.
+    assert "s3cret" not in json.dumps(json.loads(document)["cluster"])
+    assert stored.loads(document).cluster.config_items["db_password"] == value
+    assert "s3cret" not in rendered_files(rendered)["config-items.yaml"]
+    assert rendered.version == str(desired_version(cluster, rendered.config_version))  # the registry's ciphertext
+
+
+def test_config_defaults_items_are_decrypted_too_and_pool_items_are_not(kms, example_tree, example_clusters):
+    """clusterpy.go decrypts cluster.ConfigItems after updateDefaults, before propagating; pools' own stay."""
+    client, key, _ = kms
+    tree = with_defaults_lines(secret_tree(example_tree), f"db_password: {encrypted(client, key)}\n")
+    pool_value = encrypted(client, key, "pool-own")
+    default, batch = example_clusters[1].node_pools
+    pools = [default, dataclasses.replace(batch, config_items={"token": pool_value})]
+    kube2 = dataclasses.replace(example_clusters[1], node_pools=pools)
+    rendered = Renderer(tree, KmsDecrypter(lambda: client, [key])).render(kube2)
+    assert rendered.cluster.config_items["db_password"] == SECRET
+    assert rendered.cluster.node_pool("batch").config_items["token"] == pool_value
+
+
+def test_a_key_the_deployment_does_not_name_is_refused(kms, example_tree, example_clusters):
+    client, key, other = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, other))
+    with pytest.raises(RenderError) as info:
+        Renderer(secret_tree(example_tree), KmsDecrypter(lambda: client, [key])).render(cluster)
+    message = str(info.value)
+    assert cluster.id in message and "config item db_password" in message
+    assert f"its key {other} is not one this deployment names ({key})" in message
+    assert "s3cret" not in message
+
+
+@pytest.mark.parametrize(
+    ("keys", "value", "reason"),
+    [
+        ([], "aws:kms:AAAA", "this deployment names no KMS keys for config items (CDK context clm:decryptKeyArns)"),
+        (None, "aws:kms:not base64!", "the text after the prefix is not base64"),
+        (None, "aws:kms:" + base64.b64encode(b"x" * 80).decode(), "KMS refused ("),  # moto: AccessDenied
+    ],
+)
+def test_what_cannot_be_decrypted_is_named(kms, example_tree, example_clusters, keys, value, reason):
+    client = kms[0]
+    cluster = with_secret(example_clusters[0], value)
+    with pytest.raises(RenderError, match="config item db_password: cannot decrypt") as info:
+        Renderer(example_tree, KmsDecrypter(lambda: client, keys)).render(cluster)
+    assert reason in str(info.value) and info.value.cluster_id == cluster.id
+
+
+def test_without_a_decrypter_an_encrypted_item_fails(example_tree, example_clusters):
+    """No silent ciphertext in a template: CLM's decrypter always has the KMS prefix registered."""
+    with pytest.raises(RenderError, match="config item db_password is encrypted"):
+        Renderer(example_tree).render(with_secret(example_clusters[0], "aws:kms:AAAA"))
+    plain = with_secret(example_clusters[0], "aws:other:kept")  # other prefixes are plain text, as in CLM
+    assert Renderer(example_tree).render(plain).cluster.config_items["db_password"] == "aws:other:kept"
+
+
+def test_a_template_error_never_shows_the_plaintext(kms, example_tree, example_clusters):
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key))
+    raw = "data: {password: {{ cluster.config_items.db_password }}}"  # YAML syntax spliced raw: the check's error
+    failing = "x: {{ {}[cluster.config_items.db_password] }}"  # Jinja's error quotes the missing key
+    for line in (raw, failing):
+        with pytest.raises(RenderError) as info:
+            Renderer(secret_tree(example_tree, line), KmsDecrypter(lambda: client, [key])).render(cluster)
+        assert "s3cret" not in str(info.value) and "<decrypted config item>" in str(info.value), str(info.value)
+
+
+def test_scrub_and_keys_from_env():
+    assert scrub("bad 'a\\nb' and a\nb", ["a\nb"]) == "bad '<decrypted config item>' and <decrypted config item>"
+    assert keys_from_env({"CLM_DECRYPT_KEY_ARNS": "arn:1,arn:2"}) == ("arn:1", "arn:2")
+    assert keys_from_env({}) == ()
