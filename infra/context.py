@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,9 @@ from constructs import Construct
 LOG_RETENTION_DAYS = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
+
+IAM_PATH = re.compile(r"/([\x21-\x7e]+/)?")  # IAM: / alone, or /.../ of printable ASCII
+MANAGED_POLICY_ARN = re.compile(r"arn:aws[\w-]*:iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
 
 
 class ContextError(ValueError):
@@ -31,6 +35,8 @@ class ClmContext:
     kube_secret_prefix: str = "clm/"
     state_machine_name: str = "clm-provision"
     cluster_stack_policy_arns: tuple[str, ...] = ()
+    cluster_role_path: str = "/clm-cluster/"  # infra.cluster_role_boundary.CLUSTER_ROLE_PATH
+    cluster_role_boundary_arn: str | None = None  # None: CLM's own boundary
     max_running: int = 10
 
     @property
@@ -54,6 +60,8 @@ class ClmContext:
             kube_secret_prefix=_text(node, "clm:kubeSecretPrefix", defaults.kube_secret_prefix),
             state_machine_name=_text(node, "clm:stateMachineName", defaults.state_machine_name),
             cluster_stack_policy_arns=_names(node, "clm:clusterStackPolicyArns"),
+            cluster_role_path=_text(node, "clm:clusterRolePath", defaults.cluster_role_path),
+            cluster_role_boundary_arn=_text(node, "clm:clusterRoleBoundaryPolicyArn") or None,
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
         )
         context.check()
@@ -70,6 +78,11 @@ class ClmContext:
             raise ContextError(f"clm:configPrefix: {self.config_prefix!r} must not start with '/'")
         if self.max_running < 1:
             raise ContextError(f"clm:maxRunning: {self.max_running} must be at least 1")
+        if not IAM_PATH.fullmatch(self.cluster_role_path):
+            raise ContextError(f"clm:clusterRolePath: {self.cluster_role_path!r} is not an IAM path (/name/)")
+        boundary = self.cluster_role_boundary_arn
+        if boundary is not None and not MANAGED_POLICY_ARN.fullmatch(boundary):
+            raise ContextError(f"clm:clusterRoleBoundaryPolicyArn: {boundary!r} is not a managed policy's ARN")
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
 
