@@ -191,7 +191,7 @@ OMITTED: dict[str, dict[str, str]] = {
         "kms:CreateGrant": UNUSED.format("EncryptionConfig (secrets encryption with a KMS key)"),
     },
     "AWS::IAM::Role": {
-        "iam:DeleteRolePermissionsBoundary": "denied on purpose (NoRoleOutsideThePath): a role of a cluster stack "
+        "iam:DeleteRolePermissionsBoundary": "denied on purpose (KeepBoundaries): a role of a cluster stack "
         "keeps CLM's boundary; an update that drops it fails",
     },
 }
@@ -229,8 +229,8 @@ class ClusterStackRole(Construct):
         )
         for statement in _statements(stack, role_path, boundary_arn):
             self.role.add_to_principal_policy(statement)
-        CfnOutput(self, "RolePath", value=role_path, export_name=PATH_EXPORT)
-        CfnOutput(self, "RoleBoundary", value=boundary_arn, export_name=BOUNDARY_EXPORT)
+        CfnOutput(stack, "ClusterRolePath", value=role_path, export_name=PATH_EXPORT)
+        CfnOutput(stack, "ClusterRoleBoundaryArn", value=boundary_arn, export_name=BOUNDARY_EXPORT)
         roles, profiles = _under_path(stack, role_path)
         acknowledge_wildcards(self, ["*"], "EC2 and auto scaling Describe calls support no resource-level permissions")
         acknowledge_wildcards(
@@ -290,6 +290,12 @@ def _statements(stack: Stack, role_path: str, boundary_arn: str) -> list[iam.Pol
             actions=BOUNDED_ROLE_ACTIONS,
             resources=["*"],
             conditions={"StringNotEquals": boundary},
+        ),
+        iam.PolicyStatement(
+            sid="KeepBoundaries",
+            effect=iam.Effect.DENY,
+            actions=["iam:DeleteRolePermissionsBoundary"],
+            resources=["*"],
         ),
         iam.PolicyStatement(
             sid="NoRoleOutsideThePath", effect=iam.Effect.DENY, actions=ROLE_CHANGES, not_resources=[roles]
