@@ -132,11 +132,9 @@ def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], phy
     def value(name: str) -> str:
         if name in ("Partition", "Region", "Account"):
             return {"Partition": "aws", "Region": stack.region_name, "Account": stack.account_id}[name]
-        if name == "RoleNameWithPath":  # the instance profile's and the role's name properties differ
-            return f"{(properties.get('Path') or '/').lstrip('/')}{properties.get('RoleName') or physical_id or '*'}"
         if name == "GroupId":  # an auto scaling group's generated id, never a property
             return "*"
-        if name.endswith("NameWithPath"):  # a generated name is under the path too
+        if name.endswith("NameWithPath"):  # roles, instance profiles: a generated name is under the path too
             own = properties.get(name.removesuffix("WithPath")) or physical_id or "*"
             return f"{(properties.get('Path') or '/').lstrip('/')}{own}"
         return str(properties.get(PROPERTY_OF.get(name, name)) or physical_id or "*")
