@@ -1,6 +1,6 @@
 """CDK app entry point (`cdk synth` / `cdk deploy` run `python3 app.py`, see cdk.json).
 
-Synthesis builds the `clm` layer when requirements.txt or the package changed (infra.layer_build) and fails on
+Synthesis builds the `clm` layer when requirements-layer.lock or the package changed (infra.layer_build) and fails on
 any cdk-nag AwsSolutions finding that is not acknowledged with its reason.
 """
 

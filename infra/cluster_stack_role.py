@@ -11,14 +11,25 @@ schemas' create, update and delete handlers of those types list, except the omis
 reasons (checked by tests/unit/test_cluster_stack_role.py against the schemas cfn-lint ships). Configurations that
 deploy more attach managed policies through context `clm:clusterStackPolicyArns` (a list or a comma-separated
 string), as examples/eks/cluster-stack-policy.yaml does.
+
+Roles: a configuration writer edits the templates this role deploys, so whatever the role may do with IAM, they
+may. It therefore makes and changes roles only under CLM's path (`/clm-cluster/`, context `clm:clusterRolePath`)
+and only with CLM's permissions boundary on them (infra.cluster_role_boundary, or the managed policy of context
+`clm:clusterRoleBoundaryPolicyArn`): CreateRole, PutRolePolicy, AttachRolePolicy and PutRolePermissionsBoundary
+are allowed only with iam:PermissionsBoundary equal to it. Explicit denials hold whatever the extra policies
+allow: no such call without the boundary, no DeleteRolePermissionsBoundary, no change to (nor PassRole of) a role
+outside the path or of CLM's own roles (`<stack name>-*`), no instance profile outside the path. PassRole is for
+roles under the path, to EC2 only. The path and the boundary's ARN are exported (`clm-cluster-role-path`,
+`clm-cluster-role-boundary`) for the templates' Fn::ImportValue (examples/config/cluster/stack.yaml).
 """
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.cluster_role_boundary import BOUNDARY_EXPORT, CLUSTER_ROLE_PATH, PATH_EXPORT, ClusterRoleBoundary
 from infra.nag import acknowledge_wildcards
 
 EC2_DESCRIBE = [
@@ -87,8 +98,9 @@ AUTOSCALING_CHANGES = [
     "autoscaling:SuspendProcesses",
     "autoscaling:ResumeProcesses",
 ]
-IAM_ACTIONS = [
-    "iam:CreateRole",
+# Role calls that give a role rights: allowed only with CLM's boundary in the request (iam:PermissionsBoundary).
+BOUNDED_ROLE_ACTIONS = ["iam:CreateRole", "iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:PutRolePermissionsBoundary"]
+ROLE_ACTIONS = [
     "iam:DeleteRole",
     "iam:GetRole",
     "iam:UpdateRole",  # role update handler
@@ -98,17 +110,23 @@ IAM_ACTIONS = [
     "iam:TagRole",
     "iam:UntagRole",
     "iam:UpdateAssumeRolePolicy",
-    "iam:PutRolePolicy",
     "iam:DeleteRolePolicy",
     "iam:GetRolePolicy",
-    "iam:AttachRolePolicy",
     "iam:DetachRolePolicy",
+]
+INSTANCE_PROFILE_ACTIONS = [
     "iam:CreateInstanceProfile",
     "iam:DeleteInstanceProfile",
     "iam:GetInstanceProfile",
     "iam:AddRoleToInstanceProfile",
     "iam:RemoveRoleFromInstanceProfile",
 ]
+# What changes a role or hands it on: denied outside the path and on CLM's own roles, whatever else allows it.
+ROLE_CHANGES = sorted(
+    {*BOUNDED_ROLE_ACTIONS, *ROLE_ACTIONS, "iam:DeleteRolePermissionsBoundary", "iam:PassRole"}
+    - {"iam:GetRole", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies"}
+)
+INSTANCE_PROFILE_CHANGES = sorted(set(INSTANCE_PROFILE_ACTIONS) - {"iam:GetInstanceProfile"})
 
 
 WILDCARD = (
@@ -173,18 +191,32 @@ OMITTED: dict[str, dict[str, str]] = {
         "kms:CreateGrant": UNUSED.format("EncryptionConfig (secrets encryption with a KMS key)"),
     },
     "AWS::IAM::Role": {
-        "iam:PutRolePermissionsBoundary": UNUSED.format("PermissionsBoundary; the role could then lift any role's"),
-        "iam:DeleteRolePermissionsBoundary": UNUSED.format("PermissionsBoundary; the role could then lift any role's"),
+        "iam:DeleteRolePermissionsBoundary": "denied on purpose (KeepBoundaries): a role of a cluster stack "
+        "keeps CLM's boundary; an update that drops it fails",
     },
 }
 
 
 class ClusterStackRole(Construct):
-    """CloudFormation's service role for cluster stacks; `role` is what the stacks function passes."""
+    """CloudFormation's service role for cluster stacks; `role` is what the stacks function passes.
 
-    def __init__(self, scope: Construct, construct_id: str, extra_policy_arns: tuple[str, ...] = ()) -> None:
+    Roles it makes live under `role_path` with the permissions boundary `boundary_arn` (CLM's own,
+    infra.cluster_role_boundary, unless the operator names another); both are exported for the templates.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        extra_policy_arns: tuple[str, ...] = (),
+        role_path: str = CLUSTER_ROLE_PATH,
+        boundary_arn: str | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        if boundary_arn is None:
+            boundary_arn = ClusterRoleBoundary(self, "Boundary").policy.managed_policy_arn
+        self.boundary_arn = boundary_arn
         self.role = iam.Role(
             self,
             "Role",
@@ -195,51 +227,116 @@ class ClusterStackRole(Construct):
                 for index, arn in enumerate(extra_policy_arns)
             ],
         )
-        roles = stack.format_arn(service="iam", region="", resource="role", resource_name="*")
-        profiles = stack.format_arn(service="iam", region="", resource="instance-profile", resource_name="*")
-        ec2_resources = [
-            stack.format_arn(service="ec2", resource=kind, resource_name="*") for kind in EC2_RESOURCE_TYPES
-        ]
-        ec2_resources += [
-            stack.format_arn(service="ec2", account="", resource=kind, resource_name="*")
-            for kind in ("image", "snapshot")
-        ]
-        groups = stack.format_arn(
-            service="autoscaling",
-            resource="autoScalingGroup",
-            resource_name="*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        statements = [
-            # The handlers' Describe calls: they support no resource-level permissions.
-            iam.PolicyStatement(sid="Describe", actions=EC2_DESCRIBE + AUTOSCALING_DESCRIBE, resources=["*"]),
-            # Networks, security groups, launch templates, and the instances groups launch from them.
-            iam.PolicyStatement(sid="Ec2Resources", actions=EC2_CHANGES, resources=ec2_resources),
-            # The node pools' groups (named by CloudFormation).
-            iam.PolicyStatement(sid="AutoScalingGroups", actions=AUTOSCALING_CHANGES, resources=[groups]),
-            # Node roles and their instance profiles (named by the templates, or by CloudFormation).
-            iam.PolicyStatement(sid="RolesAndInstanceProfiles", actions=IAM_ACTIONS, resources=[roles, profiles]),
-            # Node roles go to EC2 through instance profiles of launch templates.
-            iam.PolicyStatement(
-                sid="PassNodeRoles",
-                actions=["iam:PassRole"],
-                resources=[roles],
-                conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-            ),
-            # Auto scaling creates its service-linked role on first use in an account.
-            iam.PolicyStatement(
-                sid="AutoScalingServiceLinkedRole",
-                actions=["iam:CreateServiceLinkedRole"],
-                resources=[roles],
-                conditions={"StringEquals": {"iam:AWSServiceName": "autoscaling.amazonaws.com"}},
-            ),
-        ]
-        for statement in statements:
+        for statement in _statements(stack, role_path, boundary_arn):
             self.role.add_to_principal_policy(statement)
+        CfnOutput(stack, "ClusterRolePath", value=role_path, export_name=PATH_EXPORT)
+        CfnOutput(stack, "ClusterRoleBoundaryArn", value=boundary_arn, export_name=BOUNDARY_EXPORT)
+        roles, profiles = _under_path(stack, role_path)
         acknowledge_wildcards(self, ["*"], "EC2 and auto scaling Describe calls support no resource-level permissions")
         acknowledge_wildcards(
-            self, [*ec2_resources, groups], "cluster stacks create EC2 resources and groups of any name in the account"
+            self,
+            [*_ec2_resources(stack), _groups(stack)],
+            "cluster stacks create EC2 resources and groups of any name in the account",
         )
         acknowledge_wildcards(
-            self, [roles, profiles], "cluster stacks name their node roles and instance profiles (any name)"
+            self, [roles, profiles], f"cluster stacks name their roles and instance profiles (under {role_path})"
         )
+        acknowledge_wildcards(
+            self, [_service_linked_roles(stack)], "auto scaling names its service-linked role (AWSServiceRoleFor...)"
+        )
+
+
+def _statements(stack: Stack, role_path: str, boundary_arn: str) -> list[iam.PolicyStatement]:
+    roles, profiles = _under_path(stack, role_path)
+    clm_roles = [
+        stack.format_arn(service="iam", region="", resource="role", resource_name=f"{stack.stack_name}-*"),
+        stack.format_arn(service="iam", region="", resource="role", resource_name=f"*/{stack.stack_name}-*"),
+    ]
+    boundary = {"iam:PermissionsBoundary": boundary_arn}
+    return [
+        # The handlers' Describe calls: they support no resource-level permissions.
+        iam.PolicyStatement(sid="Describe", actions=EC2_DESCRIBE + AUTOSCALING_DESCRIBE, resources=["*"]),
+        # Networks, security groups, launch templates, and the instances groups launch from them.
+        iam.PolicyStatement(sid="Ec2Resources", actions=EC2_CHANGES, resources=_ec2_resources(stack)),
+        # The node pools' groups (named by CloudFormation).
+        iam.PolicyStatement(sid="AutoScalingGroups", actions=AUTOSCALING_CHANGES, resources=[_groups(stack)]),
+        # Roles under the path, each with CLM's boundary: what gives a role rights needs the boundary on it.
+        iam.PolicyStatement(
+            sid="BoundedRoles",
+            actions=BOUNDED_ROLE_ACTIONS,
+            resources=[roles],
+            conditions={"StringEquals": boundary},
+        ),
+        iam.PolicyStatement(sid="Roles", actions=ROLE_ACTIONS, resources=[roles]),
+        iam.PolicyStatement(sid="InstanceProfiles", actions=INSTANCE_PROFILE_ACTIONS, resources=[profiles]),
+        # Node roles go to EC2 through instance profiles of launch templates.
+        iam.PolicyStatement(
+            sid="PassNodeRoles",
+            actions=["iam:PassRole"],
+            resources=[roles],
+            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+        # Auto scaling creates its service-linked role on first use in an account.
+        iam.PolicyStatement(
+            sid="AutoScalingServiceLinkedRole",
+            actions=["iam:CreateServiceLinkedRole"],
+            resources=[_service_linked_roles(stack)],
+            conditions={"StringEquals": {"iam:AWSServiceName": "autoscaling.amazonaws.com"}},
+        ),
+        # The denials hold whatever the extra policies (clm:clusterStackPolicyArns) allow.
+        iam.PolicyStatement(
+            sid="NoRoleWithoutBoundary",
+            effect=iam.Effect.DENY,
+            actions=BOUNDED_ROLE_ACTIONS,
+            resources=["*"],
+            conditions={"StringNotEquals": boundary},
+        ),
+        iam.PolicyStatement(
+            sid="KeepBoundaries",
+            effect=iam.Effect.DENY,
+            actions=["iam:DeleteRolePermissionsBoundary"],
+            resources=["*"],
+        ),
+        iam.PolicyStatement(
+            sid="NoRoleOutsideThePath", effect=iam.Effect.DENY, actions=ROLE_CHANGES, not_resources=[roles]
+        ),
+        iam.PolicyStatement(
+            sid="NoInstanceProfileOutsideThePath",
+            effect=iam.Effect.DENY,
+            actions=INSTANCE_PROFILE_CHANGES,
+            not_resources=[profiles],
+        ),
+        iam.PolicyStatement(sid="NotClmsOwnRoles", effect=iam.Effect.DENY, actions=ROLE_CHANGES, resources=clm_roles),
+    ]
+
+
+def _under_path(stack: Stack, role_path: str) -> tuple[str, str]:
+    """The ARN patterns of the roles and of the instance profiles under the path."""
+    name = f"{role_path.lstrip('/')}*"
+    return (
+        stack.format_arn(service="iam", region="", resource="role", resource_name=name),
+        stack.format_arn(service="iam", region="", resource="instance-profile", resource_name=name),
+    )
+
+
+def _service_linked_roles(stack: Stack) -> str:
+    return stack.format_arn(
+        service="iam", region="", resource="role", resource_name="aws-service-role/autoscaling.amazonaws.com/*"
+    )
+
+
+def _ec2_resources(stack: Stack) -> list[str]:
+    own = [stack.format_arn(service="ec2", resource=kind, resource_name="*") for kind in EC2_RESOURCE_TYPES]
+    public = [
+        stack.format_arn(service="ec2", account="", resource=kind, resource_name="*") for kind in ("image", "snapshot")
+    ]
+    return own + public
+
+
+def _groups(stack: Stack) -> str:
+    return stack.format_arn(
+        service="autoscaling",
+        resource="autoScalingGroup",
+        resource_name="*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )

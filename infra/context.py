@@ -15,6 +15,9 @@ LOG_RETENTION_DAYS = frozenset(
 # A KMS key's ARN (kms:Decrypt is scoped by key ARN; an alias ARN would match nothing).
 KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
+IAM_PATH = re.compile(r"/([\x21-\x7e]+/)?")  # IAM: / alone, or /.../ of printable ASCII
+MANAGED_POLICY_ARN = re.compile(r"arn:aws[\w-]*:iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
+
 
 class ContextError(ValueError):
     """A context value that the app cannot use; the message names the context key."""
@@ -34,6 +37,8 @@ class ClmContext:
     kube_secret_prefix: str = "clm/"
     state_machine_name: str = "clm-provision"
     cluster_stack_policy_arns: tuple[str, ...] = ()
+    cluster_role_path: str = "/clm-cluster/"  # infra.cluster_role_boundary.CLUSTER_ROLE_PATH
+    cluster_role_boundary_arn: str | None = None  # None: CLM's own boundary
     max_running: int = 10
     decrypt_key_arns: tuple[str, ...] = ()
 
@@ -58,6 +63,8 @@ class ClmContext:
             kube_secret_prefix=_text(node, "clm:kubeSecretPrefix", defaults.kube_secret_prefix),
             state_machine_name=_text(node, "clm:stateMachineName", defaults.state_machine_name),
             cluster_stack_policy_arns=_names(node, "clm:clusterStackPolicyArns"),
+            cluster_role_path=_text(node, "clm:clusterRolePath", defaults.cluster_role_path),
+            cluster_role_boundary_arn=_text(node, "clm:clusterRoleBoundaryPolicyArn") or None,
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
             decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
         )
@@ -81,6 +88,11 @@ class ClmContext:
                     f"clm:decryptKeyArns: {arn!r} is not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID; "
                     "IAM scopes kms:Decrypt by key ARN, not by alias)"
                 )
+        if not IAM_PATH.fullmatch(self.cluster_role_path):
+            raise ContextError(f"clm:clusterRolePath: {self.cluster_role_path!r} is not an IAM path (/name/)")
+        boundary = self.cluster_role_boundary_arn
+        if boundary is not None and not MANAGED_POLICY_ARN.fullmatch(boundary):
+            raise ContextError(f"clm:clusterRoleBoundaryPolicyArn: {boundary!r} is not a managed policy's ARN")
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
 

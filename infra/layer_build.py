@@ -1,10 +1,15 @@
 """Build the `clm` Lambda layer's directory without Docker: pip's manylinux wheels plus the `clm` package.
 
-The dependencies are installed once per content of requirements.txt (pip with `--platform manylinux2014_x86_64
---only-binary=:all: --python-version` of the Lambda runtime, LAMBDA_PYTHON, so the build machine's own Python and
-OS do not matter: a requirement without a wheel for it fails the build) into
-`<cache>/layer-deps/<hash>/python`. The layer directory `<cache>/layer/<hash>` adds the `clm` package to
-hard links of those files, and is rebuilt only when the requirements or the package's files change.
+The dependencies are installed once per content of the lock file, requirements-layer.lock (infra.layer_lock: every
+distribution pinned with its wheel's sha256; pip with `--require-hashes --no-deps`, `--platform
+manylinux2014_x86_64 --only-binary=:all: --python-version` of the Lambda runtime, LAMBDA_PYTHON, so the build
+machine's own Python and OS do not matter: a requirement without a wheel for it, without a hash or with another
+hash fails the build) into `<cache>/layer-deps/<hash>/python`. The layer directory `<cache>/layer/<hash>` adds the
+`clm` package to hard links of those files, and is rebuilt only when the lock or the package's files change.
+
+The layer holds only what the functions import: not the package's CLI (`clm/cli`, which needs click and rich, and
+`clm/migrate`, its Go-template translator), not
+`kubernetes/aio` (the asyncio client; its aiohttp is left out of the lock), nor console scripts.
 
 Everything is byte-compiled for the runtime's Python with unchecked-hash pycs: Lambda's /opt is read-only, so
 without them every cold start compiles from source (measured 2-3x slower imports, ~3 s more for `kubernetes`), and
@@ -27,7 +32,8 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIREMENTS = ROOT / "requirements.txt"
+REQUIREMENTS = ROOT / "requirements.txt"  # what the layer needs; the lock pins it (infra.layer_lock)
+LOCK = ROOT / "requirements-layer.lock"
 PACKAGE = ROOT / "layers" / "clm" / "python" / "clm"
 LAMBDA_PYTHON = (3, 13)  # the functions' runtime: infra.layer.RUNTIME
 LAMBDA_VERSION = ".".join(map(str, LAMBDA_PYTHON))
@@ -42,6 +48,8 @@ PIP_PLATFORM = (
 )
 KEEP_LAYERS = 5  # assembled layer directories kept in the cache (the newest)
 _SKIPPED = ("__pycache__", "*.pyc")
+PACKAGE_LEFT_OUT = ("cli", "migrate")  # the `clm` command and its Go-template translator: no function imports them
+DEPENDENCIES_LEFT_OUT = ("kubernetes/aio", "bin")  # the asyncio client (needs aiohttp); console scripts
 _PYC_FORMAT = f"pyc: unchecked-hash, {LAMBDA_VERSION}".encode()  # part of the cache key
 _NO_PYC = b"no pyc"
 
@@ -55,19 +63,17 @@ def cache_root() -> Path:
     return Path(os.environ.get("CLM_CACHE") or Path.home() / ".cache" / "clm")
 
 
-def build_layer(
-    requirements: Path = REQUIREMENTS, package: Path = PACKAGE, cache: Path | None = None
-) -> tuple[Path, str]:
+def build_layer(lock: Path = LOCK, package: Path = PACKAGE, cache: Path | None = None) -> tuple[Path, str]:
     """The layer directory (holding `python/`) and its content hash; built only when missing."""
     cache = cache or cache_root()
-    dependencies, dependencies_hash = build_dependencies(requirements, cache)
+    dependencies, dependencies_hash = build_dependencies(lock, cache)
     digest = _hash(dependencies_hash.encode(), _tree_digest(package).encode())
     target = cache / "layer" / digest
     if not target.is_dir():
 
         def assemble(staging: Path) -> None:
             shutil.copytree(dependencies, staging, dirs_exist_ok=True, copy_function=_link_or_copy)
-            shutil.copytree(package, staging / "python" / package.name, ignore=shutil.ignore_patterns(*_SKIPPED))
+            shutil.copytree(package, staging / "python" / package.name, ignore=_package_ignore(package))
             _byte_compile(staging / "python" / package.name)
 
         _publish(target, assemble)
@@ -75,18 +81,19 @@ def build_layer(
     return target, digest
 
 
-def build_dependencies(requirements: Path, cache: Path) -> tuple[Path, str]:
-    """`<cache>/layer-deps/<hash>` with every requirement installed under `python/`, and the hash."""
+def build_dependencies(lock: Path, cache: Path) -> tuple[Path, str]:
+    """`<cache>/layer-deps/<hash>` with every locked distribution installed under `python/`, and the hash."""
     try:
-        content = requirements.read_bytes()
+        content = lock.read_bytes()
     except OSError as exc:
-        raise LayerBuildError(f"{requirements}: cannot read the layer's requirements ({exc.strerror})") from None
-    digest = _hash(content, " ".join(PIP_PLATFORM).encode(), _PYC_FORMAT if lambda_python() else _NO_PYC)
+        raise LayerBuildError(f"{lock}: cannot read the layer's lock file ({exc.strerror})") from None
+    left_out = " ".join(DEPENDENCIES_LEFT_OUT).encode()
+    digest = _hash(content, " ".join(PIP_PLATFORM).encode(), left_out, _PYC_FORMAT if lambda_python() else _NO_PYC)
     target = cache / "layer-deps" / digest
     if not target.is_dir():
 
         def install(staging: Path) -> None:
-            _pip_install(requirements, staging / "python")
+            _pip_install(lock, staging / "python")
             _byte_compile(staging / "python")
 
         _publish(target, install)
@@ -122,7 +129,7 @@ def _byte_compile(directory: Path) -> None:
     subprocess.run(command, capture_output=True, check=False)  # a file only another Python parses stays source
 
 
-def _pip_install(requirements: Path, target: Path) -> None:
+def _pip_install(lock: Path, target: Path) -> None:
     command = [
         sys.executable,
         "-m",
@@ -131,17 +138,31 @@ def _pip_install(requirements: Path, target: Path) -> None:
         "--quiet",
         "--disable-pip-version-check",
         "--no-compile",
+        "--require-hashes",
+        "--no-deps",  # the lock holds every distribution (and leaves some out on purpose)
         "--target",
         str(target),
         *PIP_PLATFORM,
         "-r",
-        str(requirements),
+        str(lock),
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or [result.stderr.strip()]
-        raise LayerBuildError(f"{requirements}: pip could not install the layer's dependencies: {' '.join(errors)}")
-    shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts are of no use in a layer
+        raise LayerBuildError(f"{lock}: pip could not install the layer's dependencies: {' '.join(errors)}")
+    for left_out in DEPENDENCIES_LEFT_OUT:
+        shutil.rmtree(target / left_out, ignore_errors=True)
+
+
+def _package_ignore(package: Path) -> Callable[[str, list[str]], set[str]]:
+    """copytree's ignore: caches everywhere, PACKAGE_LEFT_OUT at the package's top."""
+    caches = shutil.ignore_patterns(*_SKIPPED)
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        top = set(PACKAGE_LEFT_OUT) & set(names) if Path(directory) == package else set()
+        return set(caches(directory, names)) | top
+
+    return ignore
 
 
 def _publish(target: Path, fill: Callable[[Path], None]) -> None:
@@ -172,9 +193,13 @@ def _prune(current: Path, keep: int) -> None:
 
 
 def _tree_digest(root: Path) -> str:
-    """SHA-256 over the relative paths and contents of the files under `root` (caches left out)."""
+    """SHA-256 over the relative paths and contents of the files under `root` (caches and what the layer leaves
+    out of the package excluded)."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).parts
+        if relative[0] in PACKAGE_LEFT_OUT:
+            continue
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -38,7 +38,13 @@ class ClmStack(Stack):
         self.config_source = ConfigSource(self, "ConfigSource", self.config.bucket, context)
         self.artefacts = ArtefactBucket(self, "Artefacts")
         self.bus = events.EventBus(self, "Bus", event_bus_name=BUS_NAME)
-        self.cluster_stack_role = ClusterStackRole(self, "ClusterStackRole", context.cluster_stack_policy_arns)
+        self.cluster_stack_role = ClusterStackRole(
+            self,
+            "ClusterStackRole",
+            context.cluster_stack_policy_arns,
+            role_path=context.cluster_role_path,
+            boundary_arn=context.cluster_role_boundary_arn,
+        )
 
         layer = ClmLayer(self, "Layer").layer
         network = FunctionNetwork(self, "Network", context) if context.vpc_id else None

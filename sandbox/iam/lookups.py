@@ -76,3 +76,47 @@ def bucket_kms_key(account: str, bucket: str) -> str | None:
     rule = ((found.encryption or {}).get("Rule") or {}) if found is not None else {}
     default = rule.get("ApplyServerSideEncryptionByDefault") or {}
     return default.get("KMSMasterKeyID") if default.get("SSEAlgorithm") == "aws:kms" else None
+
+
+@dataclass(frozen=True)
+class Role:
+    """An existing IAM role as IAM judges calls on it: its ARN (with its path) and its permissions boundary."""
+
+    arn: str
+    boundary: str | None = None
+
+
+def role(account: str, name_or_arn: str) -> Role:
+    """The role of that name or ARN; a role that does not exist is named at the root path, without a boundary."""
+    from moto.iam.models import iam_backends
+
+    for candidate in iam_backends[account]["aws"].roles.values():
+        if name_or_arn in (candidate.name, candidate.arn):
+            return Role(candidate.arn, candidate.permissions_boundary_arn or None)
+    if name_or_arn.startswith("arn:"):
+        return Role(name_or_arn)
+    return Role(f"arn:aws:iam::{account}:role/{name_or_arn}")
+
+
+def instance_profile_roles(account: str, name_or_arn: str) -> list[str]:
+    """The ARNs of the roles in the instance profile of that name or ARN (none when it does not exist)."""
+    from moto.iam.models import iam_backends
+
+    for profile in iam_backends[account]["aws"].instance_profiles.values():
+        if name_or_arn in (profile.name, profile.arn):
+            return [member.arn for member in profile.roles]
+    return []
+
+
+def launch_template_profile(account: str, region: str, spec: dict[str, Any]) -> str | None:
+    """The instance profile (name or ARN) of the launch template version a group's LaunchTemplate names."""
+    from moto.ec2.models import ec2_backends
+
+    backend: Any = ec2_backends[account][region]
+    names = backend.launch_template_name_to_ids
+    template_id = spec.get("LaunchTemplateId") or names.get(spec.get("LaunchTemplateName"))
+    template = backend.launch_templates.get(template_id)
+    if template is None:
+        return None
+    profile = template.get_version(spec.get("Version") or "$Default").data.get("IamInstanceProfile") or {}
+    return profile.get("Arn") or profile.get("Name")

@@ -9,9 +9,12 @@ type's handler lists (CloudFormation's resource schemas, as cfn-lint ships them)
   for an id not assigned yet), with the condition keys of the request (``iam:PermissionsBoundary``,
   ``iam:PolicyARN``, ``aws:RequestTag/*``, ``aws:TagKeys``);
 - an action that supports no resource-level permission, against ``*``;
-- an action on another resource (``iam:PassRole`` of a launch template's profile, ``ec2:RunInstances`` of a
-  group's subnets) is recorded as not judged at run time: tests/unit/test_cluster_stack_role.py checks it against
-  the role's statements;
+- ``iam:PassRole`` against each role the resource hands to a service (clm_sandbox.iam.targets: an instance
+  profile's roles, the profile of a group's launch template or of an instance, an EKS cluster's role), and a
+  policy resource's role calls (``iam:PutRolePolicy`` of an ``AWS::IAM::Policy``) against each role it names,
+  with that role's ``iam:PermissionsBoundary``;
+- any other action on another resource (``ec2:RunInstances`` of a group's subnets) is recorded as not judged at
+  run time: tests/unit/test_cluster_stack_role.py checks it against the role's statements;
 - a permission the ClusterStackRole leaves out on purpose (a property the stacks do not use, so the handler does
   not call it) is recorded as skipped with the reason.
 
@@ -24,7 +27,7 @@ import functools
 import re
 from typing import Any
 
-from clm_sandbox.iam import catalog, principals, record
+from clm_sandbox.iam import catalog, principals, record, targets
 from clm_sandbox.iam.enforcement import enforcing
 from clm_sandbox.iam.policy import CannotJudge, Decision, Request, evaluate, wildcard_match
 
@@ -59,21 +62,39 @@ def judge(stack: Any, resource_type: str, operation: str, properties: dict[str, 
                 record.Judgement(SESSION, who.role_arn, action, f"({resource_type})", "skipped", left_out[action])
             )
             continue
-        request = _request(action, arn, properties)
-        if request is None:
+        requests = _requests(stack, resource_type, action, arn, properties)
+        if requests is None:
             record.add(record.Judgement(SESSION, who.role_arn, action, f"({resource_type})", "unchecked", NOT_JUDGED))
             continue
-        try:
-            decision = evaluate(request, identity, boundary)
-        except CannotJudge as exc:
-            decision = Decision(False, f"the sandbox cannot judge it: {exc}")
-        outcome = "allowed" if decision.allowed else "denied"
-        record.add(record.Judgement(SESSION, who.role_arn, action, request.resource, outcome, decision.reason))
-        if not decision.allowed:
-            raise StackRoleDenied(
-                f"User: {who.arn} is not authorized to perform: {action} on resource: {request.resource} "
-                f"because {decision.reason}"
-            )
+        for request in requests:
+            _decide(who, request, identity, boundary)
+
+
+def _decide(who: principals.Principal, request: Request, identity: Any, boundary: Any) -> None:
+    try:
+        decision = evaluate(request, identity, boundary)
+    except CannotJudge as exc:
+        decision = Decision(False, f"the sandbox cannot judge it: {exc}")
+    outcome = "allowed" if decision.allowed else "denied"
+    record.add(record.Judgement(SESSION, who.role_arn, request.action, request.resource, outcome, decision.reason))
+    if not decision.allowed:
+        raise StackRoleDenied(
+            f"User: {who.arn} is not authorized to perform: {request.action} on resource: {request.resource} "
+            f"because {decision.reason}"
+        )
+
+
+def _requests(
+    stack: Any, resource_type: str, action: str, arn: str, properties: dict[str, Any]
+) -> list[Request] | None:
+    """What the handler's ``action`` asks IAM: on the resource itself, on the roles it passes (iam:PassRole) or
+    whose policies it changes; None when the sandbox does not know what it acts on."""
+    if action == "iam:PassRole":
+        return targets.passed_roles(stack, resource_type, properties)
+    if resource_type in targets.ROLE_POLICY_TYPES and action in targets.ROLE_POLICY_ACTIONS:
+        return targets.policy_roles(stack, action, properties)
+    request = _request(action, arn, properties)
+    return None if request is None else [request]
 
 
 @functools.cache
@@ -111,13 +132,11 @@ def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], phy
     def value(name: str) -> str:
         if name in ("Partition", "Region", "Account"):
             return {"Partition": "aws", "Region": stack.region_name, "Account": stack.account_id}[name]
-        if name == "RoleNameWithPath":
-            role = properties.get("RoleName") or physical_id
-            return f"{(properties.get('Path') or '/').lstrip('/')}{role}" if role else "*"
         if name == "GroupId":  # an auto scaling group's generated id, never a property
             return "*"
-        if name.endswith("NameWithPath"):
-            return properties.get(name.removesuffix("WithPath")) or physical_id or "*"
+        if name.endswith("NameWithPath"):  # roles, instance profiles: a generated name is under the path too
+            own = properties.get(name.removesuffix("WithPath")) or physical_id or "*"
+            return f"{(properties.get('Path') or '/').lstrip('/')}{own}"
         return str(properties.get(PROPERTY_OF.get(name, name)) or physical_id or "*")
 
     return _VARIABLE.sub(lambda m: value(m.group(1)), arn_format)

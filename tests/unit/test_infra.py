@@ -555,6 +555,8 @@ def test_outputs(default):
         "EventBusName",
         "KubeFunctionRoleArn",
         "RollFunctionRoleArn",
+        "ClusterRolePath",  # exported for the cluster stacks' templates (infra.cluster_role_boundary)
+        "ClusterRoleBoundaryArn",
     }
 
 

@@ -23,7 +23,7 @@ TEMPLATE = {"Resources": {"Node": {"Type": "AWS::IAM::Role", "Properties": {"Rol
     "Action": "sts:AssumeRole"}]}}}}}  # fmt: skip
 
 
-def stack_role(aws: boto3.Session, roles_resource: str) -> str:
+def stack_role(aws: boto3.Session, roles_resource: str | list[str]) -> str:
     iam = aws.client("iam")
     arn = iam.create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
     statement = {"Effect": "Allow", "Action": ["iam:*"], "Resource": roles_resource}
@@ -63,6 +63,43 @@ def test_a_role_scoped_elsewhere_fails_the_resource_naming_the_permission(sandbo
     assert not sandbox_aws.client("iam").list_roles(PathPrefix="/clm/")["Roles"]
 
 
+def failure(aws: boto3.Session, template: dict, role: str) -> str:
+    """The reason of the one failed resource of a stack created from `template` with `role`."""
+    cfn = aws.client("cloudformation")
+    cfn.create_stack(StackName="kube-2", TemplateBody=yaml.safe_dump(template), RoleARN=role)
+    assert cfn.describe_stacks(StackName="kube-2")["Stacks"][0]["StackStatus"] == "ROLLBACK_COMPLETE"
+    events = cfn.describe_stack_events(StackName="kube-2")["StackEvents"]
+    [failed] = [e for e in events if e["ResourceStatus"] == "CREATE_FAILED"]
+    return failed["ResourceStatusReason"]
+
+
+def test_a_policy_resource_is_judged_on_each_role_it_names(sandbox_aws: boto3.Session) -> None:
+    role = stack_role(sandbox_aws, f"arn:aws:iam::{ACCOUNT}:role/clm/*")
+    document = {"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    template = {"Resources": {"Admin": {"Type": "AWS::IAM::Policy", "Properties": {
+        "PolicyName": "admin", "PolicyDocument": document, "Roles": ["cfn"]}}}}  # fmt: skip
+    reason = failure(sandbox_aws, template, role)
+    assert f"on resource: arn:aws:iam::{ACCOUNT}:role/cfn because" in reason  # GetRolePolicy comes first
+    assert sandbox_aws.client("iam").list_role_policies(RoleName="cfn")["PolicyNames"] == ["p"]
+
+
+def test_an_instance_profile_passes_its_roles(sandbox_aws: boto3.Session) -> None:
+    iam = sandbox_aws.client("iam")
+    iam.create_role(RoleName="foreign", AssumeRolePolicyDocument=json.dumps(TRUST))
+    role = stack_role(sandbox_aws, [f"arn:aws:iam::{ACCOUNT}:role/*", f"arn:aws:iam::{ACCOUNT}:instance-profile/*"])
+    template = {"Resources": {"Profile": {"Type": "AWS::IAM::InstanceProfile", "Properties": {"Roles": ["foreign"]}}}}
+    pass_only_clm = {"Effect": "Deny", "Action": "iam:PassRole", "NotResource": f"arn:aws:iam::{ACCOUNT}:role/clm/*"}
+    iam.put_role_policy(
+        RoleName="cfn",
+        PolicyName="d",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [pass_only_clm]}),
+    )
+    reason = failure(sandbox_aws, template, role)
+    assert f"iam:PassRole on resource: arn:aws:iam::{ACCOUNT}:role/foreign because" in reason
+    judged = [j for j in record.judged() if j.action == "iam:PassRole"]
+    assert [(j.resource, j.outcome) for j in judged] == [(f"arn:aws:iam::{ACCOUNT}:role/foreign", "denied")]
+
+
 def test_resource_arns_as_the_types_create_call_names_them() -> None:
     stack = SimpleNamespace(region_name=REGION, account_id=ACCOUNT)
     assert resource_arn(stack, "AWS::EC2::VPC", {}, "") == f"arn:aws:ec2:{REGION}:{ACCOUNT}:vpc/*"
@@ -71,3 +108,7 @@ def test_resource_arns_as_the_types_create_call_names_them() -> None:
         f"arn:aws:autoscaling:{REGION}:{ACCOUNT}:autoScalingGroup:*:autoScalingGroupName/g"
     )
     assert resource_arn(stack, "AWS::IAM::InstanceProfile", {}, "ip") == f"arn:aws:iam::{ACCOUNT}:instance-profile/ip"
+    assert resource_arn(stack, "AWS::IAM::InstanceProfile", {"Path": "/clm/"}, "") == (
+        f"arn:aws:iam::{ACCOUNT}:instance-profile/clm/*"
+    )
+    assert resource_arn(stack, "AWS::IAM::Role", {"Path": "/clm/"}, "") == f"arn:aws:iam::{ACCOUNT}:role/clm/*"

@@ -3,7 +3,8 @@ permissions, and no administrator or power-user managed policy on a Lambda funct
 
 Checks every identity policy (AWS::IAM::Policy, AWS::IAM::ManagedPolicy, inline policies of AWS::IAM::Role) of the
 two templates tests/unit/test_infra.py synthesizes: cdk.json's defaults and its variant (CodeCommit, Lambdas in a
-VPC, extra cluster-stack policies). Resource-based policies (bucket policies) are not identity grants.
+VPC, extra cluster-stack policies). Resource-based policies (bucket policies) are not identity grants, nor is the
+permissions boundary of the cluster stacks' roles (it caps them; tests/unit/test_cluster_role_boundary.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from infra.cluster_role_boundary import BOUNDARY_EXPORT
 from tests.unit.test_infra import DEFAULTS, VARIANT, resources, synthesized
 
 # Actions that AWS authorizes on "*" only (no resource types in the Service Authorization Reference), with the doc.
@@ -59,8 +61,15 @@ def templates(tmp_path_factory) -> dict[str, dict[str, Any]]:
 def identity_statements(raw: dict[str, Any]) -> list[tuple[str, list[str], dict[str, Any]]]:
     """(policy, the roles' logical ids, statement) for every statement of every identity policy."""
     found = []
+    boundaries = {
+        output["Value"]["Ref"]
+        for output in raw.get("Outputs", {}).values()
+        if output.get("Export", {}).get("Name") == BOUNDARY_EXPORT and "Ref" in output["Value"]
+    }
     for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
         for name, body in resources(raw, kind).items():
+            if name in boundaries:
+                continue
             roles = [role["Ref"] for role in body["Properties"].get("Roles", [])]
             found += [(name, roles, s) for s in body["Properties"]["PolicyDocument"]["Statement"]]
     for name, body in resources(raw, "AWS::IAM::Role").items():
