@@ -7,9 +7,9 @@ machine's own Python and OS do not matter: a requirement without a wheel for it,
 hash fails the build) into `<cache>/layer-deps/<hash>/python`. The layer directory `<cache>/layer/<hash>` adds the
 `clm` package to hard links of those files, and is rebuilt only when the lock or the package's files change.
 
-The layer holds only what the functions import: not the package's CLI (`clm/cli`, which needs click and rich, and
-`clm/migrate`, its Go-template translator), not
-`kubernetes/aio` (the asyncio client; its aiohttp is left out of the lock), nor console scripts.
+The layer holds only what the functions import: not the package's CLI (`clm/cli`, which needs click and rich) nor
+its Go-template translator (`clm/migrate`), not `kubernetes/aio` (the asyncio client; its aiohttp is left out of
+the lock), nor console scripts.
 
 Everything is byte-compiled for the runtime's Python with unchecked-hash pycs: Lambda's /opt is read-only, so
 without them every cold start compiles from source (measured 2-3x slower imports, ~3 s more for `kubernetes`), and
