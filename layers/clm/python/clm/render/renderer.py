@@ -4,6 +4,11 @@ Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` 
 `cluster.yaml`), `node-pools/<profile>/stack.yaml`, `manifests/<component>/*.yaml` and
 `manifests/deletions.yaml`. Templates see `cluster` (config items with defaults filled in),
 `node_pool` (node-pool stacks only) and `values` (facts the caller passes in).
+
+A combined snapshot (several sources) is read as CLM's channel/combined.go does: stacks and node-pool
+profiles from the first source only; config-defaults.yaml of every source merged key by key, later wins;
+deletions of every source concatenated; the components of every source applied, named `<source>/<component>`.
+Files of a combined snapshot are named `<source>/<path>` in errors, as CLM names them.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
+    from clm.render.environment import TemplateEnvironment
 
 ROOT = "cluster/"
 DEFAULTS = ROOT + "config-defaults.yaml"
@@ -71,6 +77,23 @@ class RenderedCluster:
         return sum(len(c.manifests) for c in self.components)
 
 
+@dataclass(frozen=True)
+class _Source:
+    """One source of the snapshot: its files, their template environment, and how errors name its files."""
+
+    prefix: str
+    files: Mapping[str, bytes]
+    env: TemplateEnvironment
+
+    def render(self, path: str, context: dict[str, Any], cluster_id: str) -> str:
+        try:
+            return self.env.render(path, context, cluster_id)
+        except RenderError as exc:
+            if not self.prefix:
+                raise
+            raise RenderError(exc.message, self.prefix + (exc.file or path), exc.line, exc.cluster_id) from None
+
+
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
@@ -79,8 +102,17 @@ class Renderer:
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
-        self._env = TemplateEnvironment(tree.files)
-        self._components = self._find_components(tree.files)
+        combined = bool(tree.layers)
+        self._sources = [
+            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files))
+            for part in tree.parts()
+        ]
+        self._env = self._sources[0].env  # stacks and node pools: the main source's
+        self._components = [
+            (source.prefix + name, source, paths)
+            for source in self._sources
+            for name, paths in self._find_components(source.files).items()
+        ]
 
     @staticmethod
     def _find_components(files: Mapping[str, bytes]) -> dict[str, list[str]]:
@@ -94,24 +126,31 @@ class Renderer:
         return dict(sorted(components.items()))
 
     def config_items(self, cluster: Cluster, values: Mapping[str, Any]) -> dict[str, str]:
-        """The cluster's config items, with config-defaults.yaml filling the ones it lacks."""
-        if DEFAULTS not in self.tree.files:
-            return dict(cluster.config_items)
-        text = self._env.render(DEFAULTS, {"cluster": registry_view(cluster), "values": values}, cluster.id)
+        """The cluster's config items, with config-defaults.yaml filling the ones it lacks (the defaults of
+        every source merged key by key, later sources winning: CLM's provisioner updateDefaults)."""
+        merged: dict[str, str] = {}
+        for source in self._sources:
+            if DEFAULTS in source.files:
+                merged.update(self._defaults(source, cluster, values))
+        merged.update(cluster.config_items)
+        return merged
+
+    @staticmethod
+    def _defaults(source: _Source, cluster: Cluster, values: Mapping[str, Any]) -> dict[str, str]:
+        text = source.render(DEFAULTS, {"cluster": registry_view(cluster), "values": values}, cluster.id)
+        file = source.prefix + DEFAULTS
         try:
             defaults = yaml.load(text, Loader=SafeLoader) or {}
         except yaml.YAMLError as exc:
             raise RenderError(
-                f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS, error_line(exc), cluster.id
+                f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc), cluster.id
             ) from None
         if not isinstance(defaults, dict):
-            raise RenderError("must be a mapping of config item names to values", DEFAULTS, 1, cluster.id)
+            raise RenderError("must be a mapping of config item names to values", file, 1, cluster.id)
         for key, value in defaults.items():
             if isinstance(value, dict | list):
-                raise RenderError(f"config item {key!r} must be a scalar", DEFAULTS, None, cluster.id)
-        merged = {str(k): scalar_text(v) for k, v in defaults.items()}
-        merged.update(cluster.config_items)
-        return merged
+                raise RenderError(f"config item {key!r} must be a scalar", file, None, cluster.id)
+        return {str(k): scalar_text(v) for k, v in defaults.items()}
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
@@ -135,10 +174,12 @@ class Renderer:
                     [
                         m
                         for path in paths
-                        for m in split_manifests(self._env.render(path, context, cluster.id), path, cluster.id)
+                        for m in split_manifests(
+                            source.render(path, context, cluster.id), source.prefix + path, cluster.id
+                        )
                     ],
                 )
-                for name, paths in self._components.items()
+                for name, source, paths in self._components
             ],
             deletions=self._deletions(context, cluster.id),
         )
@@ -177,6 +218,11 @@ class Renderer:
         return RenderedStack(file=file, body=body, template=template)
 
     def _deletions(self, context: dict[str, Any], cluster_id: str) -> Deletions:
-        if DELETIONS not in self.tree.files:
-            return Deletions()
-        return parse_deletions(self._env.render(DELETIONS, context, cluster_id), DELETIONS, cluster_id)
+        """The deletions of every source, their lists concatenated in source order."""
+        result = Deletions()
+        for source in self._sources:
+            if DELETIONS in source.files:
+                text = source.render(DELETIONS, context, cluster_id)
+                found = parse_deletions(text, source.prefix + DELETIONS, cluster_id)
+                result = Deletions(result.pre_apply + found.pre_apply, result.post_apply + found.post_apply)
+        return result
