@@ -105,6 +105,9 @@ def test_combined_sources_and_channels_end_to_end(
 
     # a change on channel beta: only kube-9's version changes, only kube-9 gets a run
     known = len(deployment.executions(deployment.provision))
+    machines = deployment.sfn.list_state_machines()["stateMachines"]
+    [reconcile] = [m["stateMachineArn"] for m in machines if m["name"] == "clm-reconcile"]
+    reconciles_before = len(deployment.executions(reconcile))
     marker = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: beta-marker-{{ cluster.local_id }}, namespace: example}\n"
     )
@@ -116,8 +119,10 @@ def test_combined_sources_and_channels_end_to_end(
     assert config_part(deployment, fleet["kube-1"]) == versions["kube-1"]
     assert config_part(deployment, fleet["kube-9"]) not in (versions["kube-9"], versions["kube-1"])
     assert core.read_namespaced_config_map("beta-marker-kube-9", "example").metadata.name == "beta-marker-kube-9"
-    reconciles = [m for m in deployment.sfn.list_state_machines()["stateMachines"] if m["name"] == "clm-reconcile"]
-    last = deployment.executions(reconciles[0]["stateMachineArn"])[-1]
-    output = json.loads(deployment.sfn.describe_execution(executionArn=last["executionArn"])["output"])
-    assert output["change"] == {"source": "main", "channel": "beta"}
-    assert (output["clusters"], output["concerned"]) == (2, 1)
+    outputs = [
+        json.loads(deployment.sfn.describe_execution(executionArn=e["executionArn"])["output"])
+        for e in deployment.executions(reconcile)[reconciles_before:]
+    ]
+    assert [(o["change"], o["clusters"], o["concerned"]) for o in outputs] == [
+        ({"source": "main", "channel": "beta"}, 2, 1)
+    ]
