@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from kubernetes import client as k8s
@@ -34,7 +35,9 @@ TEAM = {  # the second source ("team"): defaults merged over main's, a component
 
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """The CDK app with a second config source, prefix team-config/ of the config bucket, named team."""
+    """The CDK app with a second config source, prefix team-config/ of the config bucket, named team. (A CodeCommit
+    deployment cannot run here: moto's CloudFormation skips AWS::CodeCommit::Repository; CodeCommit channels are
+    tested on the sandbox's CodeCommit in tests/unit/test_config_channels.py.)"""
     return synthesize(tmp_path_factory.mktemp("cdk-out"), "Clm", {"clm:extraConfigPrefixes": "team=team-config/"})
 
 
@@ -51,17 +54,10 @@ def beta_files() -> dict[str, bytes]:
     return files
 
 
-@pytest.fixture
-def fleet(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[dict[str, str]]:
-    """Channel beta of main (config/beta/) and the team source on both channels uploaded; kube-1 (no channel) and
-    kube-9 (channel beta) registered as ready, each with simulated kubelets. Yields {local id: cluster id}."""
-    s3, bucket = deployment.session.client("s3"), deployment.outputs["ConfigBucketName"]
-    assert deployment.outputs["ConfigSourceUri"] == f"main=s3://{bucket}/config/,team=s3://{bucket}/team-config/"
-    put_tree(s3, bucket, "config/beta/", beta_files())
-    team = {path: text.encode() for path, text in TEAM.items()}
-    put_tree(s3, bucket, "team-config/", team)
-    put_tree(s3, bucket, "team-config/beta/", team)
-    deployment.settle()  # the uploads' reconciles (no cluster yet)
+@contextmanager
+def two_clusters(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[dict[str, str]]:
+    """kube-1 (no channel) and kube-9 (channel beta) registered as ready, each with simulated kubelets; their first
+    runs start. Yields {local id: cluster id}."""
     core = k8s.CoreV1Api(kube_api)
     core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="example")))
     core.create_namespaced_config_map("example", k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="team-obsolete")))
@@ -69,13 +65,27 @@ def fleet(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[dict[str,
     kube1 = dataclasses.replace(kube1, lifecycle_status="ready")
     kube1.config_items["kube_auth_secret"] = "clm/kube-1"
     kube9 = dataclasses.replace(kube1, id=kube1.id.replace("kube-1", "kube-9"), local_id="kube-9", channel="beta")
-    ids = {"kube-1": kube1.id, "kube-9": kube9.id}
+    simulate = {"boot_delay": 1.0, "pod_ready_delay": 0.2, "time_scale": 0.1}
     with (
-        NodeSimulator(kube_api, deployment.session, kube1.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1),
-        NodeSimulator(kube_api, deployment.session, kube9.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1),
+        NodeSimulator(kube_api, deployment.session, kube1.id, **simulate),
+        NodeSimulator(kube_api, deployment.session, kube9.id, **simulate),
     ):
         for cluster in (kube1, kube9):
             deployment.registry.put(cluster)  # the registry change starts each cluster's first run
+        yield {"kube-1": kube1.id, "kube-9": kube9.id}
+
+
+@pytest.fixture
+def fleet(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[dict[str, str]]:
+    """Channel beta of main (config/beta/) and the team source on both channels uploaded, then two_clusters."""
+    s3, bucket = deployment.session.client("s3"), deployment.outputs["ConfigBucketName"]
+    assert deployment.outputs["ConfigSourceUri"] == f"main=s3://{bucket}/config/,team=s3://{bucket}/team-config/"
+    put_tree(s3, bucket, "config/beta/", beta_files())
+    team = {path: text.encode() for path, text in TEAM.items()}
+    put_tree(s3, bucket, "team-config/", team)
+    put_tree(s3, bucket, "team-config/beta/", team)
+    deployment.settle()  # the uploads' reconciles (no cluster yet)
+    with two_clusters(deployment, kube_api) as ids:
         yield ids
 
 
