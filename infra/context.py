@@ -29,6 +29,7 @@ class ClmContext:
 
     registry_table_name: str | None = None
     config_prefix: str = "config/"
+    extra_config_prefixes: tuple[str, ...] = ()  # `name=prefix`: more sources in the config bucket (combined)
     codecommit_repository: str | None = None
     codecommit_branch: str = "main"
     log_retention_days: int = 30
@@ -55,6 +56,7 @@ class ClmContext:
         context = cls(
             registry_table_name=_text(node, "clm:registryTableName") or None,
             config_prefix=_text(node, "clm:configPrefix", defaults.config_prefix),
+            extra_config_prefixes=_names(node, "clm:extraConfigPrefixes"),
             codecommit_repository=_text(node, "clm:codeCommitRepository") or None,
             codecommit_branch=_text(node, "clm:codeCommitBranch", defaults.codecommit_branch),
             log_retention_days=_number(node, "clm:logRetentionDays", defaults.log_retention_days),
@@ -80,6 +82,13 @@ class ClmContext:
             raise ContextError("clm:vpcId and clm:subnetIds: give both (Lambdas in a VPC) or neither")
         if self.config_prefix.startswith("/"):
             raise ContextError(f"clm:configPrefix: {self.config_prefix!r} must not start with '/'")
+        for extra in self.extra_config_prefixes:
+            name, sep, prefix = extra.partition("=")
+            if not sep or not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name == "main" or prefix.startswith("/"):
+                raise ContextError(
+                    f"clm:extraConfigPrefixes: {extra!r} is not <name>=<prefix> (name [A-Za-z0-9._-]+, not main; "
+                    "prefix not starting with '/')"
+                )
         if self.max_running < 1:
             raise ContextError(f"clm:maxRunning: {self.max_running} must be at least 1")
         for arn in self.decrypt_key_arns:

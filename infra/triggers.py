@@ -3,6 +3,8 @@ reconcile workflow exists, configuration changes and a schedule."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -69,22 +71,43 @@ class RegistryTrigger(Construct):
 
 
 class ReconcileTriggers(Construct):
-    """Configuration change (S3 Object Created under the prefix, or a push to the CodeCommit branch) and a
-    schedule (drift, retries) -> reconcile with input `{reason}`."""
+    """Configuration change (S3 Object Created under a source's prefix, or a push to a CodeCommit branch) ->
+    reconcile with input `{reason, change}` (the change names bucket and key, or repository and branch: its
+    channel's clusters are reconciled); a schedule (drift, retries) -> reconcile with input `{reason}`."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: ConfigSource, reconcile: sfn.IStateMachine):
         super().__init__(scope, construct_id)
-        for rule_id, description, pattern, schedule, reason in (
-            ("ConfigChanged", "the configuration changed", config.change_pattern(), None, "config changed"),
-            ("Schedule", "every 15 minutes", None, events.Schedule.rate(RECONCILE_EVERY), "schedule"),
-        ):
-            events.Rule(
-                self,
+        for rule_id, pattern, change in config.change_rules():
+            fields = {name: events.EventField.from_path(path) for name, path in change.items()}
+            self._rule(
                 rule_id,
-                description=f"CLM: {description} -> reconcile",
-                event_pattern=pattern,
-                schedule=schedule,
-                targets=[
-                    targets.SfnStateMachine(reconcile, input=events.RuleTargetInput.from_object({"reason": reason}))
-                ],
+                "the configuration changed",
+                reconcile,
+                {"reason": "config changed", "change": fields},
+                pattern=pattern,
             )
+        self._rule(
+            "Schedule",
+            "every 15 minutes",
+            reconcile,
+            {"reason": "schedule"},
+            schedule=events.Schedule.rate(RECONCILE_EVERY),
+        )
+
+    def _rule(
+        self,
+        rule_id: str,
+        description: str,
+        reconcile: sfn.IStateMachine,
+        payload: dict[str, Any],
+        pattern: events.EventPattern | None = None,
+        schedule: events.Schedule | None = None,
+    ) -> None:
+        events.Rule(
+            self,
+            rule_id,
+            description=f"CLM: {description} -> reconcile",
+            event_pattern=pattern,
+            schedule=schedule,
+            targets=[targets.SfnStateMachine(reconcile, input=events.RuleTargetInput.from_object(payload))],
+        )

@@ -44,10 +44,17 @@ def _send_to_targets(self: Any, original_event: dict[str, Any], transform_input:
         others = copy.copy(self)
         others.targets = [target for target in self.targets if target not in state_machines]
         original(Rule, "send_to_targets")(others, original_event, transform_input)
-    if state_machines and self.event_pattern.matches_event(original_event):
+    if state_machines and _matches(self, original_event):
         event = delivered_event(original_event)
         for target in state_machines:
             _start_execution(self.name, target, event, original_event)
+
+
+def _matches(rule: Any, event: dict[str, Any]) -> bool:
+    """As on AWS, a rule with a schedule and no event pattern matches no event (moto's empty pattern matches all)."""
+    if rule.scheduled_expression and not rule.event_pattern._pattern:
+        return False
+    return rule.event_pattern.matches_event(event)
 
 
 def _is_state_machine(arn: str) -> bool:

@@ -327,6 +327,17 @@ def test_put_events_on_a_custom_bus_starts_exactly_one_execution(local: Client) 
     uuid.UUID(execution["name"])
 
 
+def test_a_schedule_rule_matches_no_event(local: Client) -> None:
+    """On AWS a rule with only a schedule never matches an event (moto's empty pattern would match every one)."""
+    machine = create_state_machine(
+        local, "reconcile", {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}}
+    )
+    local("events").put_rule(Name="schedule", ScheduleExpression="rate(15 minutes)")
+    local("events").put_targets(Rule="schedule", Targets=[{"Id": "reconcile", "Arn": machine}])
+    put_cluster_changed(local, bus="default")
+    assert executions(local, machine) == []
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [

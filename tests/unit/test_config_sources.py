@@ -1,4 +1,4 @@
-"""Config sources: the tree, a local directory, S3 and CodeCommit (moto), and combined."""
+"""Config sources: the tree, a local directory, S3 and CodeCommit (moto); combined: test_config_combined.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from botocore.config import Config
 from botocore.stub import Stubber
 
 from clm.config.codecommit import CodeCommitSource
-from clm.config.combined import CombinedSource
 from clm.config.local import LocalSource
 from clm.config.s3 import ATTEMPTS, S3Source
 from clm.config.tree import ConfigTree
@@ -358,30 +357,3 @@ def test_codecommit_errors_moto_cannot_produce_name_the_path(failing, code, name
         stub.add_client_error(failing, code, "refused", 400)
         with pytest.raises(ConfigSourceError, match=rf"codecommit://repo@main \({re.escape(named)}\): {code}"):
             CodeCommitSource(client, "repo", "main").fetch()
-
-
-# --- CombinedSource -----------------------------------------------------------------------------
-
-
-def test_combined_later_sources_override_earlier(tmp_path):
-    write(tmp_path / "base", REPO_FILES)
-    write(tmp_path / "team", {"cluster/stack.yaml": b"Resources: {Team: 1}\n", "cluster/extra.yaml": b"x\n"})
-    base, team = LocalSource(tmp_path / "base"), LocalSource(tmp_path / "team")
-    combined = CombinedSource([base, team])
-    tree = combined.fetch()
-    assert dict(tree.files) == {
-        **REPO_FILES,
-        "cluster/stack.yaml": b"Resources: {Team: 1}\n",
-        "cluster/extra.yaml": b"x\n",
-    }
-    assert tree.version == combined.version() == f"{base.version()}+{team.version()}"
-    assert tree.source == combined.describe() == f"{base.describe()} + {team.describe()}"
-    assert CombinedSource([team, base]).fetch().read("cluster/stack.yaml") == REPO_FILES["cluster/stack.yaml"]
-
-
-def test_combined_single_source_keeps_its_version(tmp_path):
-    write(tmp_path, REPO_FILES)
-    single = CombinedSource([LocalSource(tmp_path)])
-    assert single.version() == single.fetch().version == LocalSource(tmp_path).version()
-    with pytest.raises(ValueError, match="at least one"):
-        CombinedSource([])

@@ -517,7 +517,8 @@ def test_config_change_and_schedule_start_reconcile(default, variant):
                 "source": ["aws.codecommit"],
                 "detail-type": ["CodeCommit Repository State Change"],
                 "resources": [Match.any_value()],
-                "detail": {"referenceType": ["branch"], "referenceName": ["live"]},
+                # any branch: a branch per channel (the change names it, reconcile maps it to its clusters)
+                "detail": {"referenceType": ["branch"], "event": ["referenceCreated", "referenceUpdated"]},
             },
         ),
     ):
@@ -527,6 +528,14 @@ def test_config_change_and_schedule_start_reconcile(default, variant):
                 "AWS::Events::Rule",
                 {**rule, "Targets": [Match.object_like({"Arn": {"Ref": Match.string_like_regexp("^Reconcile")}})]},
             )
+    paths = {
+        path
+        for raw in (default[1], variant[1])
+        for rule in resources(raw, "AWS::Events::Rule").values()
+        for target in rule["Properties"]["Targets"]
+        for path in target.get("InputTransformer", {}).get("InputPathsMap", {}).values()
+    }
+    assert {"$.detail.object.key", "$.detail.referenceName"} <= paths
 
 
 def test_alarms_on_failed_executions(template):

@@ -10,7 +10,15 @@ from clm.stacks.deploy import check, start
 from clm.stacks.names import cluster_stack_tags
 from clm.stacks.removed import RemovedNodePool, node_pool_stacks, removed_node_pools
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
-from tests.unit.test_stacks_support import Clients, clients, example_cluster, moto_stack, render, stacks_aws
+from tests.unit.test_stacks_support import (
+    EXPORTS_STACK,
+    Clients,
+    clients,
+    example_cluster,
+    moto_stack,
+    render,
+    stacks_aws,
+)
 
 __all__ = ["clients", "stacks_aws"]  # fixtures
 
@@ -66,7 +74,8 @@ def test_removed_pool_is_listed_then_its_stack_deleted_with_its_instances(stacks
     assert {i["State"]["Name"] for i in states} == {"terminated"}
     assert removed_node_pools(cfn, without_worker) == []
     assert start_delete(cfn, WORKER_STACK, CLUSTER_ID).to_dict()["action"] == "absent"
-    assert [s["StackName"] for s in cfn.describe_stacks()["Stacks"]] == ["kube-2", BATCH_STACK, other.name]
+    names = [s["StackName"] for s in cfn.describe_stacks()["Stacks"]]
+    assert names == [EXPORTS_STACK, "kube-2", BATCH_STACK, other.name]
 
 
 def test_a_stack_already_being_deleted_is_waited_on(clients):

@@ -7,6 +7,7 @@ and moto's stack state where nothing can reach a state by itself.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,14 @@ from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.renderer import RenderedCluster, Renderer
 from clm_sandbox.patches import autoscaling_launch, cloudformation_api, cloudformation_inplace_updates
+from infra.cluster_role_boundary import BOUNDARY_EXPORT, CLUSTER_ROLE_PATH, PATH_EXPORT
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 ACCOUNT = "123456789012"  # moto's default account, also the example clusters' account
 STACK_TYPE = "AWS::CloudFormation::Stack"
 ROLLBACK_FAILED_UPDATE = "UPDATE_ROLLBACK_FAILED"
 SESSION = boto3.Session(region_name="eu-central-1")  # shared by the tests, so that service models load once
+EXPORTS_STACK = "clm-exports"  # stands in for CLM's own stack, whose exports the examples import
 PATCHES = (cloudformation_api, cloudformation_inplace_updates, autoscaling_launch)
 
 
@@ -76,10 +79,26 @@ class Clients(dict[str, Any]):
 
 @pytest.fixture
 def stacks_aws(aws: boto3.Session) -> boto3.Session:
-    """A session on in-process moto (`aws`) with the sandbox's CloudFormation and Auto Scaling patches installed."""
+    """A session on in-process moto (`aws`) with the sandbox's CloudFormation and Auto Scaling patches installed,
+    and the exports CLM's own stack gives cluster stacks (the path and permissions boundary of their roles)."""
     for patch in PATCHES:
         patch.install()
+    for region in ("eu-central-1", "eu-west-1"):  # the example clusters' regions (exports are regional)
+        export_cluster_role_settings(SESSION.client("cloudformation", region_name=region))
     return SESSION
+
+
+def export_cluster_role_settings(cfn: Any) -> None:
+    """A stack exporting what CLM's stack exports to the examples' templates (infra.cluster_role_boundary)."""
+    outputs = {
+        "Path": {"Value": CLUSTER_ROLE_PATH, "Export": {"Name": PATH_EXPORT}},
+        "Boundary": {
+            "Value": f"arn:aws:iam::{ACCOUNT}:policy/clm-cluster-role-boundary",
+            "Export": {"Name": BOUNDARY_EXPORT},
+        },
+    }
+    body = {"Resources": {"Nothing": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}, "Outputs": outputs}
+    cfn.create_stack(StackName=EXPORTS_STACK, TemplateBody=json.dumps(body))
 
 
 @pytest.fixture

@@ -39,13 +39,13 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
 
     A template error stops with the file and line at fault, before CloudFormation is asked.
     """
-    from clm.config.uri import source_from_uri
+    from clm.config.channels import ConfigSources
     from clm.render.renderer import Renderer
     from clm.render.secrets import KmsDecrypter
     from clm.stacks.plan import plan_stacks
 
     cluster = load_cluster(cli, cluster_id, registry_file)
-    tree = source_from_uri(config_uri, cli.client).fetch()
+    tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
     rendered = Renderer(tree, KmsDecrypter(lambda: cli.client("kms"), None)).render(cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"))
     data = {

@@ -29,7 +29,7 @@ def render(
 
     A template error stops with the file and line at fault.
     """
-    from clm.config.uri import source_from_uri
+    from clm.config.channels import ConfigSources
     from clm.registry.clusters_yaml import load_clusters
     from clm.render.artefacts import rendered_files, summary
     from clm.render.renderer import Renderer
@@ -43,10 +43,14 @@ def render(
     for cluster_id in wanted:
         if cluster_id not in clusters:
             raise ClusterNotFound(cluster_id)
-    tree = source_from_uri(config_uri, cli.client).fetch()
-    renderer = Renderer(tree, KmsDecrypter(lambda: cli.client("kms"), None))  # `aws:kms:` items: your credentials
+    sources, renderers = ConfigSources(config_uri, cli.client), {}
+    decrypt = KmsDecrypter(lambda: cli.client("kms"), None)  # `aws:kms:` items: your credentials
     rows = []
     for cluster_id in wanted:
+        channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
+        if channels not in renderers:
+            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), decrypt)
+        renderer = renderers[channels]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
         if out is not None:
@@ -69,5 +73,5 @@ def render(
         rows,
         ["cluster", "version", "node_pools", "manifests", "files", "folder"],
         cli.output,
-        title=f"rendered from {tree.source} at {tree.version}",
+        title="; ".join(f"rendered from {r.tree.source} at {r.tree.version}" for r in renderers.values()),
     )

@@ -1,5 +1,9 @@
 """A configuration repository under an S3 prefix, read as a consistent snapshot.
 
+What is read is `<prefix>cluster/` (the default channel) or `<prefix><channel>/cluster/` (a cluster's `channel`:
+a prefix per channel, as a branch per channel in CLM's git source), so that channels never see each other's
+objects. Tree paths are relative to `<prefix>[<channel>/]`.
+
 Versioned buckets pin each object's latest version id at listing time and read exactly that
 version. Unversioned buckets read each object with `IfMatch=<listed ETag>`; if an object changed
 or vanished in between, the whole snapshot is listed and read again (a bounded number of times).
@@ -7,6 +11,7 @@ or vanished in between, the whole snapshot is listed and read again (a bounded n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,16 +22,21 @@ from clm.config.tree import ConfigTree, digest
 from clm.errors import ConfigSourceError
 
 ATTEMPTS = 3
+ROOT = "cluster/"
+_CHANNEL = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 _CHANGED = {"PreconditionFailed", "NoSuchKey", "NoSuchVersion"}
 
 
 class S3Source:
-    """Objects under `prefix` in `bucket`; tree paths are relative to the prefix."""
+    """Objects under `<prefix>[<channel>/]cluster/` in `bucket`; tree paths are relative to `<prefix>[<channel>/]`."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str = ""):
+    def __init__(self, client: Any, bucket: str, prefix: str = "", channel: str = ""):
         self.client = client
         self.bucket = bucket
-        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        if channel and not _folder_name(channel):
+            raise ConfigSourceError(f"s3://{bucket}/{prefix}: channel {channel!r} is not a folder name (nor cluster)")
+        self.prefix = prefix + channel + "/" if channel else prefix
 
     def describe(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}"
@@ -68,7 +78,7 @@ class S3Source:
         }
 
     def _pages(self, operation: str) -> Iterator[dict[str, Any]]:
-        return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix)
+        return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix + ROOT)
 
     def _get(self, path: str, identity: str, versioned: bool) -> bytes:
         pin = {"VersionId": identity} if versioned else {"IfMatch": identity}
@@ -83,3 +93,9 @@ class S3Source:
             raise ConfigSourceError(f"{self.describe()}: {error.get('Code')}: {error.get('Message')}") from None
         except BotoCoreError as exc:
             raise ConfigSourceError(f"{self.describe()}: {exc}") from None
+
+
+def _folder_name(channel: str) -> bool:
+    """Whether a channel names a prefix of its own: path segments, no "..", not under the default's cluster/."""
+    parts = channel.split("/")
+    return bool(_CHANNEL.fullmatch(channel)) and ".." not in parts and parts[0] + "/" != ROOT

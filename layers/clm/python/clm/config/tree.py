@@ -10,20 +10,29 @@ from typing import Protocol
 
 from clm.errors import ConfigSourceError
 
-_VERSION = re.compile(r"[A-Za-z0-9._+-]+")
+_VERSION = re.compile(r"[A-Za-z0-9._+=;-]+")  # "=" and ";": a combined version, `name=version;...` as CLM
 
 
 @dataclass(frozen=True)
 class ConfigTree:
-    """A snapshot of a configuration repository at one version."""
+    """A snapshot of a configuration repository at one version.
+
+    A combined snapshot (clm.config.combined) keeps each source's snapshot in `layers`, first the main one,
+    whose files are also `files`.
+    """
 
     version: str
     files: Mapping[str, bytes]
     source: str
+    layers: tuple[Layer, ...] = ()
 
     def __post_init__(self) -> None:
         if not _VERSION.fullmatch(self.version):
-            raise ValueError(f"config version {self.version!r} of {self.source} is not [A-Za-z0-9._+-]+")
+            raise ValueError(f"config version {self.version!r} of {self.source} is not [A-Za-z0-9._+=;-]+")
+
+    def parts(self) -> tuple[Layer, ...]:
+        """The sources to read, in order: the layers of a combined snapshot, else this one (unnamed)."""
+        return self.layers or (Layer("", self),)
 
     def read(self, path: str) -> bytes:
         """The content of `path`; ConfigSourceError naming path and source when it is missing."""
@@ -41,6 +50,14 @@ class ConfigTree:
         if prefix and not prefix.endswith("/"):
             prefix += "/"
         return sorted(path for path in self.files if path.startswith(prefix))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One named source's snapshot inside a combined one."""
+
+    name: str
+    tree: ConfigTree
 
 
 class ConfigSource(Protocol):

@@ -28,19 +28,18 @@ def without_config_items(cluster: Cluster) -> Cluster:
     return dataclasses.replace(cluster, config_items={})
 
 
-def parse_defaults(text: str, cluster_id: str) -> dict[str, str]:
-    """The items of a rendered config-defaults.yaml (a mapping of names to scalars, kept as their text)."""
+def parse_defaults(text: str, cluster_id: str, file: str = DEFAULTS) -> dict[str, str]:
+    """The items of a rendered config-defaults.yaml (a mapping of names to scalars, kept as their text); errors
+    name `file`."""
     try:
         defaults = yaml.load(text, Loader=SafeLoader) or {}
     except yaml.YAMLError as exc:
-        raise RenderError(
-            f"rendered YAML is invalid: {error_reason(exc)}", DEFAULTS, error_line(exc), cluster_id
-        ) from None
+        raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
     if not isinstance(defaults, dict):
-        raise RenderError("must be a mapping of config item names to values", DEFAULTS, 1, cluster_id)
+        raise RenderError("must be a mapping of config item names to values", file, 1, cluster_id)
     for key, value in defaults.items():
         if isinstance(value, dict | list):
-            raise RenderError(f"config item {key!r} must be a scalar", DEFAULTS, None, cluster_id)
+            raise RenderError(f"config item {key!r} must be a scalar", file, None, cluster_id)
     return {str(k): scalar_text(v) for k, v in defaults.items()}
 
 

@@ -6,6 +6,11 @@ Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` 
 decrypted, each node pool's items completed by the cluster's: clm.render.config_items), `node_pool` (node-pool
 stacks only) and `values` (facts the caller passes in; not config-defaults.yaml, as in CLM). A Karpenter pool
 (profile `worker-karpenter`) renders its profile's provisioners.yaml instead of a stack (clm.render.karpenter).
+
+A combined snapshot (several sources) is read as CLM's channel/combined.go does: stacks and node-pool
+profiles from the first source only; config-defaults.yaml of every source merged key by key, later wins;
+deletions of every source concatenated; the components of every source applied, named `<source>/<component>`.
+Files of a combined snapshot are named `<source>/<path>` in errors, as CLM names them.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from clm.yamlutil import error_line, error_reason
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
+    from clm.render.environment import TemplateEnvironment
 
 ROOT = "cluster/"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
@@ -99,6 +105,23 @@ class RenderedCluster:
         return dataclasses.replace(self.cluster, config_items=restore(self.cluster.config_items), node_pools=pools)
 
 
+@dataclass(frozen=True)
+class _Source:
+    """One source of the snapshot: its files, their template environment, and how errors name its files."""
+
+    prefix: str
+    files: Mapping[str, bytes]
+    env: TemplateEnvironment
+
+    def render(self, path: str, context: dict[str, Any], cluster_id: str) -> str:
+        try:
+            return self.env.render(path, context, cluster_id)
+        except RenderError as exc:
+            if not self.prefix:
+                raise
+            raise RenderError(exc.message, self.prefix + (exc.file or path), exc.line, exc.cluster_id) from None
+
+
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
@@ -109,8 +132,17 @@ class Renderer:
 
         self.tree = tree
         self._decrypt = decrypt
-        self._env = TemplateEnvironment(tree.files)
-        self._components = self._find_components(tree.files)
+        combined = bool(tree.layers)
+        self._sources = [
+            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files))
+            for part in tree.parts()
+        ]
+        self._env = self._sources[0].env  # stacks and node pools: the main source's
+        self._components = [
+            (source.prefix + name, source, paths)
+            for source in self._sources
+            for name, paths in self._find_components(source.files).items()
+        ]
 
     @staticmethod
     def _find_components(files: Mapping[str, bytes]) -> dict[str, list[str]]:
@@ -127,12 +159,15 @@ class Renderer:
         """The cluster's config items, with config-defaults.yaml filling the ones it lacks (still encrypted).
 
         As CLM's updateDefaults (provisioner/clusterpy.go): the defaults see the cluster without its config items
-        (a registry item cannot steer its own default) and no `values`.
+        (a registry item cannot steer its own default) and no `values`; the defaults of every source are merged
+        key by key, later sources winning.
         """
-        if DEFAULTS not in self.tree.files:
-            return dict(cluster.config_items)
         view = registry_view(without_config_items(cluster))
-        defaults = parse_defaults(self._env.render(DEFAULTS, {"cluster": view}, cluster.id), cluster.id)
+        defaults: dict[str, str] = {}
+        for source in self._sources:
+            if DEFAULTS in source.files:
+                text = source.render(DEFAULTS, {"cluster": view}, cluster.id)
+                defaults.update(parse_defaults(text, cluster.id, source.prefix + DEFAULTS))
         return with_defaults(cluster.config_items, defaults)
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
@@ -175,10 +210,12 @@ class Renderer:
                     [
                         m
                         for path in paths
-                        for m in split_manifests(self._env.render(path, context, cluster.id), path, cluster.id)
+                        for m in split_manifests(
+                            source.render(path, context, cluster.id), source.prefix + path, cluster.id
+                        )
                     ],
                 )
-                for name, paths in self._components.items()
+                for name, source, paths in self._components
             ],
             deletions=self._deletions(context, cluster.id),
             node_pool_manifests=node_pool_manifests,
@@ -219,6 +256,11 @@ class Renderer:
         return RenderedStack(file=file, body=body, template=template)
 
     def _deletions(self, context: dict[str, Any], cluster_id: str) -> Deletions:
-        if DELETIONS not in self.tree.files:
-            return Deletions()
-        return parse_deletions(self._env.render(DELETIONS, context, cluster_id), DELETIONS, cluster_id)
+        """The deletions of every source, their lists concatenated in source order."""
+        result = Deletions()
+        for source in self._sources:
+            if DELETIONS in source.files:
+                text = source.render(DELETIONS, context, cluster_id)
+                found = parse_deletions(text, source.prefix + DELETIONS, cluster_id)
+                result = Deletions(result.pre_apply + found.pre_apply, result.post_apply + found.post_apply)
+        return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,13 +45,15 @@ def execution_name(cluster: Cluster, desired: str, now: float) -> str:
     return _NAME_UNSAFE.sub("-", cluster.local_id)[: 80 - len(suffix)] + suffix
 
 
-def select(clusters: Iterable[Cluster], config_version: str, now: float) -> list[Selection]:
-    """The clusters needing a run, highest priority first (then by id)."""
+def select(clusters: Iterable[Cluster], config_version: str | Callable[[Cluster], str], now: float) -> list[Selection]:
+    """The clusters needing a run, highest priority first (then by id); `config_version` may depend on the
+    cluster (its channel)."""
     selected = []
     for cluster in clusters:
-        reason = _reason(cluster, config_version)
+        version = config_version(cluster) if callable(config_version) else config_version
+        reason = _reason(cluster, version)
         if reason:
-            desired = str(desired_version(cluster, config_version))
+            desired = str(desired_version(cluster, version))
             selected.append(Selection(cluster.id, reason, desired, execution_name(cluster, desired, now)))
     return sorted(selected, key=lambda s: (_PRIORITY[s.reason], s.cluster_id))
 

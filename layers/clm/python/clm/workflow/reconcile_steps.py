@@ -7,7 +7,10 @@ import time
 from typing import Any
 
 from clm.aws import client
-from clm.config.uri import source_from_uri
+from clm.config.changes import ChangeScope, change_scope
+from clm.config.channels import ConfigSources
+from clm.errors import ConfigSourceError
+from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow.reconcile import select, start_runs
 from clm.workflow.settings import Settings, SettingsError
@@ -17,23 +20,48 @@ DEFAULT_MAX_RUNNING = 10
 
 
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
-    """`{}` -> start provision runs (bounded by CLM_MAX_RUNNING); invalid registry items are reported, not fatal."""
+    """`{input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING); invalid registry items
+    and clusters whose configuration cannot be resolved are reported, not fatal. A config change (`change`:
+    `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its source on its channel."""
     settings = Settings.from_env()
     state_machine = os.environ.get("CLM_PROVISION_STATE_MACHINE")
     if not state_machine:
         raise SettingsError("environment variable(s) not set: CLM_PROVISION_STATE_MACHINE")
     max_running = int(os.environ.get("CLM_MAX_RUNNING") or DEFAULT_MAX_RUNNING)
     clusters, invalid = DynamoRegistry(client("dynamodb"), settings.registry_table).list_clusters_report()
-    config_version = source_from_uri(settings.config_source, client).version()
-    selections = select(clusters, config_version, time.time())
+    sources = ConfigSources(settings.config_source, client)
+    change = (event.get("input") or {}).get("change")
+    scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
+    versions, errors = _versions(sources, clusters, scope)
+    concerned = [cluster for cluster in clusters if cluster.id in versions]
+    selections = select(concerned, lambda cluster: versions[cluster.id], time.time())
     result = start_runs(client("stepfunctions"), state_machine, selections, max_running)
     return {
-        "config_version": config_version,
+        "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
+        "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
         "clusters": len(clusters),
+        "concerned": len(concerned),
         "selected": len(selections),
         **{key: {"count": len(ids), "ids": ids[:MAX_LISTED]} for key, ids in result.items()},
-        "invalid": [{"cluster_id": cluster_id, "error": error[:300]} for cluster_id, error in invalid[:MAX_LISTED]],
+        "invalid": [
+            {"cluster_id": cluster_id, "error": error[:300]} for cluster_id, error in (invalid + errors)[:MAX_LISTED]
+        ],
     }
+
+
+def _versions(
+    sources: ConfigSources, clusters: list[Cluster], scope: ChangeScope | None
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The config version of every cluster the change concerns (each source and channel read once), and the
+    clusters whose channels cannot be resolved (a bad override_channel, a missing branch) with why."""
+    versions, errors = {}, []
+    for cluster in clusters:
+        try:
+            if scope is None or scope.concerns(sources.channels(cluster)):
+                versions[cluster.id] = sources.version(cluster)
+        except ConfigSourceError as exc:
+            errors.append((cluster.id, str(exc)))
+    return versions, errors
 
 
 STEPS = {"reconcile": reconcile}

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from clm.errors import LockHeld
-from clm.model import PROBLEM_TYPES, Problem
+from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.version import desired_version
 
@@ -31,7 +31,7 @@ class RunPlan:
 
 def begin(
     registry: DynamoRegistry,
-    config_version: str,
+    config_version: str | Callable[[Cluster], str],
     cluster_id: str,
     execution: str,
     is_running: Callable[[str], bool],
@@ -44,7 +44,7 @@ def begin(
     lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes.
     """
     cluster = registry.get(cluster_id)
-    desired = str(desired_version(cluster, config_version))
+    desired = str(desired_version(cluster, config_version(cluster) if callable(config_version) else config_version))
     if cluster.lifecycle_status == "decommissioned":
         return RunPlan(cluster_id, SKIP, "cluster is decommissioned")
     if cluster.update_blocked:

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from clm.aws import client
-from clm.config.uri import source_from_uri
+from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow import parking, run
 from clm.workflow.reconcile import INTERRUPTED
@@ -34,7 +34,7 @@ def begin(event: dict[str, Any]) -> dict[str, Any]:
     cluster's lock held wakes the holder's parked drains.
     """
     settings = Settings.from_env()
-    config_version = source_from_uri(settings.config_source, client).version()
+    config_version = ConfigSources(settings.config_source, client).version  # the cluster's channel picks it
     registry, cluster_id = _registry(settings), event["cluster_id"]
     reason = (event.get("input") or {}).get("reason")
     wake = None if reason == INTERRUPTED else partial(_wake, registry, cluster_id, event["execution"])
@@ -66,8 +66,8 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
     from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
 
     settings = Settings.from_env()
-    tree = source_from_uri(settings.config_source, client).fetch()
     cluster = _registry(settings).get(event["cluster_id"])
+    tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
     decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))  # only the keys the deployment names
     return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt)
 
