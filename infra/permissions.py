@@ -29,7 +29,7 @@ from infra.config_source import ConfigSource
 from infra.context import ClmContext
 from infra.functions import ClmFunction
 
-NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
+NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM's, provisioner/node_pools.go)
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 STACK_READ = [
     "cloudformation:DescribeStacks",

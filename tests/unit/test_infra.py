@@ -343,7 +343,7 @@ def test_roll_changes_only_node_pool_groups(default):
         "autoscaling:CreateOrUpdateTags",
         "autoscaling:DeleteTags",
     } <= actions_of([change])
-    assert change["Condition"] == {"Null": {"aws:ResourceTag/node-pool": "false"}}
+    assert change["Condition"] == {"Null": {"aws:ResourceTag/kubernetes.io/node-pool": "false"}}
     assert change["Resource"]["Fn::Join"][1][-1] == ":autoScalingGroup:*"
     assert statement_for(statements, "ec2:DescribeInstances")["Resource"] == "*"
     assert "cloudformation:CreateStack" not in actions_of(statements)
