@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-LIFECYCLE_STATUSES = ("requested", "ready", "decommission-requested", "decommissioned")
+LIFECYCLE_STATUSES = ("requested", "creating", "ready", "decommission-requested", "decommissioned")
+# A cluster in these is new: its first provision creates every node, so nothing is rolled
+# (CLM provisioner/clusterpy.go provisionNodePoolGroup: ClusterLifecycleStatusRequested, ...StatusCreating).
+NEW_CLUSTER_STATUSES = ("requested", "creating")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
 # Zalando CLM's problem type URLs (controller/controller.go), so imported and new problems compare equal.
@@ -107,6 +110,11 @@ class NodePool:
         """Whether the pool runs on spot instances."""
         return self.discount_strategy in ("spot", "spot_max_price")
 
+    @property
+    def is_master(self) -> bool:
+        """Whether the pool runs the control plane: its profile contains "master" (CLM api/node_pool.go)."""
+        return "master" in self.profile
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in CLM's format, with `instance_type` where the input had it."""
         data: dict[str, Any] = {
@@ -151,6 +159,11 @@ class Cluster:
     def account_id(self) -> str:
         """The 12-digit AWS account id of `infrastructure_account`."""
         return self.infrastructure_account.split(":", 1)[1]
+
+    @property
+    def is_new(self) -> bool:
+        """True while the cluster was never provisioned (lifecycle requested or creating): no node is rolled."""
+        return self.lifecycle_status in NEW_CLUSTER_STATUSES
 
     @property
     def update_blocked(self) -> bool:

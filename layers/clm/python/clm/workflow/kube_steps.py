@@ -29,4 +29,21 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     return {"wait_seconds": 0 if report["done"] else CRD_WAIT_SECONDS, "phase": phase, **report}
 
 
-STEPS = {"apply": apply}
+def api_server(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering}` -> `{ready: true}` once GET /readyz answers 200, else raise ApiServerNotReady.
+
+    After the master pools' stacks, as CLM waits for the API server (provisioner/clusterpy.go waitForAPIServer,
+    every 15 s for 15 min): the state machine's Retry on ApiServerNotReady does the waiting, no Lambda sleeps.
+    """
+    from clm.kube.errors import ApiServerNotReady, KubeError
+
+    rendered = rendering(event["rendering"])
+    try:
+        with kube_client(rendered.cluster) as kube:
+            kube.exchange("GET", "/readyz", retries=0, timeout=10.0)
+    except KubeError as exc:
+        raise ApiServerNotReady(f"API server not ready: {exc}", rendered.cluster.id) from None
+    return {"ready": True}
+
+
+STEPS = {"apply": apply, "api_server": api_server}

@@ -44,7 +44,9 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
 def pools(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, decommission}` -> the pools to work on, in order, as `{node_pool, stack_name, removing, drain}`.
 
-    Provision: every registry pool is rolled, then the stacks of removed pools are drained and deleted.
+    Provision: every registry pool is rolled, master pools first (CLM provisioner/clusterpy.go groupNodePools), except
+    in a new cluster's first run (lifecycle requested or creating: every node is new, as in CLM's
+    provisionNodePoolGroup); then the stacks of removed pools are drained and deleted.
     Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
     """
     settings = Settings.from_env()
@@ -53,7 +55,8 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("decommission"):
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
-    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in cluster.node_pools]
+    ordered = [] if cluster.is_new else sorted(cluster.node_pools, key=lambda pool: not pool.is_master)  # stable
+    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in ordered]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
     return {"pools": rolled + removed}
 
