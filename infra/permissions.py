@@ -137,9 +137,11 @@ def grant_kube(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str)
     _grant_cluster_access(function, secret_prefix)
 
 
-def grant_roll(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
-    """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server."""
+def grant_roll(function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.IBucket, secret_prefix: str) -> None:
+    """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server, read the cluster
+    (a roll stops before its next node when cluster_update_block appears)."""
     grant_kube(function, artefacts, secret_prefix)
+    function.allow(["dynamodb:GetItem"], [registry.table_arn], reason="cluster_update_block, read at each plan")
     function.allow(STACK_READ, [_stacks(function)], reason=STACKS)
     function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # resume_all
     function.allow(UNSCOPED_READS, ["*"], reason="Describe calls of EC2 and auto scaling support no resource scoping")

@@ -17,6 +17,7 @@ from clm.stacks.names import cluster_stack_name, node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from clm.workflow.settings import Settings
+from clm.workflow.update_block import ensure_not_blocked
 
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +56,7 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("decommission"):
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
+    ensure_not_blocked(cluster, "before rolling the node pools")
     ordered = [] if cluster.is_new else sorted(cluster.node_pools, key=lambda pool: not pool.is_master)  # stable
     rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in ordered]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
