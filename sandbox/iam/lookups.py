@@ -46,3 +46,11 @@ def secret(account: str, region: str, name_or_arn: str) -> Found:
         if name_or_arn in (candidate.arn, candidate.name):
             return Found(candidate.arn, {t["Key"]: t["Value"] for t in candidate.tags or []})
     return Found()
+
+
+def ec2_tagged(account: str, region: str, resource_id: str) -> Found:
+    """An EC2 resource's tags (a network interface, a volume), by its id."""
+    from moto.ec2.models import ec2_backends
+
+    tags = ec2_backends[account][region].describe_tags(filters={"resource-id": [resource_id]})
+    return Found(resource_id, {tag["key"]: tag["value"] for tag in tags})

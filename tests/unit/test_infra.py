@@ -363,7 +363,7 @@ def test_state_machine_roles_invoke_only_their_functions_and_start_only_their_ch
     _, raw, _ = default
     for role, functions, children in (
         ("ProvisionRole", STEP_FOLDERS, {"RollNodePool", "Decommission"}),
-        ("DecommissionRole", {"stacks": None}, {"RollNodePool"}),
+        ("DecommissionRole", {"stacks": None, "kube": None}, {"RollNodePool"}),  # kube: scale kube-system down
         ("RollNodePoolRole", {"stacks": None, "roll": None, "run": None}, set()),
         ("ReconcileRole", {"reconcile": None}, set()),
     ):

@@ -73,6 +73,19 @@ def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
     return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"], _role()).to_dict()
 
 
+def clean_up(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> after a decommission deleted the stacks: delete the VPC CNI's leaked network interfaces and,
+    when the cluster's config item remove_volumes is "true" (CLM's --remove-volumes), its volumes (VolumesInUse while
+    some are attached: the state machine retries)."""
+    from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM, delete_leaked_interfaces, delete_volumes
+
+    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    ec2 = client("ec2")
+    interfaces = delete_leaked_interfaces(ec2, cluster)
+    remove_volumes = cluster.config_items.get(REMOVE_VOLUMES_ITEM) == "true"
+    return {"interfaces": interfaces, "volumes": delete_volumes(ec2, cluster.id) if remove_volumes else None}
+
+
 def _role() -> str | None:
     """The ClusterStackRole: every stack CLM creates, updates or deletes is handled by CloudFormation with it."""
     return os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
@@ -83,4 +96,5 @@ STEPS = {
     "check_stack": check_stack,
     "pools": pools,
     "delete_stack": delete_stack,
+    "clean_up": clean_up,
 }
