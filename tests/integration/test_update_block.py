@@ -5,7 +5,6 @@ and the lock released; once the item is removed the next run rolls the rest."""
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 from kubernetes import client as k8s
@@ -18,20 +17,10 @@ from tests.integration.deployment import (
     register_example_cluster,
     the_run,
     upload_new_ami,
+    wait_for_roll,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
-
-
-def wait_for_a_drain(deployment: Deployment, timeout: float = 180.0) -> None:
-    """Wait until a roll is draining a node."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = [e for e in deployment.executions(deployment.roll_node_pool) if e["status"] == "RUNNING"]
-        if any("Drain" in deployment.states(e["executionArn"]) for e in running):
-            return
-        time.sleep(0.05)
-    pytest.fail(f"no roll drained within {timeout} s")
 
 
 def test_block_set_mid_drain_stops_the_run_before_the_next_node_and_the_next_run_continues(
@@ -42,7 +31,7 @@ def test_block_set_mid_drain_stops_the_run_before_the_next_node_and_the_next_run
     cluster = deployment.registry.get(deployment.cluster_id)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
-    wait_for_a_drain(deployment)
+    wait_for_roll(deployment, lambda states: "Drain" in states, "a drain")
     blocked = dataclasses.replace(cluster, config_items={**cluster.config_items, "cluster_update_block": "freeze"})
     deployment.registry.put(blocked)  # its own trigger's run skips: updates are blocked
 
