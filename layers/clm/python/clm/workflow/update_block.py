@@ -9,11 +9,13 @@ continues where it stopped once the item is removed.
 
 from __future__ import annotations
 
-from clm.aws import client
+from typing import TYPE_CHECKING
+
 from clm.errors import ClmError
-from clm.model import UPDATE_BLOCK_ITEM, Cluster
-from clm.registry.dynamodb import DynamoRegistry
-from clm.workflow.settings import Settings
+from clm.model import UPDATE_BLOCK_ITEM
+
+if TYPE_CHECKING:
+    from clm.model import Cluster
 
 
 class UpdateBlocked(ClmError):
@@ -31,6 +33,10 @@ class UpdateBlocked(ClmError):
 
 def stop_if_blocked(cluster_id: str, where: str) -> None:
     """Raise UpdateBlocked when the registry's cluster now carries `cluster_update_block`."""
+    from clm.aws import client
+    from clm.registry.dynamodb import DynamoRegistry  # boto3's DynamoDB types: not at the handler's import
+    from clm.workflow.settings import Settings
+
     ensure_not_blocked(DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(cluster_id), where)
 
 
