@@ -30,8 +30,9 @@ from infra.context import ClmContext
 from infra.functions import ClmFunction
 
 DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
-NODE_POOL_TAG = "node-pool"  # clm.stacks.names.NODE_POOL_TAG
+NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM's, provisioner/node_pools.go)
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
+CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
 STACK_READ = [
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResources",
@@ -152,18 +153,44 @@ def grant_stacks(
         reason="templates over CloudFormation's inline limit, named by content hash",
     )
     grant_artefact_key(function, artefacts, write=True)
+    _grant_leftovers(function)
 
 
-def grant_kube(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
-    """Read renderings and reach the cluster's API server."""
+def _grant_leftovers(function: ClmFunction) -> None:
+    """After a decommission: delete the VPC CNI's leaked interfaces (tagged with the cluster's name) and, when asked,
+    the cluster's volumes. EC2 conditions only on fixed tag keys: the interfaces' key is fixed, the volumes' key
+    (kubernetes.io/cluster/<id>) names the cluster, so the code, not IAM, picks each cluster's volumes."""
+    stack = Stack.of(function)
+    function.allow(
+        ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVolumes"],
+        ["*"],
+        reason="Describe calls of EC2 support no resource scoping",
+    )
+    function.allow(
+        ["ec2:DeleteNetworkInterface"],
+        [stack.format_arn(service="ec2", resource="network-interface", resource_name="*")],
+        {"Null": {f"ec2:ResourceTag/{CNI_CLUSTER_TAG}": "false"}},
+        reason=f"interfaces are found by tag; only those tagged {CNI_CLUSTER_TAG} (the VPC CNI's)",
+    )
+    function.allow(
+        ["ec2:DeleteVolume"],
+        [stack.format_arn(service="ec2", resource="volume", resource_name="*")],
+        reason="a decommissioned cluster's volumes (tag kubernetes.io/cluster/<id>=owned), only when asked",
+    )
+
+
+def grant_kube(function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.IBucket, secret_prefix: str) -> None:
+    """Read renderings and the cluster's registry item, reach the cluster's API server."""
     function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
     grant_artefact_key(function, artefacts, write=False)
+    function.allow(["dynamodb:GetItem"], [registry.table_arn])  # the cluster: decommission, cluster_update_block
     _grant_cluster_access(function, secret_prefix)
 
 
-def grant_roll(function: ClmFunction, artefacts: s3.IBucket, secret_prefix: str) -> None:
-    """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server."""
-    grant_kube(function, artefacts, secret_prefix)
+def grant_roll(function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.IBucket, secret_prefix: str) -> None:
+    """Find node pools' groups and instances, change CLM's groups, reach the cluster's API server, read the cluster
+    (a roll stops before its next node when cluster_update_block appears)."""
+    grant_kube(function, registry, artefacts, secret_prefix)
     function.allow(STACK_READ, [_stacks(function)], reason=STACKS)
     function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # resume_all
     function.allow(UNSCOPED_READS, ["*"], reason="Describe calls of EC2 and auto scaling support no resource scoping")

@@ -65,8 +65,8 @@ def instances_from(groups: list[dict[str, Any]], ec2_instances: list[dict[str, A
                 region=region,
                 instance_type=described["InstanceType"],
                 asg=group["AutoScalingGroupName"],
-                pool=tags.get("node-pool", ""),
-                profile=tags.get("node-pool-profile", ""),
+                pool=tags.get("kubernetes.io/node-pool", ""),
+                profile=tags.get("kubernetes.io/node-pool/profile", ""),
                 launched_at=described["LaunchTime"].timestamp(),
             )
         )
@@ -103,8 +103,8 @@ def create_node_pool(
 
     The pool gets its own VPC (a random 10.x.0.0/16, so node names of different pools rarely
     collide on a shared control plane) and one subnet in the region's first zone. The ASG and its
-    instances are tagged ``kubernetes.io/cluster/<cluster_id>=owned``, ``node-pool=<pool>`` and
-    ``node-pool-profile=<profile>``.
+    instances are tagged ``kubernetes.io/cluster/<cluster_id>=owned``, ``kubernetes.io/node-pool=<pool>`` and
+    ``kubernetes.io/node-pool/profile=<profile>`` (CLM's stack tags, which CloudFormation puts on the group).
     """
     ec2 = session.client("ec2", endpoint_url=endpoint_url)
     autoscaling = session.client("autoscaling", endpoint_url=endpoint_url)
@@ -122,7 +122,11 @@ def create_node_pool(
             "TagSpecifications": [{"ResourceType": "instance", "Tags": [{"Key": "Name", "Value": name}]}],
         },
     )["LaunchTemplate"]["LaunchTemplateId"]
-    tags = {cluster_tag(cluster_id): "owned", "node-pool": pool, "node-pool-profile": profile}
+    tags = {
+        cluster_tag(cluster_id): "owned",
+        "kubernetes.io/node-pool": pool,
+        "kubernetes.io/node-pool/profile": profile,
+    }
     autoscaling.create_auto_scaling_group(
         AutoScalingGroupName=name,
         MinSize=size,

@@ -62,8 +62,8 @@ class Instance:
     region: str
     instance_type: str
     asg: str
-    pool: str  # ASG tag node-pool
-    profile: str  # ASG tag node-pool-profile
+    pool: str  # ASG tag kubernetes.io/node-pool
+    profile: str  # ASG tag kubernetes.io/node-pool/profile
     launched_at: float  # wall-clock seconds, as EC2 reports it (whole seconds)
     labels: tuple[tuple[str, str], ...] = ()  # more Node labels (a Karpenter NodeClaim's)
     taints: tuple[tuple[str, str, str], ...] = ()  # Node taints: key, value, effect

@@ -154,6 +154,8 @@ def _existing(call: Call, resource: str) -> lookups.Found | None:
         return lookups.stack(call.account, call.region, _stack_name(call) or "")
     if call.prefix == "autoscaling" and ":autoScalingGroup:" in resource:
         return _group(call)
+    if call.prefix == "ec2" and (":network-interface/" in resource or ":volume/" in resource):
+        return lookups.ec2_tagged(call.account, call.region, resource.rsplit("/", 1)[-1])
     return None
 
 
@@ -241,4 +243,6 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "RoleNameWithPath": lambda call: (call.params.get("RoleArn") or "").split(":role/", 1)[-1] or None,
     "KeyId": _kms_key,
     "EventBusName": lambda call: call.params.get("EventBusName"),
+    "NetworkInterfaceId": lambda call: call.params.get("NetworkInterfaceId"),
+    "VolumeId": lambda call: call.params.get("VolumeId"),
 }

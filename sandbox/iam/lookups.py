@@ -120,3 +120,11 @@ def launch_template_profile(account: str, region: str, spec: dict[str, Any]) -> 
         return None
     profile = template.get_version(spec.get("Version") or "$Default").data.get("IamInstanceProfile") or {}
     return profile.get("Arn") or profile.get("Name")
+
+
+def ec2_tagged(account: str, region: str, resource_id: str) -> Found:
+    """An EC2 resource's tags (a network interface, a volume), by its id."""
+    from moto.ec2.models import ec2_backends
+
+    tags = ec2_backends[account][region].describe_tags(filters={"resource-id": [resource_id]})
+    return Found(resource_id, {tag["key"]: tag["value"] for tag in tags})

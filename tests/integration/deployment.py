@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,19 @@ class Deployment:
             for event in page["events"]
             if "stateEnteredEventDetails" in event
         ]
+
+
+def wait_for_roll(
+    deployment: Deployment, reached: Callable[[list[str]], bool], what: str, timeout: float = 180.0
+) -> None:
+    """Wait until the states a running roll entered satisfy `reached` (`what` says what, for the failure)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for execution in deployment.executions(deployment.roll_node_pool):
+            if execution["status"] == "RUNNING" and reached(deployment.states(execution["executionArn"])):
+                return
+        time.sleep(0.05)
+    pytest.fail(f"no roll reached {what} within {timeout} s")
 
 
 def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:

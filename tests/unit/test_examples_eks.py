@@ -152,7 +152,7 @@ def test_spot_and_on_demand_profiles(rendered):
         assert overrides == pool.instance_types
         tags = {t["Key"]: t["Value"] for t in group["AutoScalingGroup"]["Tags"]}
         assert tags["kubernetes.io/cluster/eks-dev-1"] == "owned"
-        assert tags["node-pool"] == pool.name
+        assert tags["kubernetes.io/node-pool"] == pool.name
     assert markets == {"worker-default": 100, "worker-spot": 0}
 
 

@@ -404,7 +404,7 @@ def test_roll_changes_only_node_pool_groups(default):
         "autoscaling:CreateOrUpdateTags",
         "autoscaling:DeleteTags",
     } <= actions_of([change])
-    assert change["Condition"] == {"Null": {"aws:ResourceTag/node-pool": "false"}}
+    assert change["Condition"] == {"Null": {"aws:ResourceTag/kubernetes.io/node-pool": "false"}}
     assert change["Resource"]["Fn::Join"][1][-1] == ":autoScalingGroup:*"
     assert statement_for(statements, "ec2:DescribeInstances")["Resource"] == "*"
     assert "cloudformation:CreateStack" not in actions_of(statements)
@@ -424,7 +424,7 @@ def test_state_machine_roles_invoke_only_their_functions_and_start_only_their_ch
     _, raw, _ = default
     for role, functions, children in (
         ("ProvisionRole", STEP_FOLDERS, {"RollNodePool", "Decommission"}),
-        ("DecommissionRole", {"stacks": None}, {"RollNodePool"}),
+        ("DecommissionRole", {"stacks": None, "kube": None}, {"RollNodePool"}),  # kube: scale kube-system down
         ("RollNodePoolRole", {"stacks": None, "roll": None, "run": None}, set()),
         ("ReconcileRole", {"reconcile": None}, set()),
     ):

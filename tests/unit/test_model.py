@@ -69,7 +69,7 @@ def test_valid_cluster_parses_with_defaults():
         ("id", "has space", "id: 'has space' is not valid"),
         ("region", "europe", "region: 'europe' is not valid"),
         ("infrastructure_account", "aws:123", "infrastructure_account: 'aws:123' is not valid (aws:<12 digits>)"),
-        ("lifecycle_status", "gone", "lifecycle_status: 'gone' is not one of requested, ready"),
+        ("lifecycle_status", "gone", "lifecycle_status: 'gone' is not one of requested, creating, ready"),
         ("criticality_level", "high", "criticality_level: must be an integer"),
         ("api_server_url", "ftp://x", "api_server_url: 'ftp://x' is not an http(s) URL"),
         ("local_id", "Kube_1", "local_id: 'Kube_1' is not valid"),

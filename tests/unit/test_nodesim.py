@@ -191,7 +191,7 @@ def _described(instance_id: str, state: str = "running") -> dict:
 def test_instances_from_joins_running_members_with_ec2() -> None:
     group = {
         "AutoScalingGroupName": "g",
-        "Tags": [{"Key": "node-pool", "Value": "pool-a"}],
+        "Tags": [{"Key": "kubernetes.io/node-pool", "Value": "pool-a"}],
         "Instances": [
             {"InstanceId": "i-1", "LifecycleState": "InService"},
             {"InstanceId": "i-2", "LifecycleState": "Terminating"},
@@ -215,8 +215,8 @@ def test_create_node_pool_and_list_its_instances(aws: boto3.Session) -> None:
     tags = {t["Key"]: t["Value"] for t in asg["Tags"]}
     assert tags == {
         f"kubernetes.io/cluster/{cluster}": "owned",
-        "node-pool": "default-worker",
-        "node-pool-profile": "worker-default",
+        "kubernetes.io/node-pool": "default-worker",
+        "kubernetes.io/node-pool/profile": "worker-default",
     }
     assert asg["LaunchTemplate"]["LaunchTemplateName"] == group
 

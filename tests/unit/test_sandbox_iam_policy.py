@@ -65,8 +65,9 @@ def tagged(tags: dict[str, str], action: str = "autoscaling:TerminateInstanceInA
 
 
 def test_null_condition_on_a_resource_tag() -> None:
-    identity = [policy(allow("autoscaling:*", GROUP, Condition={"Null": {"aws:ResourceTag/node-pool": "false"}}))]
-    assert evaluate(tagged({"node-pool": "workers"}), identity).allowed
+    condition = {"Null": {"aws:ResourceTag/kubernetes.io/node-pool": "false"}}
+    identity = [policy(allow("autoscaling:*", GROUP, Condition=condition))]
+    assert evaluate(tagged({"kubernetes.io/node-pool": "workers"}), identity).allowed
     assert not evaluate(tagged({"other": "x"}), identity).allowed
 
 

@@ -66,7 +66,7 @@ def test_create_gives_complete_stacks_and_running_instances(clients):
 
     stack = cfn.describe_stacks(StackName=KUBE1_POOL)["Stacks"][0]
     assert stack["EnableTerminationProtection"] is True
-    assert {t["Key"]: t["Value"] for t in stack["Tags"]}["node-pool-profile"] == "worker-default"
+    assert {t["Key"]: t["Value"] for t in stack["Tags"]}["kubernetes.io/node-pool/profile"] == "worker-default"
     group_name = stack["Outputs"][0]["OutputValue"]
     group = clients["autoscaling"].describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])
     ids = [i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"]]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from clm.model import NodePool
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
-from clm.stacks.names import cluster_stack_tags
+from clm.stacks.names import cluster_stack_tags, node_pool_stack_tags
 from clm.stacks.removed import RemovedNodePool, node_pool_stacks, removed_node_pools
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
 from tests.unit.test_stacks_support import (
@@ -43,7 +44,7 @@ def test_removed_pool_is_listed_then_its_stack_deleted_with_its_instances(stacks
         name="nodepool-x-other",
         body="Resources:\n  Q:\n    Type: AWS::SQS::Queue\n",
         template={},
-        tags={"kubernetes.io/cluster/other": "owned", "node-pool": "x"},
+        tags=node_pool_tags("other", "x"),
         parameters={},
     )
     start(cfn, s3, other)
@@ -94,6 +95,11 @@ def test_a_stack_already_being_deleted_is_waited_on(clients):
     assert check(cfn, "gone").state == "in_progress"
 
 
+def node_pool_tags(cluster_id: str, pool: str) -> dict[str, str]:
+    """The tags CLM puts on a node-pool stack of the cluster (profile `p`)."""
+    return node_pool_stack_tags(cluster_id, NodePool(name=pool, profile="p", min_size=0, max_size=1, instance_types=[]))
+
+
 def queue_stack(name: str, tags: dict[str, str]) -> StackSpec:
     """A stack of one queue with the given name and tags."""
     body = "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n"
@@ -104,10 +110,10 @@ def test_node_pool_stacks_are_listed_by_name_and_described_by_name_only(clients)
     """ListStacks, then DescribeStacks with a StackName: no call reads every stack (that needs ListStacks too)."""
     cfn = clients["cloudformation"]
     cluster_id = "aws:123456789012:eu-central-1:kube-1"
-    tags = {**cluster_stack_tags(cluster_id), "node-pool": "a", "node-pool-profile": "p"}
+    tags = {**node_pool_tags(cluster_id, "a"), "kubernetes.io/node-pool/profile": "p"}
     # Cluster z-...:kube-1's pool x ends like a pool of kube-1; its tag tells them apart.
     foreign_id = "z-aws:123456789012:eu-central-1:kube-1"
-    foreign = {"kubernetes.io/cluster/" + foreign_id: "owned", "node-pool": "x"}
+    foreign = node_pool_tags(foreign_id, "x")
     for spec in (
         queue_stack("nodepool-a-aws-123456789012-eu-central-1-kube-1", tags),
         queue_stack("nodepool-x-z-aws-123456789012-eu-central-1-kube-1", foreign),

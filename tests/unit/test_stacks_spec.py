@@ -18,7 +18,11 @@ CLUSTER_ID = "aws:123456789012:eu-central-1:kube-1"
 def test_cluster_stack_is_named_after_local_id_and_tagged_owned():
     spec = cluster_stack_spec(render(example_cluster("kube-1")))
     assert spec.name == "kube-1"
-    assert spec.tags == {f"kubernetes.io/cluster/{CLUSTER_ID}": "owned", "clm:managed-by": "clm"}
+    assert spec.tags == {  # CLM's (provisioner/aws.go applyClusterStack), and clm:managed-by
+        f"kubernetes.io/cluster/{CLUSTER_ID}": "owned",
+        "cluster-lifecycle-controller.zalando.org/main-stack": "true",
+        "clm:managed-by": "clm",
+    }
     assert spec.node_pool is None
     assert spec.file == "cluster/stack.yaml"
     assert spec.capabilities == ["CAPABILITY_NAMED_IAM"]
@@ -32,14 +36,13 @@ def test_node_pool_stack_name_and_tags_follow_clm():
     assert spec.tags == {
         "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2": "owned",
         "clm:managed-by": "clm",
-        "node-pool": "batch",
-        "node-pool-profile": "worker-spot",
-    }
+        "kubernetes.io/role/node-pool": "true",
+        "kubernetes.io/node-pool": "batch",
+        "NodePool": "batch",
+        "kubernetes.io/node-pool/profile": "worker-spot",
+    }  # CLM's (provisioner/node_pools.go provisionNodePool), and clm:managed-by
     assert spec.node_pool == "batch"
-    assert spec.api_tags()[:2] == [
-        {"Key": "clm:managed-by", "Value": "clm"},
-        {"Key": "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2", "Value": "owned"},
-    ]
+    assert spec.api_tags()[:2] == [{"Key": "NodePool", "Value": "batch"}, {"Key": "clm:managed-by", "Value": "clm"}]
 
 
 def test_node_pool_stack_name_replaces_every_character_cloudformation_forbids():
@@ -104,3 +107,16 @@ def test_a_large_template_without_bucket_is_an_error_with_its_size():
 def test_a_template_at_the_limit_stays_inline():
     spec = dataclasses.replace(cluster_stack_spec(render(example_cluster("kube-1"))), body="é" * (INLINE_LIMIT // 2))
     assert template_argument(None, spec, None) == {"TemplateBody": spec.body}
+
+
+def test_template_metadata_tags_go_on_the_stack_under_clms_own():
+    """CLM merges the template's Metadata.Tags into the stack's tags, its own winning (provisioner/aws.go
+    applyStack); Zalando's stack templates carry such tags, so an update must keep them."""
+    rendered = render(example_cluster("kube-2"))
+    stack = rendered.node_pool_stacks["batch"]
+    metadata = {"Tags": {"application": "kubernetes", "InfrastructureComponent": True, "NodePool": "spoofed"}}
+    tagged = dataclasses.replace(stack, template={**stack.template, "Metadata": metadata})
+    rendered.node_pool_stacks["batch"] = tagged
+    tags = node_pool_stack_spec(rendered, "batch").tags
+    assert tags["application"] == "kubernetes" and tags["InfrastructureComponent"] == "true"
+    assert tags["NodePool"] == "batch"

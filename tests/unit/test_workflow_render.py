@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import boto3
 import pytest
 
 from clm.errors import RenderError
 from clm.render.renderer import Renderer
-from clm.workflow.render_step import load_rendering, render_to_s3, rendering_key
+from clm.workflow.render_step import load_rendering, render_to_s3, rendering_key, stack_stages
 
 
 def test_rendering_is_stored_and_loaded_by_key(aws: boto3.Session, example_tree, example_clusters) -> None:
@@ -32,3 +34,22 @@ def test_broken_template_fails_before_anything_is_stored(aws: boto3.Session, exa
     with pytest.raises(RenderError, match=r"cluster/stack.yaml:1"):
         render_to_s3(s3, "artefacts", broken, example_clusters[0])
     assert s3.list_objects_v2(Bucket="artefacts")["KeyCount"] == 0
+
+
+def test_stack_stages_are_clms_order_masters_then_the_api_server_then_workers(example_clusters) -> None:
+    """provisioner/clusterpy.go provision: cluster stack; master pools (profile contains "master", api/node_pool.go)
+    and waitForAPIServer; worker pools."""
+    cluster = example_clusters[0]
+    worker = cluster.node_pools[0]
+    pools = [
+        dataclasses.replace(worker, name="a-workers"),
+        dataclasses.replace(worker, name="z-masters", profile="master-default"),
+        dataclasses.replace(worker, name="b-workers"),
+    ]
+    stages = stack_stages(dataclasses.replace(cluster, node_pools=pools), ["a-workers", "b-workers", "z-masters"])
+    assert stages == [
+        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False},
+        {"stacks": [{"node_pool": "z-masters"}], "wait_for_api_server": True},
+        {"stacks": [{"node_pool": "a-workers"}, {"node_pool": "b-workers"}], "wait_for_api_server": False},
+    ]
+    assert [stage["wait_for_api_server"] for stage in stack_stages(cluster, [worker.name])] == [False, False]

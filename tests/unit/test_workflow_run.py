@@ -120,8 +120,9 @@ def test_failure_of_a_child_workflow_records_the_childs_error(example_registry, 
     assert problem.type == "https://cluster-lifecycle-manager.zalando.org/problems/NodeStartupTimeout"
 
 
-def test_first_success_makes_a_requested_cluster_ready(example_registry, example_clusters) -> None:
-    requested = dataclasses.replace(example_clusters[0], lifecycle_status="requested")
+@pytest.mark.parametrize("new", ["requested", "creating"])  # both new in CLM (provisioner/clusterpy.go)
+def test_first_success_makes_a_new_cluster_ready(example_registry, example_clusters, new) -> None:
+    requested = dataclasses.replace(example_clusters[0], lifecycle_status=new)
     example_registry.put(requested)
     plan = begin(example_registry, "cfg-1", requested.id, EXECUTION, never_running)
     succeed(example_registry, plan, EXECUTION, plan.desired_version)

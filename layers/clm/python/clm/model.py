@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-LIFECYCLE_STATUSES = ("requested", "ready", "decommission-requested", "decommissioned")
+LIFECYCLE_STATUSES = ("requested", "creating", "ready", "decommission-requested", "decommissioned")
+# A cluster in these is new: its first provision creates every node, so nothing is rolled
+# (CLM provisioner/clusterpy.go provisionNodePoolGroup: ClusterLifecycleStatusRequested, ...StatusCreating).
+NEW_CLUSTER_STATUSES = ("requested", "creating")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
 # CLM's api.NodePool.IsKarpenter: a pool of this profile has no auto scaling group; Karpenter launches its nodes.
@@ -175,6 +178,11 @@ class Cluster:
     def account_id(self) -> str:
         """The 12-digit AWS account id of `infrastructure_account`."""
         return self.infrastructure_account.split(":", 1)[1]
+
+    @property
+    def is_new(self) -> bool:
+        """True while the cluster was never provisioned (lifecycle requested or creating): no node is rolled."""
+        return self.lifecycle_status in NEW_CLUSTER_STATUSES
 
     @property
     def update_blocked(self) -> bool:

@@ -22,6 +22,7 @@ from clm.cli.follow import POLL_SECONDS, follow, report
 from clm.cli.options import pass_cli
 from clm.cli.output import TABULAR, console, emit, errors
 from clm.model import Cluster
+from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM
 
 DECOMMISSION_REQUESTED = "decommission-requested"
 follow_option = click.option("--follow", is_flag=True, help="Show the run live until it ends; exit 1 if it fails.")
@@ -95,6 +96,12 @@ def provision(cli: CliContext, cluster_id: str, reason: str, follow: bool, stack
 @click.argument("cluster_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
+    "--remove-volumes",
+    is_flag=True,
+    help="Also delete the cluster's EBS volumes (tag kubernetes.io/cluster/<id>=owned) once its stacks are gone "
+    f"(sets config item {REMOVE_VOLUMES_ITEM}=true; CLM's --remove-volumes).",
+)
+@click.option(
     "--start-timeout",
     type=float,
     default=120.0,
@@ -104,11 +111,15 @@ def provision(cli: CliContext, cluster_id: str, reason: str, follow: bool, stack
 @follow_option
 @stack_option
 @pass_cli
-def decommission(cli: CliContext, cluster_id: str, yes: bool, start_timeout: float, follow: bool, stack: str) -> None:
+def decommission(
+    cli: CliContext, cluster_id: str, yes: bool, remove_volumes: bool, start_timeout: float, follow: bool, stack: str
+) -> None:
     """Request the decommission of CLUSTER_ID: sets lifecycle_status=decommission-requested in the registry.
 
-    The registry change starts the run (registry stream -> provision), which deletes every node-pool stack, then
-    the cluster stack, and marks the cluster decommissioned. With --follow, wait for that run and show it.
+    The registry change starts the run (registry stream -> provision), which scales kube-system's Deployments to
+    zero, deletes every node-pool stack, then the cluster stack, then the VPC CNI's leaked network interfaces (and
+    with --remove-volumes the cluster's volumes), and marks the cluster decommissioned. With --follow, wait for that
+    run and show it.
     """
     store = cli.registry()
     cluster = store.get(cluster_id)
@@ -132,6 +143,8 @@ def decommission(cli: CliContext, cluster_id: str, yes: bool, start_timeout: flo
             )
         known = recent_executions(sfn, machine) if follow else set()
         cluster.lifecycle_status = DECOMMISSION_REQUESTED
+        if remove_volumes:
+            cluster.config_items[REMOVE_VOLUMES_ITEM] = "true"
         store.put(cluster)
         out.print(
             f"cluster {cluster_id}: lifecycle_status={DECOMMISSION_REQUESTED}; the registry change starts "

@@ -52,6 +52,10 @@ class KubeApiError(KubeError):
         return self.status in (0, 429, 502, 503, 504)
 
 
+class ApiServerNotReady(KubeError):
+    """The API server does not answer GET /readyz with 200 yet (the workflow retries, then gives up)."""
+
+
 class UnknownKindError(KubeError):
     """The cluster serves no resource for a kind (or apiVersion and kind); `where` names file or entry."""
 

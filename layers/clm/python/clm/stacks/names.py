@@ -1,4 +1,12 @@
-"""Stack names and tags, as Zalando CLM names and tags them (so migrated clusters keep their stacks)."""
+"""Stack names and tags, as Zalando CLM names and tags them (so migrated clusters keep their stacks).
+
+CLM (zalando-incubator/cluster-lifecycle-manager): the cluster stack is named after the local id and tagged
+`kubernetes.io/cluster/<id>=owned` and `cluster-lifecycle-controller.zalando.org/main-stack=true`
+(provisioner/aws.go applyClusterStack); a node-pool stack is `nodepool-<pool>-<id with ":" as "-">`, tagged
+`kubernetes.io/cluster/<id>=owned`, `kubernetes.io/role/node-pool=true`, `kubernetes.io/node-pool=<pool>`,
+`NodePool=<pool>` and `kubernetes.io/node-pool/profile=<profile>` (provisioner/node_pools.go provisionNodePool).
+Both also get the template's `Metadata.Tags`, CLM's tags winning (aws.go applyStack): see clm.stacks.spec.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +17,11 @@ from clm.stacks.errors import InvalidStackSpec
 
 MAX_STACK_NAME = 128
 NODE_POOL_STACK_PREFIX = "nodepool-"
-NODE_POOL_TAG = "node-pool"
-NODE_POOL_PROFILE_TAG = "node-pool-profile"
+NODE_POOL_TAG = "kubernetes.io/node-pool"
+NODE_POOL_TAG_LEGACY = "NodePool"
+NODE_POOL_ROLE_TAG = "kubernetes.io/role/node-pool"
+NODE_POOL_PROFILE_TAG = "kubernetes.io/node-pool/profile"
+MAIN_STACK_TAG = "cluster-lifecycle-controller.zalando.org/main-stack"
 # On every stack CLM creates: one fixed key that IAM conditions can name (a condition key cannot hold the cluster
 # id's wildcard), so the stacks function may change only stacks carrying it (infra/permissions.py).
 MANAGED_BY_TAG = "clm:managed-by"
@@ -59,11 +70,22 @@ def _node_pool_stack_suffix(cluster_id: str) -> str:
     return f"-{_FORBIDDEN.sub('-', cluster_id)}"
 
 
-def cluster_stack_tags(cluster_id: str) -> dict[str, str]:
-    """Tags of the cluster stack: the cluster's ownership tag and CLM's."""
+def owned_tags(cluster_id: str) -> dict[str, str]:
+    """The tags every stack of the cluster carries and is checked for: the cluster's ownership tag and CLM's."""
     return {cluster_tag_key(cluster_id): OWNED, MANAGED_BY_TAG: MANAGED_BY}
 
 
+def cluster_stack_tags(cluster_id: str) -> dict[str, str]:
+    """Tags of the cluster stack: the owned tags and CLM's main-stack tag."""
+    return {**owned_tags(cluster_id), MAIN_STACK_TAG: "true"}
+
+
 def node_pool_stack_tags(cluster_id: str, pool: NodePool) -> dict[str, str]:
-    """Tags of a node-pool stack: the cluster's, plus the pool's name and profile."""
-    return {**cluster_stack_tags(cluster_id), NODE_POOL_TAG: pool.name, NODE_POOL_PROFILE_TAG: pool.profile}
+    """Tags of a node-pool stack: the owned tags, CLM's node-pool role, the pool's name (twice) and profile."""
+    return {
+        **owned_tags(cluster_id),
+        NODE_POOL_ROLE_TAG: "true",
+        NODE_POOL_TAG: pool.name,
+        NODE_POOL_TAG_LEGACY: pool.name,
+        NODE_POOL_PROFILE_TAG: pool.profile,
+    }

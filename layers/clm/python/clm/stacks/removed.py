@@ -12,7 +12,14 @@ from typing import Any
 
 from clm.model import Cluster
 from clm.stacks.cfn import describe_stack
-from clm.stacks.names import NODE_POOL_PROFILE_TAG, NODE_POOL_TAG, OWNED, cluster_tag_key, may_be_node_pool_stack
+from clm.stacks.names import (
+    NODE_POOL_PROFILE_TAG,
+    NODE_POOL_ROLE_TAG,
+    NODE_POOL_TAG,
+    OWNED,
+    cluster_tag_key,
+    may_be_node_pool_stack,
+)
 from clm.stacks.status import DELETED
 
 
@@ -31,7 +38,12 @@ class RemovedNodePool:
 
 
 def node_pool_stacks(cfn: Any, cluster_id: str) -> list[RemovedNodePool]:
-    """Every existing stack named and tagged as a node pool of the cluster, by stack name."""
+    """Every existing stack named and tagged as a node pool of the cluster, by stack name.
+
+    Tagged as CLM tags them (provisioner/node_pools.go Reconcile: `kubernetes.io/cluster/<id>=owned` and
+    `kubernetes.io/role/node-pool=true`; the pool's name from `kubernetes.io/node-pool`), so the stacks CLM
+    created are found as they are.
+    """
     cluster_tag = cluster_tag_key(cluster_id)
     found = []
     for name in sorted(_live_stack_names(cfn)):
@@ -40,7 +52,7 @@ def node_pool_stacks(cfn: Any, cluster_id: str) -> list[RemovedNodePool]:
         stack = describe_stack(cfn, name)  # None: deleted since it was listed
         tags = {tag["Key"]: tag["Value"] for tag in (stack or {}).get("Tags", [])}
         pool = tags.get(NODE_POOL_TAG)
-        if stack and tags.get(cluster_tag) == OWNED and pool is not None:
+        if stack and tags.get(cluster_tag) == OWNED and tags.get(NODE_POOL_ROLE_TAG) == "true" and pool is not None:
             found.append(
                 RemovedNodePool(
                     stack_name=name,

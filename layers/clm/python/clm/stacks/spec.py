@@ -83,11 +83,19 @@ def _spec(
         name=name,
         body=stack.body,
         template=stack.template,
-        tags=tags,
+        tags={**template_tags(stack.template), **tags},
         parameters=explicit_parameters(stack.template, given or {}, cluster_id, name),
         node_pool=node_pool,
         file=stack.file,
     )
+
+
+def template_tags(template: Mapping[str, Any]) -> dict[str, str]:
+    """The template's `Metadata.Tags`, which CLM puts on the stack under its own (provisioner/aws.go
+    tagsFromStackTemplate): Zalando's stacks carry theirs, and an update without them would drop them."""
+    metadata = template.get("Metadata")
+    tags = metadata.get("Tags") if isinstance(metadata, dict) else None
+    return {str(key): _parameter_text(value) for key, value in tags.items()} if isinstance(tags, dict) else {}
 
 
 def explicit_parameters(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from clm.aws import client
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.render_step import APPLY_PHASES
+from clm.workflow.settings import Settings
 
 CRD_WAIT_SECONDS = 2
+KUBE_SYSTEM = "kube-system"
 
 
 def apply(event: dict[str, Any]) -> dict[str, Any]:
@@ -29,4 +32,32 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     return {"wait_seconds": 0 if report["done"] else CRD_WAIT_SECONDS, "phase": phase, **report}
 
 
-STEPS = {"apply": apply}
+def scale_down(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> scale every kube-system Deployment to zero (decommission, before the stacks go: CLM
+    provisioner/clusterpy.go decommission), with the cluster's registry config items (there is no rendering)."""
+    from clm.kube.scale_down import scale_down_deployments
+    from clm.registry.dynamodb import DynamoRegistry
+
+    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    with kube_client(cluster) as kube:
+        return {"namespace": KUBE_SYSTEM, "scaled_down": scale_down_deployments(kube, KUBE_SYSTEM)}
+
+
+def api_server(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering}` -> `{ready: true}` once GET /readyz answers 200, else raise ApiServerNotReady.
+
+    After the master pools' stacks, as CLM waits for the API server (provisioner/clusterpy.go waitForAPIServer,
+    every 15 s for 15 min): the state machine's Retry on ApiServerNotReady does the waiting, no Lambda sleeps.
+    """
+    from clm.kube.errors import ApiServerNotReady, KubeError
+
+    rendered = rendering(event["rendering"])
+    try:
+        with kube_client(rendered.cluster) as kube:
+            kube.exchange("GET", "/readyz", retries=0, timeout=10.0)
+    except KubeError as exc:
+        raise ApiServerNotReady(f"API server not ready: {exc}", rendered.cluster.id) from None
+    return {"ready": True}
+
+
+STEPS = {"apply": apply, "api_server": api_server, "scale_down": scale_down}

@@ -22,7 +22,7 @@ DETAIL_TYPE = "Cluster Changed"
 PUT_EVENTS_BATCH = 10  # EventBridge's limit of entries per PutEvents call
 _DESERIALIZER = TypeDeserializer()
 LIFECYCLE = "lifecycle_status"
-CLM_TRANSITIONS = {("requested", "ready"), ("decommission-requested", "decommissioned")}
+CLM_TRANSITIONS = {("requested", "ready"), ("creating", "ready"), ("decommission-requested", "decommissioned")}
 
 
 class PublishError(ClmError):

@@ -28,19 +28,30 @@ def render_to_s3(
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
     decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored).
 
-    Returns the key, a small summary, `stack_stages` for the workflow (the cluster stack first, then the
-    node-pool stacks together) and the `apply_phases` in order.
+    Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order.
     """
     rendered = Renderer(tree, decrypt).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    stages = [[{"node_pool": ""}], [{"node_pool": pool} for pool in sorted(rendered.node_pool_stacks)]]
     return {
         "rendering": key,
         **summary(rendered),
-        "stack_stages": [stage for stage in stages if stage],
+        "stack_stages": stack_stages(cluster, sorted(rendered.node_pool_stacks)),
         "apply_phases": list(APPLY_PHASES),
     }
+
+
+def stack_stages(cluster: Cluster, pools: list[str]) -> list[dict[str, Any]]:
+    """The stacks in CLM's order (provisioner/clusterpy.go provision): the cluster stack, then the master pools'
+    stacks (profile contains "master") and a wait for the API server, then the worker pools' stacks; the stacks of
+    one stage are deployed together."""
+    masters = [pool for pool in pools if cluster.node_pool(pool).is_master]
+    stages = [
+        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False},
+        {"stacks": [{"node_pool": pool} for pool in masters], "wait_for_api_server": True},
+        {"stacks": [{"node_pool": pool} for pool in pools if pool not in masters], "wait_for_api_server": False},
+    ]
+    return [stage for stage in stages if stage["stacks"]]
 
 
 def load_rendering(s3: Any, bucket: str, key: str) -> RenderedCluster:

@@ -22,6 +22,7 @@ from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.update_block import stop_if_blocked
 
 # Processes that would replace or move instances behind the roll's back.
 ROLL_SUSPENDED = ["AZRebalance", "ReplaceUnhealthy"]
@@ -68,6 +69,8 @@ def _resume(stack_name: str) -> str:
 def plan(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace).
 
+    A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began.
+
     When the decision is to wait for nodes about to turn Ready (`watch_seconds`), watch for that first and
     decide again at once, from the Nodes listed again (the group's side is seconds old): the Wait state that
     would follow has whole seconds and a plan call of its own.
@@ -75,6 +78,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     cluster = rendering(event["rendering"]).cluster
     pool = event["node_pool"]
     removing = bool(event.get("removing"))
+    stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
     pool_items = {} if removing else cluster.node_pool(pool).config_items
     settings = roll_settings(pool_items, cluster.config_items, cluster.id)
     started = time.monotonic()

@@ -71,7 +71,7 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
     if plan.action == DECOMMISSION:
         registry.record_decommissioned(plan.cluster_id)
     else:  # a cluster's first successful provision makes it ready (a spec change: the next run follows, as in CLM)
-        first = registry.get(plan.cluster_id).lifecycle_status == "requested"
+        first = registry.get(plan.cluster_id).is_new
         registry.record_success(plan.cluster_id, version, mark_ready=first)
     registry.release_lock(plan.cluster_id, execution)
 

@@ -17,6 +17,7 @@ from clm.stacks.names import cluster_stack_name, node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from clm.workflow.settings import Settings
+from clm.workflow.update_block import ensure_not_blocked
 
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +45,9 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
 def pools(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, decommission}` -> the pools to work on, in order, as `{node_pool, stack_name, removing, drain}`.
 
-    Provision: every registry pool is rolled, then the stacks of removed pools are drained and deleted.
+    Provision: every registry pool is rolled, master pools first (CLM provisioner/clusterpy.go groupNodePools), except
+    in a new cluster's first run (lifecycle requested or creating: every node is new, as in CLM's
+    provisionNodePoolGroup); then the stacks of removed pools are drained and deleted.
     Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
     """
     settings = Settings.from_env()
@@ -53,7 +56,9 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("decommission"):
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
-    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in cluster.node_pools]
+    ensure_not_blocked(cluster, "before rolling the node pools")
+    ordered = [] if cluster.is_new else sorted(cluster.node_pools, key=lambda pool: not pool.is_master)  # stable
+    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in ordered]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
     return {"pools": rolled + removed}
 
@@ -68,6 +73,19 @@ def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
     return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"], _role()).to_dict()
 
 
+def clean_up(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> after a decommission deleted the stacks: delete the VPC CNI's leaked network interfaces and,
+    when the cluster's config item remove_volumes is "true" (CLM's --remove-volumes), its volumes (VolumesInUse while
+    some are attached: the state machine retries)."""
+    from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM, delete_leaked_interfaces, delete_volumes
+
+    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    ec2 = client("ec2")
+    interfaces = delete_leaked_interfaces(ec2, cluster)
+    remove_volumes = cluster.config_items.get(REMOVE_VOLUMES_ITEM) == "true"
+    return {"interfaces": interfaces, "volumes": delete_volumes(ec2, cluster.id) if remove_volumes else None}
+
+
 def _role() -> str | None:
     """The ClusterStackRole: every stack CLM creates, updates or deletes is handled by CloudFormation with it."""
     return os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
@@ -78,4 +96,5 @@ STEPS = {
     "check_stack": check_stack,
     "pools": pools,
     "delete_stack": delete_stack,
+    "clean_up": clean_up,
 }

@@ -1,0 +1,72 @@
+"""What a decommissioned cluster's stacks leave behind: the VPC CNI's network interfaces and, when asked, volumes.
+
+CLM (provisioner/aws.go DeleteLeakedAWSVPCCNIENIs): interfaces tagged `cluster.k8s.amazonaws.com/name=<name>` (the
+alias of a zalando-eks cluster, else its id: api/cluster.go Name) in status `available`. CLM
+(provisioner/clusterpy.go removeEBSVolumes, with --remove-volumes): volumes tagged `kubernetes.io/cluster/<id>=owned`;
+available ones are deleted, deleting/deleted ones skipped, any other state is an error (CLM retries for 5 minutes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from clm.errors import ClmError
+from clm.model import Cluster
+from clm.stacks.cfn import error_code
+from clm.stacks.names import OWNED, cluster_tag_key
+
+CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"
+EKS_PROVIDER = "zalando-eks"
+REMOVE_VOLUMES_ITEM = "remove_volumes"  # "true": CLM's --remove-volumes, per cluster
+_GONE = {"InvalidNetworkInterfaceID.NotFound", "InvalidVolume.NotFound"}
+_DELETABLE_OR_GONE = {"available", "deleting", "deleted"}
+
+
+class VolumesInUse(ClmError):
+    """Volumes of the cluster are still attached (or being created); the workflow retries."""
+
+    asl_name = "VolumesInUse"
+
+
+def cni_cluster_name(cluster: Cluster) -> str:
+    """The name the VPC CNI tags its interfaces with: the alias of an EKS cluster, else the cluster id."""
+    return cluster.alias if cluster.provider == EKS_PROVIDER else cluster.id
+
+
+def delete_leaked_interfaces(ec2: Any, cluster: Cluster) -> list[str]:
+    """Delete the cluster's VPC CNI interfaces left `available`; returns their ids."""
+    filters = [
+        {"Name": f"tag:{CNI_CLUSTER_TAG}", "Values": [cni_cluster_name(cluster)]},
+        {"Name": "status", "Values": ["available"]},
+    ]
+    pages = ec2.get_paginator("describe_network_interfaces").paginate(Filters=filters)
+    ids = [eni["NetworkInterfaceId"] for page in pages for eni in page["NetworkInterfaces"]]
+    for eni in ids:
+        _ignore_gone(lambda eni=eni: ec2.delete_network_interface(NetworkInterfaceId=eni))
+    return ids
+
+
+def delete_volumes(ec2: Any, cluster_id: str) -> list[str]:
+    """Delete the cluster's available volumes; returns their ids. Raises VolumesInUse (deleting nothing more)
+    naming the volumes in another state than available, deleting or deleted."""
+    filters = [{"Name": f"tag:{cluster_tag_key(cluster_id)}", "Values": [OWNED]}]
+    volumes = [v for page in ec2.get_paginator("describe_volumes").paginate(Filters=filters) for v in page["Volumes"]]
+    busy = [
+        f"{v['VolumeId']} ({v['State']})" for v in volumes if v["State"] not in {"available", "deleting", "deleted"}
+    ]
+    if busy:
+        raise VolumesInUse(f"cluster {cluster_id}: volumes not available to delete: {', '.join(busy)}")
+    deleted = [v["VolumeId"] for v in volumes if v["State"] == "available"]
+    for volume in deleted:
+        _ignore_gone(lambda volume=volume: ec2.delete_volume(VolumeId=volume))
+    return deleted
+
+
+def _ignore_gone(call: Any) -> None:
+    try:
+        call()
+    except ClientError as exc:
+        if error_code(exc) not in _GONE:
+            raise

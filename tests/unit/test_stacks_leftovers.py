@@ -1,0 +1,71 @@
+"""What a decommission cleans after the stacks, on moto: the VPC CNI's leaked interfaces (CLM provisioner/aws.go
+DeleteLeakedAWSVPCCNIENIs) and, when asked, the cluster's volumes (provisioner/clusterpy.go removeEBSVolumes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import boto3
+import pytest
+
+from clm.model import Cluster
+from clm.stacks.leftovers import VolumesInUse, cni_cluster_name, delete_leaked_interfaces, delete_volumes
+
+CLUSTER = Cluster(
+    id="aws:123456789012:eu-central-1:kube-1",
+    local_id="kube-1",
+    infrastructure_account="aws:123456789012",
+    region="eu-central-1",
+    provider="zalando-aws",
+    alias="sandbox-dev",
+)
+
+
+def interface(ec2: Any, subnet: str, tags: dict[str, str]) -> str:
+    spec = [{"ResourceType": "network-interface", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    return ec2.create_network_interface(SubnetId=subnet, TagSpecifications=spec if tags else [])["NetworkInterface"][
+        "NetworkInterfaceId"
+    ]
+
+
+def volume(ec2: Any, tags: dict[str, str]) -> str:
+    spec = [{"ResourceType": "volume", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    return ec2.create_volume(AvailabilityZone="eu-central-1a", Size=1, TagSpecifications=spec)["VolumeId"]
+
+
+def test_only_the_clusters_available_cni_interfaces_are_deleted(aws: boto3.Session) -> None:
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+    leaked = interface(ec2, subnet, {"cluster.k8s.amazonaws.com/name": CLUSTER.id})
+    others = {
+        interface(ec2, subnet, {"cluster.k8s.amazonaws.com/name": "another"}),
+        interface(ec2, subnet, {}),
+    }
+    assert delete_leaked_interfaces(ec2, CLUSTER) == [leaked]
+    left = {eni["NetworkInterfaceId"] for eni in ec2.describe_network_interfaces()["NetworkInterfaces"]}
+    assert left == others
+
+
+def test_an_eks_clusters_interfaces_carry_its_alias() -> None:
+    assert cni_cluster_name(CLUSTER) == CLUSTER.id
+    assert cni_cluster_name(dataclasses.replace(CLUSTER, provider="zalando-eks")) == "sandbox-dev"
+
+
+def test_the_clusters_available_volumes_are_deleted_and_an_attached_one_stops_it(aws: boto3.Session) -> None:
+    ec2 = aws.client("ec2")
+    owned = {f"kubernetes.io/cluster/{CLUSTER.id}": "owned"}
+    mine = volume(ec2, owned)
+    other = volume(ec2, {"kubernetes.io/cluster/another": "owned"})
+    shared = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "shared"})
+    assert delete_volumes(ec2, CLUSTER.id) == [mine]
+    assert {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]} == {other, shared}
+
+    attached = volume(ec2, owned)
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, Placement={"AvailabilityZone": "eu-central-1a"})
+    ec2.attach_volume(VolumeId=attached, InstanceId=instance["Instances"][0]["InstanceId"], Device="/dev/sdf")
+    with pytest.raises(VolumesInUse, match=rf"{attached} \(in-use\)"):
+        delete_volumes(ec2, CLUSTER.id)
+    assert attached in {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]}
