@@ -32,6 +32,7 @@ class ClmContext:
     state_machine_name: str = "clm-provision"
     cluster_stack_policy_arns: tuple[str, ...] = ()
     max_running: int = 10
+    roll_steps_per_execution: int = 300
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -55,6 +56,7 @@ class ClmContext:
             state_machine_name=_text(node, "clm:stateMachineName", defaults.state_machine_name),
             cluster_stack_policy_arns=_names(node, "clm:clusterStackPolicyArns"),
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
+            roll_steps_per_execution=_number(node, "clm:rollStepsPerExecution", defaults.roll_steps_per_execution),
         )
         context.check()
         return context
@@ -70,6 +72,8 @@ class ClmContext:
             raise ContextError(f"clm:configPrefix: {self.config_prefix!r} must not start with '/'")
         if self.max_running < 1:
             raise ContextError(f"clm:maxRunning: {self.max_running} must be at least 1")
+        if self.roll_steps_per_execution < 2:
+            raise ContextError(f"clm:rollStepsPerExecution: {self.roll_steps_per_execution} must be at least 2")
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
 

@@ -63,6 +63,10 @@ class ClmStack(Stack):
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
         self.functions["registry_events"].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
+        # A roll-node-pool execution hands over to a successor after this many steps (history events are bounded).
+        self.functions["roll"].function.add_environment(
+            "CLM_ROLL_STEPS_PER_EXECUTION", str(context.roll_steps_per_execution)
+        )
         self._grant(context)
 
         step_functions = {spec.folder.title(): self.functions[spec.folder].function for spec in STEP_FUNCTIONS}

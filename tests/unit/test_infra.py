@@ -36,6 +36,7 @@ VARIANT = {
     "clm:kubeSecretPrefix": "kube/",
     "clm:stateMachineName": "fleet-provision",
     "clm:clusterStackPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
+    "clm:rollStepsPerExecution": 40,
 }
 STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
 # CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
@@ -236,6 +237,8 @@ def test_functions_have_special_environment(default):
     reconcile = function_named(raw, "reconcile")[1]["Properties"]["Environment"]["Variables"]
     assert reconcile["CLM_PROVISION_STATE_MACHINE"]["Ref"].startswith("ProvisionStateMachine")
     assert reconcile["CLM_MAX_RUNNING"] == "10"
+    roll = function_named(raw, "roll")[1]["Properties"]["Environment"]["Variables"]
+    assert roll["CLM_ROLL_STEPS_PER_EXECUTION"] == "300"
     events = function_named(raw, "registry_events")[1]["Properties"]["Environment"]["Variables"]
     assert events["CLM_EVENT_BUS"]["Ref"].startswith("Bus")
 
@@ -506,6 +509,8 @@ def test_codecommit_vpc_and_retention_from_context(variant):
     _, run = function_named(raw, "run")
     uri = run["Properties"]["Environment"]["Variables"]["CLM_CONFIG_SOURCE"]
     assert uri["Fn::Join"][1][0] == "codecommit://" and uri["Fn::Join"][1][-1] == "@live"
+    roll = function_named(raw, "roll")[1]["Properties"]["Environment"]["Variables"]
+    assert roll["CLM_ROLL_STEPS_PER_EXECUTION"] == "40"
     assert actions_of(policy_statements(raw, "RunFunctionRole")) >= {
         "codecommit:GetBranch",
         "codecommit:GetCommit",
@@ -541,6 +546,7 @@ def test_codecommit_vpc_and_retention_from_context(variant):
         ({"clm:configPrefix": "/config/"}, "clm:configPrefix: '/config/' must not start with '/'"),
         ({"clm:subnetIds": 5, "clm:vpcId": "vpc-1"}, "clm:subnetIds: expected a list of strings"),
         ({"clm:maxRunning": 0}, "clm:maxRunning: 0 must be at least 1"),
+        ({"clm:rollStepsPerExecution": 1}, "clm:rollStepsPerExecution: 1 must be at least 2"),
     ],
 )
 def test_unusable_context_is_an_error_naming_the_key(context, message):

@@ -22,6 +22,7 @@ from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.roll_budget import steps_per_execution, within_budget
 
 # Processes that would replace or move instances behind the roll's back.
 ROLL_SUSPENDED = ["AZRebalance", "ReplaceUnhealthy"]
@@ -66,7 +67,9 @@ def _resume(stack_name: str) -> str:
 
 
 def plan(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace).
+    """`{cluster_id, rendering, node_pool, removing, previous}` -> the next decision (done, wait, scale, replace),
+    or `continue` once this execution has spent its budget (clm.workflow.roll_budget; `previous` is the
+    execution's last decision).
 
     When the decision is to wait for nodes about to turn Ready (`watch_seconds`), watch for that first and
     decide again at once, from the Nodes listed again (the group's side is seconds old): the Wait state that
@@ -77,6 +80,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     removing = bool(event.get("removing"))
     pool_items = {} if removing else cluster.node_pool(pool).config_items
     settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    budget = steps_per_execution()
     started = time.monotonic()
     inventory = _inventory(cluster.id, pool)
     baseline = _baseline(inventory.asg_name)
@@ -90,7 +94,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
                 state = _observe(kube, pool, inventory, baseline)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
-    return decision.to_dict()
+    return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
 def _observe(kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None) -> tuple[PoolState, str]:
