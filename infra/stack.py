@@ -114,7 +114,9 @@ class ClmStack(Stack):
             "CLM_PROVISION_STATE_MACHINE", self.provision.state_machine.state_machine_arn
         )
         reconciler.function.add_environment("CLM_MAX_RUNNING", str(context.max_running))
-        permissions.grant_reconcile(reconciler, self.registry.table, self.config_source, self.provision.state_machine)
+        permissions.grant_reconcile(
+            reconciler, self.registry.table, self.config_source, self.provision.state_machine, RECONCILE_STATE_MACHINE
+        )
         self.reconcile = Workflow(
             self,
             "Reconcile",

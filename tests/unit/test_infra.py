@@ -284,6 +284,15 @@ def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):
         assert "cloudformation:ListStacks" not in actions_of(policy_statements(raw, role))
 
 
+def test_reconcile_lists_the_executions_of_provision_and_of_itself_only(default):
+    _, raw, _ = default
+    statements = [s for s in policy_statements(raw, "ReconcileFunctionRole") if "states:ListExecutions" in s["Action"]]
+    resources_listed = [json.dumps(s["Resource"]) for s in statements]
+    assert len(resources_listed) == 2
+    assert any("ProvisionStateMachine" in r for r in resources_listed)
+    assert any(r.endswith(':stateMachine:clm-reconcile"]]}') for r in resources_listed), resources_listed
+
+
 def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):
     _, raw, _ = default
     statements = policy_statements(raw, "StacksFunctionRole")
