@@ -8,7 +8,9 @@ takes the cluster's lock and records its next version as the run's Begin step do
 first runs, the spec of every 20th cluster changes (a registry write racing the runs' status writes). The loop
 looks every FOLLOW_SECONDS; a look at which no run ended and nothing changed would start nothing, so it is counted,
 not made. The 15-minute schedule's reconcile executions are made: each must leave the following to the loop.
-Checked at the end: every cluster at the desired version of its final spec, nothing pending, no lock.
+Checked at the end: every cluster at the desired version of its final spec, nothing pending, no lock, and no
+cluster started before one of higher criticality. Not simulated: a loop's end after LOOP_SECONDS of real time
+(the next schedule tick starts the next loop: at most one tick's wait every 6 hours).
 """
 
 from __future__ import annotations
