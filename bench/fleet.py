@@ -1,6 +1,6 @@
 """Fleet figures: reconcile over a registry of 1,000 clusters in moto's DynamoDB (in-process), and rendering.
 
-    .venv/bin/python bench/fleet.py [--clusters 1000] [--sample 50] [--repeat 3]
+    .venv/bin/python bench/fleet.py [--clusters 1000] [--sample 50] [--repeat 3] [--follow 10,50] [--run-minutes 10]
 
 The fleet is generated from examples/clusters.yaml: ids, accounts, regions, node pools (1 to 4 per cluster, from
 the example pools) and statuses vary (most clusters up to date; some outdated, interrupted, decommission-requested,
@@ -15,7 +15,9 @@ versioned S3 bucket, as a deployment has it. Figures:
   sums the sizes of the items it reads, whatever the projection, and rounds each page of at most 1 MB up to 4 KB;
   1 unit per 4 KB strongly consistent). moto's own ConsumedCapacity is printed beside it: it is a constant;
 - rendering a sample of clusters as the run step does it (a new Renderer, the rendering stored to S3) and with one
-  Renderer for the sample (templates compiled once).
+  Renderer for the sample (templates compiled once);
+- a fleet whose every cluster needs a run, followed with --follow maxRunning values (bench/fleet_follow.py): time
+  until all have started, reconcile's state transitions per cluster, no registry update lost.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import boto3
+from fleet_cost import print_idle_costs
+from fleet_follow import needing_a_run, simulate
 from moto import mock_aws
 
 from clm.aws import client
@@ -54,6 +58,7 @@ MAX_RUNNING = 10
 PAGE_BYTES = 1024 * 1024  # a Scan page reads at most 1 MB
 READ_UNIT_BYTES = 4096
 RECONCILES_PER_DAY = 24 * 4  # the 15-minute schedule
+IDLE_FLEETS = (100, 1000)
 T = TypeVar("T")
 
 
@@ -242,8 +247,8 @@ def deployment(session: boto3.Session) -> str:
     return S3Source(s3, CONFIG_BUCKET, PREFIX).version()
 
 
-def registry_figures(session: boto3.Session, clusters: list[Cluster], repeat: int) -> list[Cluster]:
-    """Write the fleet, then time and size the registry read; returns the clusters as read."""
+def registry_figures(session: boto3.Session, clusters: list[Cluster], repeat: int) -> tuple[list[Cluster], list[int]]:
+    """Write the fleet, then time and size the registry read; returns the clusters as read and the items' sizes."""
     dynamodb = session.client("dynamodb")
     registry = DynamoRegistry(dynamodb, TABLE)
     start = time.perf_counter()
@@ -266,11 +271,12 @@ def registry_figures(session: boto3.Session, clusters: list[Cluster], repeat: in
         f"{units / 2:.0f} if eventually consistent); moto reported {meter.reported_units / max(1, repeat):g}"
     )
     print(f"  per day at one reconcile every 15 minutes: {units * RECONCILES_PER_DAY:,.0f} read request units")
-    return read
+    return read, sizes
 
 
-def reconcile_figures(clusters: list[Cluster], config_version: str, repeat: int) -> None:
-    """select() over the fleet and the reconcile step as the Lambda runs it (first run, then later runs)."""
+def reconcile_figures(clusters: list[Cluster], config_version: str, repeat: int) -> float:
+    """select() over the fleet and the reconcile step as the Lambda runs it (first run, then later runs); returns
+    the seconds of a later run outside moto."""
     now = time.time()
     took, selected = timed(lambda: select(clusters, config_version, now), repeat)
     reasons = Counter(selection.reason for selection in selected)
@@ -279,12 +285,16 @@ def reconcile_figures(clusters: list[Cluster], config_version: str, repeat: int)
         f"({', '.join(f'{count} {reason}' for reason, count in reasons.items())})"
     )
     moto = MotoTime([client(service) for service in ("dynamodb", "s3", "stepfunctions")])
+    own = 0.0
     for label, runs in (("first run", 1), ("later runs (median)", repeat)):
+        in_moto, started = moto.seconds, time.perf_counter()
         took, result = timed(lambda: reconcile({}), runs, moto)
+        own = (time.perf_counter() - started - (moto.seconds - in_moto)) / max(1, runs)
         counts = ", ".join(
             f"{key.replace('_', ' ')} {result[key]['count']}" for key in ("started", "already_started", "deferred")
         )
         print(f"reconcile step, {label}: {took}; {counts}")
+    return own
 
 
 def render_figures(session: boto3.Session, clusters: list[Cluster], sample: int) -> None:
@@ -334,15 +344,27 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--sample", type=int, default=50, help="clusters to render")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each timed reconcile figure")
+    parser.add_argument("--follow", default="10,50", help="maxRunning values to follow a fleet needing runs with")
+    parser.add_argument("--run-minutes", type=float, default=10.0, help="how long each provision run takes")
     args = parser.parse_args()
     fake_aws_environment()
     started = time.perf_counter()
     with mock_aws():
         session = boto3.Session(region_name=REGION)
         config_version = deployment(session)
-        clusters = registry_figures(session, fleet(args.clusters, config_version), args.repeat)
-        reconcile_figures(clusters, config_version, args.repeat)
+        clusters, sizes = registry_figures(session, fleet(args.clusters, config_version), args.repeat)
+        seconds = reconcile_figures(clusters, config_version, args.repeat)
+        units_of = {n: scan_read_units(sizes[:n]) for n in IDLE_FLEETS if n <= len(sizes)}
+        print_idle_costs(units_of, seconds / len(clusters), len(list((EXAMPLES / "config").rglob("*.yaml"))))
         render_figures(session, clusters, args.sample)
+        for max_running in (int(value) for value in args.follow.split(",") if value):
+            simulate(
+                session,
+                needing_a_run(fleet(args.clusters, config_version)),
+                config_version,
+                max_running,
+                args.run_minutes,
+            )
     print(f"bench time: {time.perf_counter() - started:.0f} s")
 
 

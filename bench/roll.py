@@ -18,7 +18,8 @@ timed from the upload to the end of the run:
   bound = sum_i [(k_i - 1) * pod_ready + grace (0 if k_i = 0) + boot_delay], k_i observed (pods evicted);
   ratio = total / bound; control overhead per node = (total - bound) / N;
 - cost per node: Step Functions state transitions, Lambda calls and Lambda-seconds of the run and its children
-  (clm_sandbox.demo_report.run_figures), and the CPU time of moto's process;
+  (clm_sandbox.demo_report.run_figures), and the CPU time of moto's process; in dollars at list prices with the
+  DynamoDB and S3 requests (roll_cost), and the same for a provision run that changes nothing;
 - where the time went: before the first drain, per node its drain and its replacement against their bounds,
   after the roll; Lambda seconds per step and Wait state seconds per state; a row per node.
 
@@ -43,10 +44,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import prices
 from rich.console import Console
 from rich.table import Table
 from roll_blocked import BlockedDrain, add_hold_pool, blocked_drain
 from roll_bound import NodeStretch, Simulation, stretches
+from roll_cost import log_offset, no_change_run, run_usage
 from roll_history import Trace, node_drains, run_histories, trace
 from roll_sandbox import RollSandbox, Run, ready_pods, start
 
@@ -381,10 +384,14 @@ def main(argv: list[str] | None = None) -> None:
         with ExitStack() as stack:
             sandbox = start(stack, simulation, logs, lambda text: console.print(f"[dim]{text}[/]"))
             console.print(f"[dim]setup done after {time.monotonic() - started:.0f} s; rolling ({load()})[/]")
+            offset = log_offset(logs)
             result = measure_roll(sandbox, logs)
             console.print(f"after the roll: {load()}")
             for table in roll_tables(result, simulation):
                 console.print(table)
+            per_node = run_usage(sandbox, result.run.arn, logs, offset).scaled(1 / len(result.nodes))
+            console.print(f"cost per node rolled ({prices.REGION} list prices of {prices.AS_OF}): {per_node.line()}")
+            console.print(f"cost of a provision run that changes nothing: {no_change_run(sandbox, logs).line()}")
             drains = []
             if blocked:
                 add_hold_pool(sandbox)

@@ -35,6 +35,7 @@ from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.demo import next_run
 from clm_sandbox.deploy import deploy
 from clm_sandbox.deploy_examples import upload_config
+from clm_sandbox.iam.record import LOG_ENV
 from clm_sandbox.moto_server import MODULE, READY_LINE, SANDBOX_ENV
 from clm_sandbox.nodesim import NodeSimulator
 
@@ -181,7 +182,7 @@ def workload_with_grace(grace: float) -> str:
 def moto_server_logged(log: Path) -> Iterator[tuple[str, int]]:
     """moto's server in a process of its own (in-process Lambdas, real-time waits), its output in `log`; yields
     its endpoint and process id."""
-    env = {**os.environ, **SANDBOX_ENV}
+    env = {**os.environ, **SANDBOX_ENV, LOG_ENV: str(log.parent / "iam-calls.jsonl")}  # judged calls: their cost
     env.pop("AWS_ENDPOINT_URL", None)
     command = [sys.executable, "-m", MODULE, "--lambda-mode", "inprocess", "--wait-scale", "1"]
     with log.open("w") as output:

@@ -42,6 +42,7 @@ class ClmContext:
     cluster_role_boundary_arn: str | None = None  # None: CLM's own boundary
     max_running: int = 10
     decrypt_key_arns: tuple[str, ...] = ()
+    roll_steps_per_execution: int = 300
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -69,6 +70,7 @@ class ClmContext:
             cluster_role_boundary_arn=_text(node, "clm:clusterRoleBoundaryPolicyArn") or None,
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
             decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
+            roll_steps_per_execution=_number(node, "clm:rollStepsPerExecution", defaults.roll_steps_per_execution),
         )
         context.check()
         return context
@@ -102,6 +104,8 @@ class ClmContext:
         boundary = self.cluster_role_boundary_arn
         if boundary is not None and not MANAGED_POLICY_ARN.fullmatch(boundary):
             raise ContextError(f"clm:clusterRoleBoundaryPolicyArn: {boundary!r} is not a managed policy's ARN")
+        if self.roll_steps_per_execution < 2:
+            raise ContextError(f"clm:rollStepsPerExecution: {self.roll_steps_per_execution} must be at least 2")
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
 

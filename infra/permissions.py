@@ -105,12 +105,24 @@ def grant_artefact_key(function: ClmFunction, artefacts: s3.IBucket, *, write: b
 
 
 def grant_reconcile(
-    function: ClmFunction, registry: dynamodb.ITable, config: ConfigSource, provision: sfn.IStateMachine
+    function: ClmFunction,
+    registry: dynamodb.ITable,
+    config: ConfigSource,
+    provision: sfn.IStateMachine,
+    reconcile_name: str,
 ) -> None:
-    """Registry read, the configuration's version, and starting (and counting running) provision executions."""
+    """Registry read, the configuration's version, starting (and counting running) provision executions, and
+    listing the running executions of reconcile itself (`reconcile_name`: one loop follows deferred runs)."""
     registry.grant_read_data(function.role)
     config.grant_read(function.role)
     function.allow(["states:StartExecution", "states:ListExecutions"], [provision.state_machine_arn])
+    reconcile = Stack.of(function).format_arn(
+        service="states",
+        resource="stateMachine",
+        resource_name=reconcile_name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    function.allow(["states:ListExecutions"], [reconcile])
 
 
 def grant_stacks(

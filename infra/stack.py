@@ -69,6 +69,10 @@ class ClmStack(Stack):
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
         self.functions["registry_events"].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
+        # A roll-node-pool execution hands over to a successor after this many steps (history events are bounded).
+        self.functions["roll"].function.add_environment(
+            "CLM_ROLL_STEPS_PER_EXECUTION", str(context.roll_steps_per_execution)
+        )
         self._grant(context)
 
         step_functions = {spec.folder.title(): self.functions[spec.folder].function for spec in STEP_FUNCTIONS}
@@ -116,7 +120,9 @@ class ClmStack(Stack):
             "CLM_PROVISION_STATE_MACHINE", self.provision.state_machine.state_machine_arn
         )
         reconciler.function.add_environment("CLM_MAX_RUNNING", str(context.max_running))
-        permissions.grant_reconcile(reconciler, self.registry.table, self.config_source, self.provision.state_machine)
+        permissions.grant_reconcile(
+            reconciler, self.registry.table, self.config_source, self.provision.state_machine, RECONCILE_STATE_MACHINE
+        )
         self.reconcile = Workflow(
             self,
             "Reconcile",

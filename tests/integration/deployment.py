@@ -146,6 +146,19 @@ def upload_config(s3: Any, bucket: str) -> None:
             s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
 
 
+def lower_roll_budget(deployment: Deployment, steps: int) -> None:
+    """Set the roll function's CLM_ROLL_STEPS_PER_EXECUTION (what clm:rollStepsPerExecution deploys)."""
+    lambdas = deployment.session.client("lambda")
+    [(name, variables)] = [
+        (f["FunctionName"], f["Environment"]["Variables"])
+        for f in lambdas.list_functions()["Functions"]
+        if "CLM_ROLL_STEPS_PER_EXECUTION" in f.get("Environment", {}).get("Variables", {})
+    ]
+    lambdas.update_function_configuration(
+        FunctionName=name, Environment={"Variables": {**variables, "CLM_ROLL_STEPS_PER_EXECUTION": str(steps)}}
+    )
+
+
 def register_example_cluster(deployment: Deployment) -> None:
     """Put kube-1 of examples/clusters.yaml into the registry, reachable through a Secrets Manager kubeconfig."""
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]

@@ -5,7 +5,8 @@ cluster another AMI (so every node is outdated) and the pool a surge of 0 or 1 (
 at too), lets the registry change start provision, kills that execution at a seeded random point (the n-th entry
 of a roll state, or a delay after the trigger), starts provision again and checks that the cluster converged:
 every node outdated at the start replaced exactly once, three Ready nodes, the PodDisruptionBudget held, the
-registry status consistent, no lock, the group's processes resumed.
+registry status consistent, no lock, the group's processes resumed. The roll function's budget is lowered so that
+every roll hands over from one roll-node-pool execution to the next at least once: a kill can land at a handover.
 
 CLM_CHAOS_RUNS sets the number of runs, CLM_CHAOS_SEED the seed. A run takes 20-30 s on 2 cores (one provision
 killed, one to the end), so the default of 20 keeps this file under 12 minutes; the issue's 30 take about 15.
@@ -28,6 +29,7 @@ from tests.integration.deployment import (
     Deployment,
     HealthyPods,
     instances,
+    lower_roll_budget,
     register_example_cluster,
     the_run,
     wait_for_ready_pods,
@@ -36,10 +38,13 @@ from tests.integration.deployment import (
 RUNS = int(os.environ.get("CLM_CHAOS_RUNS", "20"))
 SEED = int(os.environ.get("CLM_CHAOS_SEED", "20241122"))
 AMIS = ("ami-0d2b8f9a562295d9c", "ami-0e3c9fab673306eaf", "ami-0c1a7f89451184c8b")
-# Roll states to kill at, with how many times each is surely entered while three nodes are replaced, by surge.
+# Steps per roll execution (CLM_ROLL_STEPS_PER_EXECUTION): the first execution hands over after its third plan.
+ROLL_STEPS = 4
+# Roll states to kill at, with how many times each is surely entered (over the roll's chain of executions) while
+# three nodes are replaced, by surge. HandOver#1 and Suspend#2 are the first handover, before and after.
 ROLL_STATES = {
-    0: {"Suspend": 1, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "Resume": 1},
-    1: {"Suspend": 1, "Plan": 4, "Scale": 2, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "Resume": 1},
+    0: {"Suspend": 2, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
+    1: {"Suspend": 2, "Plan": 4, "Scale": 2, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
 }
 MAX_DELAY = 6.0  # seconds after the trigger; the roll has not finished by then
 KILL_TIMEOUT = 120.0
@@ -108,7 +113,8 @@ def _kill(deployment: Deployment, point: KillPoint, provisions: set[str], rolls:
     started yet (AttributeError: 'NoneType' object has no attribute 'set_stop').
     """
     deadline = time.monotonic() + KILL_TIMEOUT
-    execution, roll = "", ""
+    execution = ""
+    states: list[str] = []
     while time.monotonic() < deadline:
         if not execution:
             execution = next(
@@ -116,20 +122,26 @@ def _kill(deployment: Deployment, point: KillPoint, provisions: set[str], rolls:
             )
         elif deployment.sfn.describe_execution(executionArn=execution)["status"] != "RUNNING":
             pytest.fail(f"the run {execution} ended before its kill point {point}")
-        if execution and point.state and not roll:
-            roll = next((e["executionArn"] for e in new_executions(deployment, deployment.roll_node_pool, rolls)), "")
-        states = deployment.states(roll) if roll else []
+        if execution and point.state:
+            states = _roll_states(deployment, rolls)
         if execution and point.reached(time.monotonic() - started, states) and deployment.states(execution):
             deployment.sfn.stop_execution(executionArn=execution, cause=f"chaos: killed at {point}")
             seconds = time.monotonic() - started
-            return Kill(execution, seconds, deployment.states(roll)[-1] if roll else "-")
+            return Kill(execution, seconds, (_roll_states(deployment, rolls) or ["-"])[-1])
         time.sleep(POLL)
     pytest.fail(f"kill point {point} not reached within {KILL_TIMEOUT} s")
+
+
+def _roll_states(deployment: Deployment, rolls: set[str]) -> list[str]:
+    """The states entered by the roll executions not in `rolls` (one roll's chain of executions), in order."""
+    chain = new_executions(deployment, deployment.roll_node_pool, rolls)
+    return [state for e in chain for state in deployment.states(e["executionArn"])]
 
 
 def test_killed_at_random_points_of_the_roll_every_run_converges(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
+    lower_roll_budget(deployment, ROLL_STEPS)
     register_example_cluster(deployment)
     the_run(deployment.settle(known=0))
     nodes.wait_for_ready_nodes(NODES, timeout=30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import boto3
@@ -280,10 +281,12 @@ def test_codecommit_reads_one_commit_while_the_branch_moves(codecommit, aws):
     before = source.version()
     writer = aws.client("codecommit")
     moved: list[str] = []
+    once = threading.Lock()  # files are read in parallel: one thread commits
 
     def commit_once(**_):
-        if not moved:
-            moved.append(commit(writer, {"cluster/stack.yaml": b"Resources: {Moved: 1}\n"}))
+        with once:
+            if not moved:
+                moved.append(commit(writer, {"cluster/stack.yaml": b"Resources: {Moved: 1}\n"}))
 
     codecommit.meta.events.register("before-call.codecommit.GetFile", commit_once)
     tree = source.fetch()

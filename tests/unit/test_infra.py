@@ -37,6 +37,7 @@ VARIANT = {
     "clm:stateMachineName": "fleet-provision",
     "clm:clusterStackPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
     "clm:decryptKeyArns": "arn:aws:kms:eu-central-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "clm:rollStepsPerExecution": 40,
 }
 STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
 # CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
@@ -297,6 +298,8 @@ def test_functions_have_special_environment(default):
     reconcile = function_named(raw, "reconcile")[1]["Properties"]["Environment"]["Variables"]
     assert reconcile["CLM_PROVISION_STATE_MACHINE"]["Ref"].startswith("ProvisionStateMachine")
     assert reconcile["CLM_MAX_RUNNING"] == "10"
+    roll = function_named(raw, "roll")[1]["Properties"]["Environment"]["Variables"]
+    assert roll["CLM_ROLL_STEPS_PER_EXECUTION"] == "300"
     events = function_named(raw, "registry_events")[1]["Properties"]["Environment"]["Variables"]
     assert events["CLM_EVENT_BUS"]["Ref"].startswith("Bus")
 
@@ -340,6 +343,15 @@ def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):
         assert statement_for(statements, "cloudformation:ListStacks")["Resource"] == "*"
     for role in ("RunFunctionRole", "KubeFunctionRole", "ReconcileFunctionRole", "RegistryEventsFunctionRole"):
         assert "cloudformation:ListStacks" not in actions_of(policy_statements(raw, role))
+
+
+def test_reconcile_lists_the_executions_of_provision_and_of_itself_only(default):
+    _, raw, _ = default
+    statements = [s for s in policy_statements(raw, "ReconcileFunctionRole") if "states:ListExecutions" in s["Action"]]
+    resources_listed = [json.dumps(s["Resource"]) for s in statements]
+    assert len(resources_listed) == 2
+    assert any("ProvisionStateMachine" in r for r in resources_listed)
+    assert any(r.endswith(':stateMachine:clm-reconcile"]]}') for r in resources_listed), resources_listed
 
 
 def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):
@@ -578,6 +590,8 @@ def test_codecommit_vpc_and_retention_from_context(variant):
     _, run = function_named(raw, "run")
     uri = run["Properties"]["Environment"]["Variables"]["CLM_CONFIG_SOURCE"]
     assert uri["Fn::Join"][1][0] == "codecommit://" and uri["Fn::Join"][1][-1] == "@live"
+    roll = function_named(raw, "roll")[1]["Properties"]["Environment"]["Variables"]
+    assert roll["CLM_ROLL_STEPS_PER_EXECUTION"] == "40"
     assert actions_of(policy_statements(raw, "RunFunctionRole")) >= {
         "codecommit:GetBranch",
         "codecommit:GetCommit",
@@ -614,6 +628,7 @@ def test_codecommit_vpc_and_retention_from_context(variant):
         ({"clm:subnetIds": 5, "clm:vpcId": "vpc-1"}, "clm:subnetIds: expected a list of strings"),
         ({"clm:maxRunning": 0}, "clm:maxRunning: 0 must be at least 1"),
         ({"clm:decryptKeyArns": "alias/config"}, "clm:decryptKeyArns: 'alias/config' is not a KMS key ARN"),
+        ({"clm:rollStepsPerExecution": 1}, "clm:rollStepsPerExecution: 1 must be at least 2"),
     ],
 )
 def test_unusable_context_is_an_error_naming_the_key(context, message):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
 
 from clm.model import Cluster, ClusterStatus
 from clm.version import desired_version
+from clm.workflow.follow_up import FOLLOW_SECONDS, LOOP_SECONDS, follow_up, loop_state, state_machine_of
 from clm.workflow.reconcile import DECOMMISSION, INTERRUPTED, OUTDATED, execution_name, select, start_runs
 
 NOW = 1_790_000_000.0
@@ -38,6 +40,32 @@ def test_selection_order_and_exclusions(example_clusters) -> None:
         ("c-interrupted", INTERRUPTED),
         ("b-decommission", DECOMMISSION),
         ("a-outdated", OUTDATED),
+    ]
+
+
+def test_priority_within_a_reason_is_criticality_then_id_and_decommission_beats_an_interrupted_update(
+    example_clusters,
+) -> None:
+    """CLM's cluster_list.go: priority, then the higher criticality_level; a decommission-requested cluster counts as
+    a decommission even when its update was interrupted (CLM checks decommission-requested first)."""
+    base = example_clusters[0]
+    outdated = ClusterStatus(current_version="v1#x")
+    clusters = [
+        variant(base, "a-low", status=outdated, criticality_level=1),
+        variant(base, "b-high", status=outdated, criticality_level=3),
+        variant(base, "c-high", status=outdated, criticality_level=3),
+        variant(
+            base,
+            "d-decommission-interrupted",
+            lifecycle_status="decommission-requested",
+            status=ClusterStatus(current_version="v1#x", next_version="v2#y"),
+        ),
+    ]
+    assert [(s.cluster_id.rsplit(":", 1)[1], s.reason) for s in select(clusters, "v2", NOW)] == [
+        ("d-decommission-interrupted", DECOMMISSION),
+        ("b-high", OUTDATED),
+        ("c-high", OUTDATED),
+        ("a-low", OUTDATED),
     ]
 
 
@@ -87,3 +115,28 @@ def test_a_finished_run_of_the_same_window_is_not_started_again(sfn, example_clu
     execution = client.list_executions(stateMachineArn=arn)["executions"][0]["executionArn"]
     client.stop_execution(executionArn=execution)
     assert start_runs(client, arn, selections, max_running=10)["already_started"] == [selections[0].cluster_id]
+
+
+def test_reconcile_looks_again_while_runs_are_deferred_until_the_loop_is_old() -> None:
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    assert follow_up(3, started, started + timedelta(minutes=5)) == {"again": True, "wait_seconds": FOLLOW_SECONDS}
+    assert follow_up(0, started, started + timedelta(minutes=5))["again"] is False
+    assert follow_up(3, started, started + timedelta(seconds=LOOP_SECONDS))["again"] is False
+    assert follow_up(3, None)["again"] is True
+
+
+def test_a_newer_reconcile_leaves_the_following_to_the_older_one(aws: boto3.Session) -> None:
+    client = aws.client("stepfunctions")
+    machine = client.create_state_machine(
+        name="clm-reconcile",
+        definition='{"StartAt":"x","States":{"x":{"Type":"Pass","End":true}}}',
+        roleArn="arn:aws:iam::123456789012:role/clm",
+    )["stateMachineArn"]
+    first = client.start_execution(stateMachineArn=machine, name="a-first")["executionArn"]
+    second = client.start_execution(stateMachineArn=machine, name="b-second")["executionArn"]
+    assert state_machine_of(second) == machine
+    assert loop_state(client, first)[0] is None
+    assert loop_state(client, second)[0] == first
+    client.stop_execution(executionArn=first)
+    older, started = loop_state(client, second)
+    assert older is None and started is not None

@@ -105,6 +105,15 @@ def test_failure_records_the_lambda_error_message_and_keeps_next_version(example
     assert fail(example_registry, cluster_id, EXECUTION, "States.Timeout", "").title == "States.Timeout"
 
 
+def test_a_step_that_gave_up_after_its_retries_is_named(example_registry, example_clusters) -> None:
+    cluster_id = example_clusters[0].id
+    begin(example_registry, "cfg-1", cluster_id, EXECUTION, never_running)
+    cause = json.dumps({"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 60.00 seconds"})
+    problem = fail(example_registry, cluster_id, EXECUTION, "Sandbox.Timedout", cause, "Render (retried)")
+    assert problem.title == "step Render (retried): Sandbox.Timedout: Task timed out after 60.00 seconds"
+    assert example_registry.get(cluster_id).status.problems[-1].title == problem.title
+
+
 def test_failure_of_a_child_workflow_records_the_childs_error(example_registry, example_clusters) -> None:
     cluster_id = example_clusters[0].id
     begin(example_registry, "cfg-1", cluster_id, EXECUTION, never_running)

@@ -6,6 +6,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from clm.config.parallel import read_all
 from clm.config.tree import ConfigTree
 from clm.errors import ConfigSourceError
 
@@ -28,16 +29,20 @@ class CodeCommitSource:
         """Every file of the tree at the head commit (symbolic links and submodules ignored)."""
         commit = self.version()
         paths = self._paths(commit)
-        files = {path: self._call("get_file", commitSpecifier=commit, filePath=path)["fileContent"] for path in paths}
+        files = read_all(
+            paths, lambda path: self._call("get_file", commitSpecifier=commit, filePath=path)["fileContent"]
+        )
         return ConfigTree(version=commit, files=files, source=self.describe())
 
     def _paths(self, commit: str) -> list[str]:
+        """Every file path of the tree, listing the folders of each depth in parallel."""
         paths: list[str] = []
         folders = ["/"]
         while folders:
-            folder = self._call("get_folder", commitSpecifier=commit, folderPath=folders.pop())
-            folders.extend(sub["absolutePath"] for sub in folder.get("subFolders", []))
-            paths.extend(file["absolutePath"].lstrip("/") for file in folder.get("files", []))
+            listed = read_all(folders, lambda path: self._call("get_folder", commitSpecifier=commit, folderPath=path))
+            folders = [sub["absolutePath"] for folder in listed.values() for sub in folder.get("subFolders", [])]
+            files = (file for folder in listed.values() for file in folder.get("files", []))
+            paths.extend(file["absolutePath"].lstrip("/") for file in files)
         return sorted(paths)
 
     def _call(self, operation: str, **params: str) -> dict[str, Any]:

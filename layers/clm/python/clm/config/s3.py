@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from clm.config.parallel import read_all
 from clm.config.tree import ConfigTree, digest
 from clm.errors import ConfigSourceError
 
@@ -52,7 +53,7 @@ class S3Source:
             for _ in range(ATTEMPTS):
                 versioned, listing = self._list()
                 try:
-                    files = {path: self._get(path, identity, versioned) for path, identity in listing.items()}
+                    files = self._read(listing, versioned)
                 except ClientError as exc:
                     if exc.response["Error"]["Code"] in _CHANGED:
                         continue
@@ -79,6 +80,10 @@ class S3Source:
 
     def _pages(self, operation: str) -> Iterator[dict[str, Any]]:
         return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix + ROOT)
+
+    def _read(self, listing: dict[str, str], versioned: bool) -> dict[str, bytes]:
+        """Every listed object at its listed version (or ETag), a bounded number of requests at a time."""
+        return read_all(listing, lambda path: self._get(path, listing[path], versioned))
 
     def _get(self, path: str, identity: str, versioned: bool) -> bytes:
         pin = {"VersionId": identity} if versioned else {"IfMatch": identity}

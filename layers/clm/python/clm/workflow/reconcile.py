@@ -1,9 +1,10 @@
 """Reconcile: which clusters need a run, in Zalando CLM's priority order, and starting their provision runs.
 
-Priority: interrupted updates first (a run started and did not finish), then decommission requests, then
-clusters whose desired version differs from their current one. Executions are named from the cluster, its
-desired version and a time window, so triggers that arrive together collapse into one run, and a failed run
-is tried again in the next window.
+Priority, as CLM's controller (cluster_list.go) has it: interrupted updates first (a run started and did not
+finish), then decommission requests (a decommission-requested cluster counts as one even when an update of it was
+interrupted), then clusters whose desired version differs from their current one; within a priority the higher
+`criticality_level` first, then by id. Executions are named from the cluster, its desired version and a time
+window, so triggers that arrive together collapse into one run, and a failed run is tried again in the next window.
 """
 
 from __future__ import annotations
@@ -46,26 +47,27 @@ def execution_name(cluster: Cluster, desired: str, now: float) -> str:
 
 
 def select(clusters: Iterable[Cluster], config_version: str | Callable[[Cluster], str], now: float) -> list[Selection]:
-    """The clusters needing a run, highest priority first (then by id); `config_version` may depend on the
-    cluster (its channel)."""
-    selected = []
+    """The clusters needing a run, highest priority first (then higher criticality, then by id);
+    `config_version` may depend on the cluster (its channel)."""
+    ranked = []
     for cluster in clusters:
         version = config_version(cluster) if callable(config_version) else config_version
         reason = _reason(cluster, version)
         if reason:
             desired = str(desired_version(cluster, version))
-            selected.append(Selection(cluster.id, reason, desired, execution_name(cluster, desired, now)))
-    return sorted(selected, key=lambda s: (_PRIORITY[s.reason], s.cluster_id))
+            selection = Selection(cluster.id, reason, desired, execution_name(cluster, desired, now))
+            ranked.append(((_PRIORITY[reason], -cluster.criticality_level, cluster.id), selection))
+    return [selection for _, selection in sorted(ranked, key=lambda pair: pair[0])]
 
 
 def _reason(cluster: Cluster, config_version: str) -> str | None:
     if cluster.lifecycle_status == "decommissioned" or cluster.update_blocked:
         return None
     status = cluster.status
-    if status.next_version and status.next_version != status.current_version:
-        return INTERRUPTED
     if cluster.lifecycle_status == "decommission-requested":
         return DECOMMISSION
+    if status.next_version and status.next_version != status.current_version:
+        return INTERRUPTED
     if status.current_version != str(desired_version(cluster, config_version)):
         return OUTDATED
     return None

@@ -12,6 +12,7 @@ from clm.config.channels import ConfigSources
 from clm.errors import ConfigSourceError
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
+from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
 from clm.workflow.settings import Settings, SettingsError
 
@@ -20,14 +21,19 @@ DEFAULT_MAX_RUNNING = 10
 
 
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
-    """`{input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING); invalid registry items
-    and clusters whose configuration cannot be resolved are reported, not fatal. A config change (`change`:
-    `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its source on its channel."""
+    """`{execution, input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING) and say whether
+    to look again for the deferred ones (clm.workflow.follow_up); invalid registry items and clusters whose
+    configuration cannot be resolved are reported, not fatal. A config change (`change`: `{bucket, key}` or
+    `{repository, branch}`) concerns only the clusters reading its source on its channel."""
     settings = Settings.from_env()
     state_machine = os.environ.get("CLM_PROVISION_STATE_MACHINE")
     if not state_machine:
         raise SettingsError("environment variable(s) not set: CLM_PROVISION_STATE_MACHINE")
     max_running = int(os.environ.get("CLM_MAX_RUNNING") or DEFAULT_MAX_RUNNING)
+    sfn = client("stepfunctions")
+    older, started = loop_state(sfn, event["execution"]) if event.get("execution") else (None, None)
+    if older:
+        return {"following": older, "again": False}
     clusters, invalid = DynamoRegistry(client("dynamodb"), settings.registry_table).list_clusters_report()
     sources = ConfigSources(settings.config_source, client)
     change = (event.get("input") or {}).get("change")
@@ -35,7 +41,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     versions, errors = _versions(sources, clusters, scope)
     concerned = [cluster for cluster in clusters if cluster.id in versions]
     selections = select(concerned, lambda cluster: versions[cluster.id], time.time())
-    result = start_runs(client("stepfunctions"), state_machine, selections, max_running)
+    result = start_runs(sfn, state_machine, selections, max_running)
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
         "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
@@ -46,6 +52,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         "invalid": [
             {"cluster_id": cluster_id, "error": error[:300]} for cluster_id, error in (invalid + errors)[:MAX_LISTED]
         ],
+        **follow_up(len(result["deferred"]), started),
     }
 
 

@@ -22,6 +22,7 @@ from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.roll_budget import steps_per_execution, within_budget
 from clm.workflow.update_block import stop_if_blocked
 
 # Processes that would replace or move instances behind the roll's back.
@@ -67,7 +68,9 @@ def _resume(stack_name: str) -> str:
 
 
 def plan(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool, removing}` -> the next decision (done, wait, scale, replace).
+    """`{cluster_id, rendering, node_pool, removing, previous}` -> the next decision (done, wait, scale, replace),
+    or `continue` once this execution has spent its budget (clm.workflow.roll_budget; `previous` is the
+    execution's last decision).
 
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began.
 
@@ -81,6 +84,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
     pool_items = {} if removing else cluster.node_pool(pool).config_items
     settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    budget = steps_per_execution()
     started = time.monotonic()
     inventory = _inventory(cluster.id, pool)
     baseline = _baseline(inventory.asg_name)
@@ -94,7 +98,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
                 state = _observe(kube, pool, inventory, baseline)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
-    return decision.to_dict()
+    return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
 def _observe(kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None) -> tuple[PoolState, str]:

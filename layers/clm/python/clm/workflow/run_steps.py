@@ -80,7 +80,7 @@ def succeed(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, execution, error: {Error, Cause}}` -> the problem recorded on the cluster."""
+    """`{cluster_id, execution, error: {Error, Cause, Step?}}` -> the problem recorded on the cluster."""
     error = event.get("error") or {}
     problem = run.fail(
         _registry(Settings.from_env()),
@@ -88,6 +88,7 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
         event["execution"],
         error.get("Error", "States.Runtime"),
         error.get("Cause", ""),
+        error.get("Step", ""),
     )
     return {"cluster_id": event["cluster_id"], "problem": problem.title}
 

@@ -1,0 +1,50 @@
+"""How much work one roll-node-pool execution does before it hands the roll over to a successor.
+
+Step Functions fails an execution at 25,000 history events, and a roll logs about 40 per node: a pool of a few
+hundred nodes cannot be rolled by one execution. So an execution counts its steps (each plan, and each node it
+took out of service) and, once the budget is spent and the pool is not done, answers `continue` instead of
+acting: it ends, and the provision workflow starts the next execution, which observes the pool afresh. The count
+lives only in the execution's own payload; nothing about the pool is carried over.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from clm.workflow.settings import SettingsError
+
+STEPS_VARIABLE = "CLM_ROLL_STEPS_PER_EXECUTION"
+# ~3.5 steps and ~40 history events per node rolled one at a time: about 85 nodes, ~3,500 events per execution,
+# which leaves most of the 25,000 for the drain passes of the nodes of the last round.
+DEFAULT_STEPS = 300
+CONTINUE = "continue"
+
+
+def steps_per_execution(environ: Mapping[str, str] = os.environ) -> int:
+    """The budget of one execution (CLM_ROLL_STEPS_PER_EXECUTION, default 300, at least 2)."""
+    text = environ.get(STEPS_VARIABLE) or str(DEFAULT_STEPS)
+    try:
+        steps = int(text)
+    except ValueError:
+        raise SettingsError(f"{STEPS_VARIABLE}: expected a whole number, got {text!r}") from None
+    if steps < 2:
+        raise SettingsError(f"{STEPS_VARIABLE}: {steps} must be at least 2 (a plan and a node)")
+    return steps
+
+
+def spent(previous: Mapping[str, Any] | None) -> int:
+    """The steps spent once the plan after `previous` (this execution's last decision, if any) is made."""
+    if not previous:
+        return 1
+    return int(previous.get("spent", 0)) + 1 + len(previous.get("replace") or [])
+
+
+def within_budget(decision: dict[str, Any], previous: Mapping[str, Any] | None, budget: int) -> dict[str, Any]:
+    """`decision` with the steps spent so far, or `continue` when the budget is spent and the pool is not done."""
+    steps = spent(previous)
+    if steps >= budget and decision.get("action") != "done":
+        reason = f"{steps} of {budget} steps of this execution spent: the next execution continues"
+        return {"action": CONTINUE, "reason": reason, "spent": steps, "deferred": decision.get("action")}
+    return {**decision, "spent": steps}
