@@ -86,7 +86,7 @@ def test_unchanged_values_write_nothing(run, store):
         ),
         (
             ["lifecycle_status=gone"],
-            f"cluster {KUBE_1}: lifecycle_status: 'gone' is not one of requested, ready, decommission-requested, "
+            f"cluster {KUBE_1}: lifecycle_status: 'gone' is not one of requested, creating, ready, decommission-requested, "
             "decommissioned",
         ),
         (["criticality_level=high"], "criticality_level: must be an integer, got 'high'"),
