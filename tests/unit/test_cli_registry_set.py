@@ -86,8 +86,8 @@ def test_unchanged_values_write_nothing(run, store):
         ),
         (
             ["lifecycle_status=gone"],
-            f"cluster {KUBE_1}: lifecycle_status: 'gone' is not one of requested, creating, ready, decommission-requested, "
-            "decommissioned",
+            f"cluster {KUBE_1}: lifecycle_status: 'gone' is not one of requested, creating, ready, "
+            "decommission-requested, decommissioned",
         ),
         (["criticality_level=high"], "criticality_level: must be an integer, got 'high'"),
         (["node_pools.default-worker.max_size=lots"], "node_pools[0].max_size: must be an integer, got 'lots'"),

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from clm.aws import client
+from clm.model import Cluster, NodePool
 from clm.registry.dynamodb import DynamoRegistry
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
@@ -57,10 +58,18 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
     ensure_not_blocked(cluster, "before rolling the node pools")
-    ordered = [] if cluster.is_new else sorted(cluster.node_pools, key=lambda pool: not pool.is_master)  # stable
-    rolled = [_pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in ordered]
+    rolled = [
+        _pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in pools_to_roll(cluster)
+    ]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
     return {"pools": rolled + removed}
+
+
+def pools_to_roll(cluster: Cluster) -> list[NodePool]:
+    """The pools a provision rolls, masters first (a stable sort): none in a new cluster's first run; only pools
+    backed by an auto scaling group (a Karpenter pool has no group nor node-pool stack: CLM replaces its nodes through
+    EC2, which CLM here does not do yet)."""
+    return [] if cluster.is_new else sorted(cluster.asg_pools, key=lambda pool: not pool.is_master)
 
 
 def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool) -> dict[str, Any]:

@@ -1,0 +1,26 @@
+"""Which node pools a provision rolls (clm.workflow.stack_steps.pools_to_roll), as CLM's provisioner/clusterpy.go
+groups them (groupNodePools): masters before workers, nothing in a new cluster's first run, and no Karpenter pool
+through the auto scaling group roll (it has no group nor node-pool stack)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from clm.registry.clusters_yaml import load_clusters
+from clm.workflow.stack_steps import pools_to_roll
+from tests.unit.test_registry_karpenter import REGISTRY
+
+
+def cluster_with_master(lifecycle_status: str = "ready"):
+    (cluster,) = load_clusters(REGISTRY)
+    master = dataclasses.replace(cluster.node_pools[0], name="master", profile="master-default")
+    return dataclasses.replace(cluster, node_pools=[*cluster.node_pools, master], lifecycle_status=lifecycle_status)
+
+
+def test_karpenter_pools_are_not_rolled_as_auto_scaling_groups_and_masters_come_first():
+    assert [pool.name for pool in pools_to_roll(cluster_with_master())] == ["master", "default-worker"]
+
+
+def test_a_new_cluster_rolls_nothing_on_its_first_run():
+    for status in ("requested", "creating"):
+        assert pools_to_roll(cluster_with_master(status)) == []
