@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from clm.errors import ConfigSourceError
 from clm.registry.dynamodb import DynamoRegistry
 from clm.version import desired_version
 from clm.workflow.run import DECOMMISSION, PROVISION, SKIP, begin, fail, succeed
@@ -141,3 +142,25 @@ def test_first_success_makes_a_new_cluster_ready(example_registry, example_clust
     plan = begin(example_registry, "cfg-1", requested.id, EXECUTION, never_running)
     succeed(example_registry, plan, EXECUTION, "")
     assert example_registry.get(requested.id).lifecycle_status == "decommissioned"
+
+
+def unreadable_channel(cluster) -> str:
+    raise ConfigSourceError(f"cluster {cluster.id} (channel 'beta'): codecommit://config@beta: BranchDoesNotExist")
+
+
+@pytest.mark.parametrize("lifecycle", ["ready", "decommission-requested"])
+def test_a_configuration_that_cannot_be_read_is_a_problem_on_the_cluster(example_registry, example_clusters, lifecycle):
+    """As CLM's controller (controller/cluster_list.go): a bad channel or override is recorded on the cluster, and the
+    run ends without the lock; a decommission needs no configuration and goes on."""
+    cluster = dataclasses.replace(example_clusters[0], lifecycle_status=lifecycle)
+    example_registry.put(cluster)
+    plan = begin(example_registry, unreadable_channel, cluster.id, EXECUTION, never_running)
+    problems = example_registry.get(cluster.id).status.problems
+    if lifecycle == "decommission-requested":
+        assert plan.action == DECOMMISSION and problems == []
+        return
+    assert plan.action == SKIP and plan.reason.startswith("configuration cannot be read: cluster ")
+    assert example_registry.lock_holder(cluster.id) is None
+    [problem] = problems
+    assert problem.title.startswith("configuration: cluster ") and "BranchDoesNotExist" in problem.title
+    assert problem.instance == EXECUTION

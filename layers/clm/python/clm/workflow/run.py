@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clm.errors import LockHeld
+from clm.errors import ConfigSourceError, LockHeld
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.version import desired_version
@@ -44,11 +44,18 @@ def begin(
     lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes.
     """
     cluster = registry.get(cluster_id)
-    desired = str(desired_version(cluster, config_version(cluster) if callable(config_version) else config_version))
     if cluster.lifecycle_status == "decommissioned":
         return RunPlan(cluster_id, SKIP, "cluster is decommissioned")
     if cluster.update_blocked:
         return RunPlan(cluster_id, SKIP, "updates blocked by config item cluster_update_block")
+    try:
+        desired = str(desired_version(cluster, config_version(cluster) if callable(config_version) else config_version))
+    except ConfigSourceError as exc:  # e.g. a channel or override_channel naming no branch or prefix
+        if cluster.lifecycle_status != "decommission-requested":  # a decommission needs no configuration
+            # As CLM's controller (cluster_list.go): a problem on the cluster, not only a failed execution.
+            registry.record_problem(cluster_id, Problem(title=f"configuration: {exc}", instance=execution))
+            return RunPlan(cluster_id, SKIP, f"configuration cannot be read: {exc}")
+        desired = ""
     if cluster.lifecycle_status == "decommission-requested":
         action, reason = DECOMMISSION, "decommission requested"
     elif cluster.status.current_version == desired:
