@@ -154,7 +154,7 @@ def test_workflow_stack_stages_leave_karpenter_pools_out(karpenter_tree, example
     s3 = stacks_aws.client("s3")
     s3.create_bucket(Bucket="renderings", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
     result = render_to_s3(s3, "renderings", _paths(karpenter_tree), with_karpenter(example_clusters[0], KARPENTER))
-    pools = [entry["node_pool"] for stage in result["stack_stages"] for entry in stage]
+    pools = [entry["node_pool"] for stage in result["stack_stages"] for entry in stage["stacks"]]
     assert "kp" not in pools and "default-worker" in pools
 
 
