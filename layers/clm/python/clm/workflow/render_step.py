@@ -13,7 +13,7 @@ from clm.render.renderer import RenderedCluster, Renderer
 from clm.render.secrets import Decrypter
 
 PREFIX = "renderings/"
-APPLY_PHASES = ("pre_apply", "manifests", "post_apply")
+APPLY_PHASES = ("pre_apply", "manifests", "post_apply", "karpenter_pools")
 
 
 def rendering_key(cluster_id: str, version: str) -> str:
