@@ -127,9 +127,10 @@ def test_prune_skips_kinds_the_cluster_does_not_serve():
     assert transport.paths("DELETE") == []
 
 
-def rendered(enabled: str | None, pools: dict[str, list[Manifest]]) -> SimpleNamespace:
-    items = {} if enabled is None else {"karpenter_pools_enabled": enabled}
-    cluster = SimpleNamespace(config_items=items, karpenter_pools=[SimpleNamespace(name=name) for name in pools])
+def rendered(enabled: bool, pools: dict[str, list[Manifest]]) -> SimpleNamespace:
+    cluster = SimpleNamespace(
+        karpenter_pools_enabled=enabled, karpenter_pools=[SimpleNamespace(name=name) for name in pools]
+    )
     return SimpleNamespace(cluster=cluster, node_pool_manifests=pools)
 
 
@@ -138,9 +139,8 @@ def test_the_karpenter_phase_comes_after_the_cluster_manifests():
     assert APPLY_PHASES.index("manifests") < APPLY_PHASES.index("karpenter_pools")
 
 
-@pytest.mark.parametrize("enabled", [None, "false", "True"])
-def test_the_phase_does_nothing_unless_enabled_is_exactly_true(monkeypatch, enabled):
-    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(enabled, {"p1": objects("p1")}))
+def test_the_phase_does_nothing_unless_enabled(monkeypatch):
+    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(False, {"p1": objects("p1")}))
     monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: pytest.fail("no cluster access when disabled"))
     result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
     assert result["done"] and result["wait_seconds"] == 0 and result["skipped"]
@@ -149,7 +149,7 @@ def test_the_phase_does_nothing_unless_enabled_is_exactly_true(monkeypatch, enab
 def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
     calls: list[tuple[str, Any]] = []
     kube = object()
-    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered("true", {"p1": objects("p1"), "p2": []}))
+    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1"), "p2": []}))
     monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: nullcontext(kube))
 
     def fake_apply(client, pools):

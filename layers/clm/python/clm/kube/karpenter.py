@@ -20,18 +20,11 @@ from clm.kube.errors import ApplyError, DeletionError, KubeApiError, KubeError
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
     from clm.kube.discovery import Resource
-    from clm.model import Cluster
     from clm.render.manifests import Manifest
 
-ENABLED_ITEM = "karpenter_pools_enabled"
 POOL_LABEL = "cluster-lifecycle-manager.zalando.org/karpenter-node-pool"
 # Deleted in this order: a NodePool before the EC2NodeClass its nodes refer to.
 PRUNED_KINDS = (("karpenter.sh", "NodePool"), ("karpenter.k8s.aws", "EC2NodeClass"))
-
-
-def karpenter_enabled(cluster: Cluster) -> bool:
-    """Whether CLM manages the cluster's Karpenter pools (config item `karpenter_pools_enabled` is "true")."""
-    return cluster.config_items.get(ENABLED_ITEM) == "true"
 
 
 def labelled(manifest: Manifest, pool: str) -> Manifest:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from clm.aws import client
 from clm.workflow.cluster_access import kube_client, rendering
-from clm.workflow.render_step import APPLY_PHASES
+from clm.workflow.render_step import APPLY_PHASES, KARPENTER_PHASE
 from clm.workflow.settings import Settings
 
 if TYPE_CHECKING:
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from clm.render.renderer import RenderedCluster
 
 CRD_WAIT_SECONDS = 2
-KARPENTER_PHASE = "karpenter_pools"
 KUBE_SYSTEM = "kube-system"
 
 
@@ -23,13 +22,12 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     then the Karpenter pools' objects (and removal of those of pools gone from the registry)."""
     from clm.kube.apply import apply_manifests
     from clm.kube.deletions import run_deletions
-    from clm.kube.karpenter import karpenter_enabled
 
     phase = event["phase"]
     if phase not in APPLY_PHASES:
         raise ValueError(f"unknown apply phase {phase!r} (expected one of {', '.join(APPLY_PHASES)})")
     rendered = rendering(event["rendering"])
-    if phase == KARPENTER_PHASE and not karpenter_enabled(rendered.cluster):
+    if phase == KARPENTER_PHASE and not rendered.cluster.karpenter_pools_enabled:
         return {"wait_seconds": 0, "phase": phase, "done": True, "skipped": "karpenter_pools_enabled is not true"}
     with kube_client(rendered.cluster) as kube:
         if phase == "manifests":
