@@ -164,3 +164,15 @@ def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
     assert [name for name, _ in calls] == ["apply", "prune"]
     assert list(calls[0][1]) == ["p1", "p2"] and calls[1][1] == {"p1", "p2"}
     assert result["done"] and result["deleted"] == []
+
+
+def test_nothing_is_deleted_while_the_pools_wait_for_a_crd(monkeypatch):
+    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1")}))
+    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: nullcontext(object()))
+    from clm.kube.apply import ApplyReport
+
+    waiting = ApplyReport(dry_run=False, waiting_for="CustomResourceDefinition x to be established and served")
+    monkeypatch.setattr("clm.kube.karpenter.apply_pools", lambda client, pools: waiting)
+    monkeypatch.setattr("clm.kube.karpenter.prune_pools", lambda client, keep: pytest.fail("pruned too early"))
+    result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
+    assert not result["done"] and result["wait_seconds"] > 0 and result["deleted"] == []
