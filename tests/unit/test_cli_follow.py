@@ -175,6 +175,13 @@ def test_deletion_warnings_show_in_the_apply_line():
     )
 
 
+def test_the_karpenter_pools_phase_shows_what_it_applied_and_deleted():
+    result = {"phase": "karpenter_pools", "done": True, "created": 2, "configured": 0, "skipped_count": 0}
+    result["deleted"] = ["NodePool gone", "EC2NodeClass gone"]
+    [line] = HistoryReader().read(_lambda_step(10, "ApplyPhase", {"phase": "karpenter_pools"}, result)).lines
+    assert line.text == "ApplyPhase karpenter_pools: 2 created, 0 configured, 0 skipped, 2 deleted"
+
+
 def _lambda_step(event_id: int, state: str, step_input: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
     """The events of one Lambda task state `state` entered with `step_input` whose Lambda returned `result`."""
     return [

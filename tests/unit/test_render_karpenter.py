@@ -18,7 +18,7 @@ from clm.stacks.deploy import start
 from clm.stacks.plan import plan_stacks
 from clm.stacks.removed import removed_node_pools
 from clm.stacks.spec import node_pool_stack_spec
-from clm.workflow.render_step import render_to_s3
+from clm.workflow.render_step import APPLY_PHASES, KARPENTER_PHASE, render_to_s3
 from tests.unit.test_render import tree_with
 from tests.unit.test_stacks_support import Clients, stacks_aws
 
@@ -181,3 +181,15 @@ def test_a_pool_moved_to_karpenter_leaves_its_stack_for_removal(karpenter_tree, 
     assert removed_node_pools(cfn, on_asg) == []
     moved = with_karpenter(example_clusters[0], KARPENTER)
     assert [gone.node_pool for gone in removed_node_pools(cfn, moved)] == ["kp"]
+
+
+@pytest.mark.parametrize("enabled, phases", [("true", 4), ("false", 3), ("True", 3)])
+def test_the_karpenter_apply_phase_only_when_enabled_is_exactly_true(
+    karpenter_tree, example_clusters, stacks_aws, enabled, phases
+):
+    s3 = stacks_aws.client("s3")
+    s3.create_bucket(Bucket="renderings", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    cluster = with_karpenter(example_clusters[0], KARPENTER, enabled=enabled)
+    result = render_to_s3(s3, "renderings", _paths(karpenter_tree), cluster)
+    assert result["apply_phases"] == list(APPLY_PHASES[:phases])
+    assert APPLY_PHASES[-1] == KARPENTER_PHASE

@@ -249,6 +249,7 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
         return (
             f"ApplyPhase {phase}: {applied.get('created', 0)} created, {applied['configured']} configured, "
             f"{applied.get('skipped_count', 0)} skipped"
+            + (f", {len(applied['deleted'])} deleted" if applied.get("deleted") else "")  # Karpenter pools gone
         ), ""
     deleted = f"ApplyPhase {phase}: {applied.get('count', len(applied.get('deleted', [])))} deleted"
     warnings = applied.get("warnings") or []

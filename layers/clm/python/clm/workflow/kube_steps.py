@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clm.aws import client
 from clm.workflow.cluster_access import kube_client, rendering
-from clm.workflow.render_step import APPLY_PHASES
+from clm.workflow.render_step import APPLY_PHASES, KARPENTER_PHASE
 from clm.workflow.settings import Settings
+
+if TYPE_CHECKING:
+    from clm.kube.client import KubeClient
+    from clm.render.renderer import RenderedCluster
 
 CRD_WAIT_SECONDS = 2
 KUBE_SYSTEM = "kube-system"
 
 
 def apply(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, phase}` -> apply one phase: pre_apply deletions, manifests, post_apply deletions."""
+    """`{cluster_id, rendering, phase}` -> apply one phase: pre_apply deletions, manifests, post_apply deletions,
+    then the Karpenter pools' objects (and removal of those of pools gone from the registry)."""
     from clm.kube.apply import apply_manifests
     from clm.kube.deletions import run_deletions
 
@@ -22,14 +27,28 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     if phase not in APPLY_PHASES:
         raise ValueError(f"unknown apply phase {phase!r} (expected one of {', '.join(APPLY_PHASES)})")
     rendered = rendering(event["rendering"])
+    if phase == KARPENTER_PHASE and not rendered.cluster.karpenter_pools_enabled:
+        return {"wait_seconds": 0, "phase": phase, "done": True, "skipped": "karpenter_pools_enabled is not true"}
     with kube_client(rendered.cluster) as kube:
         if phase == "manifests":
             manifests = [manifest for component in rendered.components for manifest in component.manifests]
             report = apply_manifests(kube, manifests).to_dict()
+        elif phase == KARPENTER_PHASE:
+            report = _karpenter_pools(kube, rendered)
         else:
             report = {"done": True, **run_deletions(kube, getattr(rendered.deletions, phase), phase=phase).to_dict()}
     # Not done: a CRD applied in this phase is not established yet; the state machine waits, then applies again.
     return {"wait_seconds": 0 if report["done"] else CRD_WAIT_SECONDS, "phase": phase, **report}
+
+
+def _karpenter_pools(kube: KubeClient, rendered: RenderedCluster) -> dict[str, Any]:
+    """Apply the registry's Karpenter pools' objects; once all are applied, delete those of removed pools."""
+    from clm.kube.karpenter import apply_pools, prune_pools
+
+    pools = rendered.cluster.karpenter_pools
+    report = apply_pools(kube, {p.name: rendered.node_pool_manifests.get(p.name, []) for p in pools})
+    deleted = prune_pools(kube, {p.name for p in pools}) if report.done else []
+    return {**report.to_dict(), "deleted": deleted}
 
 
 def scale_down(event: dict[str, Any]) -> dict[str, Any]:

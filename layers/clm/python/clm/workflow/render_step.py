@@ -13,7 +13,8 @@ from clm.render.renderer import RenderedCluster, Renderer
 from clm.render.secrets import Decrypter
 
 PREFIX = "renderings/"
-APPLY_PHASES = ("pre_apply", "manifests", "post_apply")
+KARPENTER_PHASE = "karpenter_pools"  # only when the cluster's karpenter_pools_enabled is "true", as in CLM
+APPLY_PHASES = ("pre_apply", "manifests", "post_apply", KARPENTER_PHASE)
 
 
 def rendering_key(cluster_id: str, version: str) -> str:
@@ -28,7 +29,8 @@ def render_to_s3(
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
     decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored).
 
-    Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order.
+    Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
+    Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
     rendered = Renderer(tree, decrypt).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
@@ -37,7 +39,7 @@ def render_to_s3(
         "rendering": key,
         **summary(rendered),
         "stack_stages": stack_stages(cluster, sorted(rendered.node_pool_stacks)),
-        "apply_phases": list(APPLY_PHASES),
+        "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or rendered.cluster.karpenter_pools_enabled],
     }
 
 
