@@ -10,10 +10,11 @@ One :meth:`KarpenterStandIn.reconcile` pass (the simulator runs it on every poll
 3. marks NodeClaims whose Node is Ready (Registered, Initialized, Ready) and sets their Drifted condition
    (reason NodePoolDrifted, NodeClassDrifted or AMIDrift: clm_sandbox.nodesim_karpenter_model.drift_reason);
 4. for unschedulable pods no live NodeClaim is nominated for, picks the NodePool (labels, requirements,
-   taints, weight), creates a NodeClaim, launches an instance tagged as Karpenter tags it
-   (``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``, ``karpenter.k8s.aws/ec2nodeclass``,
-   ``kubernetes.io/cluster/<id>=owned`` and the EC2NodeClass's tags; its user data and first AMI) and writes
-   the NodeClaim's status (providerID, imageID, Launched);
+   taints, weight), nominates them for an in-flight NodeClaim of that pool with room, else creates a
+   NodeClaim, launches an instance tagged as Karpenter tags it (``karpenter.sh/nodepool``,
+   ``karpenter.sh/nodeclaim``, ``karpenter.k8s.aws/ec2nodeclass``, ``kubernetes.io/cluster/<id>=owned`` and
+   the EC2NodeClass's tags; its user data and first AMI) and writes the
+   NodeClaim's status (providerID, imageID, Launched);
 5. returns the running instances, with their NodeClaim's labels and taints, for the simulator's kubelets.
 
 Not simulated: consolidation, expiry, Karpenter's own drift replacement (CLM replaces nodes), resources.
@@ -55,6 +56,7 @@ from clm_sandbox.nodesim_karpenter_model import (
 from clm_sandbox.nodesim_model import Instance, k8s_time
 
 log = logging.getLogger(__name__)
+_LaunchKey = tuple[str, tuple[tuple[str, str], ...]]  # NodePool name, sorted launch labels
 REQUEST_TIMEOUT = 10.0
 _SUFFIX = string.ascii_lowercase + string.digits
 
@@ -83,6 +85,7 @@ class KarpenterStandIn:
         self._region = ec2.meta.region_name
         self._nominated: dict[str, str] = {}  # pod uid -> NodeClaim name
         self._ready_at: dict[str, float] = {}  # NodeClaim name -> monotonic time its Node was seen Ready
+        self._keys: dict[str, _LaunchKey] = {}  # NodeClaim name -> the NodePool and labels it was launched with
         self.launches: list[str] = []  # NodeClaim names, in launch order
 
     def reconcile(self, ready_nodes: Iterable[str]) -> list[Instance]:
@@ -145,6 +148,7 @@ class KarpenterStandIn:
             if exc.status != 404:
                 raise
         self._ready_at.pop(name, None)
+        self._keys.pop(name, None)
         self._nominated = {uid: claim for uid, claim in self._nominated.items() if claim != name}
 
     def _unschedulable_pods(self) -> list[dict[str, Any]]:
@@ -253,13 +257,23 @@ class KarpenterStandIn:
             self._set_status(name, {"conditions": kept})
             log.info("cluster %s: NodeClaim %s drifted: %s", self.cluster_id, name, reason)
 
-    def _waiting_for(self, uid: str, claims: dict[str, dict[str, Any]]) -> bool:
-        """Whether the pod is nominated for a live NodeClaim it may still land on."""
-        claim = self._nominated.get(uid)
+    def _in_flight(self, claim: str | None, claims: dict[str, dict[str, Any]]) -> bool:
+        """Whether pods nominated for the NodeClaim may still land on it (live, not Ready for long)."""
         if claim is None or claim not in claims:
             return False
         ready_at = self._ready_at.get(claim)
         return ready_at is None or time.monotonic() - ready_at < self.nomination_ttl
+
+    def _nominate_in_flight(self, key: _LaunchKey, uids: list[str], claims: dict[str, dict[str, Any]]) -> list[str]:
+        """Nominates pods for in-flight NodeClaims of the same NodePool and labels that have room (Karpenter packs
+        pending pods onto in-flight NodeClaims before it launches); returns the pods left over."""
+        for claim, launched_with in self._keys.items():
+            if launched_with != key or not self._in_flight(claim, claims):
+                continue
+            room = max(self.pods_per_node - sum(1 for c in self._nominated.values() if c == claim), 0)
+            self._nominated.update((uid, claim) for uid in uids[:room])
+            uids = uids[room:]
+        return uids
 
     def _provision(
         self,
@@ -269,20 +283,23 @@ class KarpenterStandIn:
     ) -> list[tuple[str, dict[str, Any]]]:
         if not nodepools:
             return []
-        batches: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
+        batches: dict[_LaunchKey, list[str]] = {}
         pools = {p["metadata"]["name"]: p for p in nodepools}
         for pod in self._unschedulable_pods():
             uid = pod["metadata"]["uid"]
-            if self._waiting_for(uid, claims):
+            if self._in_flight(self._nominated.get(uid), claims):
                 continue
             nodepool = pick_nodepool(pod, nodepools, self._region)
             if nodepool is not None:
                 labels = launch_labels(pod, nodepool, self._region)
                 batches.setdefault((nodepool["metadata"]["name"], tuple(sorted(labels.items()))), []).append(uid)
         launched = []
-        for (pool, labels), uids in batches.items():
+        for key, pending in batches.items():
+            pool, labels = key
+            uids = self._nominate_in_flight(key, pending, claims)
             for start in range(0, len(uids), self.pods_per_node):
                 claim, instance = self._create(pools[pool], dict(labels), nodeclasses)
+                self._keys[claim] = key
                 self._nominated.update((uid, claim) for uid in uids[start : start + self.pods_per_node])
                 launched.append((claim, instance))
         return launched

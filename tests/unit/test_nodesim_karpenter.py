@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from unittest.mock import MagicMock
 
 import pytest
 
 from clm_sandbox.karpenter_crds import karpenter_crds
+from clm_sandbox.nodesim_karpenter import KarpenterStandIn
 from clm_sandbox.nodesim_karpenter_model import (
     drift_reason,
     is_unschedulable,
@@ -190,3 +192,41 @@ def test_drift_reasons():
     claim["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash-version"] = "v0"
     assert drift_reason(claim, pool, newer) == "AMIDrift"
     assert drift_reason(claim, None, None) is None
+
+
+class _CountingStandIn(KarpenterStandIn):
+    """The stand-in's provisioning decisions with the control plane and EC2 left out."""
+
+    def __init__(self, pods_per_node: int) -> None:
+        super().__init__(MagicMock(), MagicMock(), "aws:123456789012:eu-central-1:kube-1", pods_per_node=pods_per_node)
+        self.pending: list[dict[str, Any]] = []
+
+    def _unschedulable_pods(self) -> list[dict[str, Any]]:
+        return self.pending
+
+    def _create(self, nodepool, labels, nodeclasses):
+        name = f"{nodepool['metadata']['name']}-{len(self.launches)}"
+        self.launches.append(name)
+        return name, {"InstanceId": f"i-{len(self.launches)}"}
+
+
+def _pending(uid: str) -> dict[str, Any]:
+    the_pod = pod(selector={"karpenter.sh/nodepool": "a"})
+    the_pod["metadata"]["uid"] = uid
+    return the_pod
+
+
+def test_pods_pending_later_join_an_in_flight_nodeclaim_with_room_before_another_launch():
+    """The scheduler may give up on a Deployment's pods one pass apart; Karpenter packs the later ones onto the
+    NodeClaim already launched for the first rather than launching one per pass."""
+    stand_in, pools = _CountingStandIn(pods_per_node=2), [nodepool("a")]
+    stand_in.pending = [_pending("1")]
+    launched = stand_in._provision(pools, {}, {})
+    claims = {name: {} for name, _ in launched}
+    assert stand_in.launches == ["a-0"]
+    stand_in.pending = [_pending("1"), _pending("2")]
+    assert stand_in._provision(pools, {}, claims) == [] and stand_in.launches == ["a-0"]  # "2" fills a-0
+    stand_in.pending = [_pending("1"), _pending("2"), _pending("3")]
+    assert [name for name, _ in stand_in._provision(pools, {}, claims)] == ["a-1"]  # a-0 is full
+    stand_in._delete_claim("a-0")  # its instance went away: its pods need a new node
+    assert [name for name, _ in stand_in._provision(pools, {}, {"a-1": {}})] == ["a-2"]
