@@ -86,3 +86,22 @@ def prune_pools(kube: KubeClient, keep: Collection[str]) -> list[str]:
                     raise DeletionError(message, kube.cluster_id) from None
             deleted.append(f"{kind} {name}")
     return deleted
+
+
+def drifted_instances(kube: KubeClient) -> dict[str, str]:
+    """Karpenter's own verdict on its nodes: instance id -> why its NodeClaim drifted (condition Drifted True: the
+    NodePool's template, the EC2NodeClass or the AMI Karpenter resolves changed since the launch). Empty when
+    the cluster serves no NodeClaims."""
+    resource = _served(kube, "karpenter.sh", "NodeClaim")
+    if resource is None:
+        return {}
+    drifted = {}
+    listed = kube.request("GET", resource.path())
+    for claim in listed.get("items") or []:
+        status = claim.get("status") or {}
+        instance_id = (status.get("providerID") or "").rsplit("/", 1)[-1]
+        for condition in status.get("conditions") or []:
+            if instance_id and condition.get("type") == "Drifted" and condition.get("status") == "True":
+                reason = condition.get("reason") or "Drifted"
+                drifted[instance_id] = f"NodeClaim {claim['metadata']['name']} drifted ({reason})"
+    return drifted

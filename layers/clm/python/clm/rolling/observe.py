@@ -1,4 +1,5 @@
-"""Join a node pool's auto scaling group (clm.stacks inventory) with its Kubernetes Nodes into a PoolState."""
+"""Join a node pool's instances (its auto scaling group's or its Karpenter instances: clm.stacks) with its Kubernetes
+Nodes into a PoolState."""
 
 from __future__ import annotations
 
@@ -44,9 +45,16 @@ def node_state(node: dict[str, Any]) -> NodeState:
 
 
 def pool_state(
-    name: str, inventory: NodePoolInventory, nodes: Iterable[dict[str, Any]], baseline: int | None, now: datetime
+    name: str,
+    inventory: NodePoolInventory,
+    nodes: Iterable[dict[str, Any]],
+    baseline: int | None,
+    now: datetime,
+    *,
+    karpenter: bool = False,
 ) -> PoolState:
-    """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`."""
+    """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`
+    (`karpenter`: the inventory is a Karpenter pool's, clm.stacks.karpenter_pool)."""
     by_instance = {instance_id_of(node): node for node in nodes}
     members, boot_times, outdated_boot_times = [], [], []
     for instance in inventory.instances:
@@ -76,6 +84,7 @@ def pool_state(
         members=members,
         baseline_desired=baseline,
         typical_boot_seconds=statistics.median(boot_times) if boot_times else None,
+        karpenter=karpenter,
     )
 
 

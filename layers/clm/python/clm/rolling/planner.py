@@ -56,11 +56,13 @@ class PoolBlocked(ClmError):
 
 @dataclass(frozen=True)
 class Replacement:
-    """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not)."""
+    """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not; an
+    instance of Karpenter pool `karpenter_pool` is terminated through EC2)."""
 
     instance_id: str
     node: str | None
     decrement: bool
+    karpenter_pool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,14 +170,16 @@ def _boot_watch(remaining: float | None) -> float | None:
 def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool) -> Decision:
     """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes."""
     capacity = 0 if removing else state.capacity
-    if settings.surge and not removing:
+    if settings.surge and not removing and not state.karpenter:
         target = min(capacity + min(settings.surge, len(outdated)), state.max_size)
         if state.desired < target:
             return Decision(
                 "scale", f"surge: {target - capacity} extra node(s) before replacing", desired=target, baseline=capacity
             )
     extra = max(state.desired - capacity, 0)
-    allowed = max(settings.max_unavailable, 1) if removing else extra + settings.max_unavailable
+    # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
+    taking_out = removing or state.karpenter
+    allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable
     budget = min(allowed, len(outdated))
     if budget == 0:
         raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")
@@ -198,7 +202,10 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
 
 
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
-    """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them."""
+    """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them (in a
+    Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods)."""
+    if state.karpenter:
+        return outdated[:budget], []
     new_by_az: dict[str, int] = {}
     for member in state.members:
         if member.serving and not member.outdated:
@@ -222,5 +229,6 @@ def _replace(members: list[Member], state: PoolState, removing: bool, reason: st
     for member in members:
         decrement = surplus > 0
         surplus -= int(decrement)
-        replacements.append(Replacement(member.instance_id, member.node.name if member.node else None, decrement))
+        node = member.node.name if member.node else None
+        replacements.append(Replacement(member.instance_id, node, decrement, state.name if state.karpenter else None))
     return Decision("replace", reason, replace=replacements)

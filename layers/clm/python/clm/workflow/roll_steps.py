@@ -37,15 +37,25 @@ def _inventory(cluster_id: str, pool: str) -> NodePoolInventory:
 
 
 def suspend(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group."""
+    """`{cluster_id, node_pool, pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group (a Karpenter
+    pool has none)."""
+    if _karpenter(event):
+        return {"asg": None, "suspended": []}
     group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
     client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
     return {"asg": group, "suspended": ROLL_SUSPENDED}
 
 
 def resume(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool}` -> resume the suspended processes and forget the surge baseline."""
+    """`{cluster_id, node_pool, pool}` -> resume the suspended processes and forget the surge baseline."""
+    if _karpenter(event):
+        return {"asg": None}
     return {"asg": _resume(node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
+
+
+def _karpenter(event: dict[str, Any]) -> bool:
+    """Whether the step's pool item (clm.workflow.stack_steps.pools) is a Karpenter pool."""
+    return bool((event.get("pool") or {}).get("karpenter"))
 
 
 def resume_all(event: dict[str, Any]) -> dict[str, Any]:
@@ -82,29 +92,42 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     pool = event["node_pool"]
     removing = bool(event.get("removing"))
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
-    pool_items = {} if removing else cluster.node_pool(pool).config_items
-    settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    registered = None if removing else cluster.node_pool(pool)
+    settings = roll_settings(registered.config_items if registered else {}, cluster.config_items, cluster.id)
+    karpenter = registered is not None and registered.is_karpenter
     budget = steps_per_execution()
     started = time.monotonic()
-    inventory = _inventory(cluster.id, pool)
-    baseline = _baseline(inventory.asg_name)
     with kube_client(cluster) as kube:
-        state, nodes_version = _observe(kube, pool, inventory, baseline)
+        inventory = _karpenter_inventory(kube, event["rendering"], pool) if karpenter else _inventory(cluster.id, pool)
+        baseline = None if karpenter else _baseline(inventory.asg_name)
+        state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
-                state = _observe(kube, pool, inventory, baseline)[0]
+                state = _observe(kube, pool, inventory, baseline, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
-def _observe(kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None) -> tuple[PoolState, str]:
+def _karpenter_inventory(kube: Any, rendering_key: str, pool: str) -> NodePoolInventory:
+    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift."""
+    from clm.kube.karpenter import drifted_instances
+    from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
+
+    rendered = rendering(rendering_key)
+    desired = desired_config(rendered.node_pool_manifests.get(pool, []), pool)
+    return karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
+
+
+def _observe(
+    kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None, karpenter: bool
+) -> tuple[PoolState, str]:
     """The pool's state with its Nodes as listed now, and the resourceVersion of that list."""
     listed = kube.get("/api/v1/nodes") or {}
-    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC))
+    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC), karpenter=karpenter)
     return state, (listed.get("metadata") or {}).get("resourceVersion", "")
 
 
@@ -146,8 +169,16 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, replacement}` -> terminate the instance through its group (idempotent)."""
+    """`{cluster_id, replacement}` -> terminate the instance through its group, or through EC2 for a Karpenter
+    pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
     replacement = event["replacement"]
+    if replacement.get("karpenter_pool"):
+        from clm.stacks.karpenter_pool import terminate_pool_instance
+
+        state = terminate_pool_instance(
+            client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
+        )
+        return {"instance_id": replacement["instance_id"], "terminated": state}
     try:
         activity = client("autoscaling").terminate_instance_in_auto_scaling_group(
             InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
