@@ -144,6 +144,18 @@ def test_removed_pool_first_allows_zero_then_drains_every_node_with_decrement() 
     assert plan(pool(min_size=0), RollSettings(), removing=True).action == "done"
 
 
+def test_a_karpenter_pool_is_never_scaled_and_its_nodes_are_terminated_through_ec2() -> None:
+    """Karpenter launches for the drained pods: no surge, no new node first for volumes, at least one at a time."""
+    members = (member(1, volumes=True, az="b"), member(2, outdated=False, az="a"), member(3))
+    state = replace(pool(*members, min_size=0, max_size=3), asg_name="", karpenter=True)
+    for settings in (RollSettings(), RollSettings(surge=2), RollSettings(surge=1, max_unavailable=0)):
+        decision = plan(state, settings)
+        assert decision.action == "replace"
+        assert [(r.instance_id, r.decrement, r.karpenter_pool) for r in decision.replace] == [("i-1", False, "workers")]
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=5)).replace] == ["i-1", "i-3"]
+    assert plan(pool(member(1)), RollSettings()).to_dict()["replace"][0]["karpenter_pool"] is None  # a group's
+
+
 def test_settings_refuse_a_roll_that_could_never_progress() -> None:
     with pytest.raises(ValueError, match="cannot both be 0"):
         RollSettings(surge=0, max_unavailable=0)
