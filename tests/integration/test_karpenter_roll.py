@@ -1,0 +1,220 @@
+"""A Karpenter pool beside an auto scaling group pool, through the deployed workflows on the sandbox: `clm plan` names
+the Karpenter nodes a new image outdates and why; the run that the new image's upload starts rolls both pools (the
+Karpenter nodes drained as the group's, each terminated through EC2 exactly once, the replacements launched by the
+node simulator's Karpenter stand-in for the evicted pods) without a PDB violation; decommission leaves no instance."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kubernetes import client as k8s
+
+from clm.cli.main import cli
+from clm.model import NodePool
+from clm.registry.clusters_yaml import dump_clusters, load_clusters
+from clm_sandbox.karpenter_crds import install_karpenter_crds
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import (
+    ROOT,
+    Deployment,
+    HealthyPods,
+    the_run,
+    upload_new_ami,
+    wait_for_ready_pods,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
+
+OLD_AMI, NEW_AMI = "ami-0c1a7f89451184c8b", "ami-0d2b8f9a562295d9c"  # tests.integration.deployment.upload_new_ami
+POOL = NodePool("kp", "worker-karpenter", 0, 0, [], config_items={})
+ZONES = ("eu-central-1a", "eu-central-1b")
+NAMESPACE = "karp"
+# A Custom AMI family, as Zalando's profile: Karpenter passes the user data unchanged, so CLM compares it too.
+PROVISIONERS = """\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: {{ node_pool.name }}
+spec:
+  amiFamily: Custom
+  amiSelectorTerms:
+  - id: {{ cluster.config_items.worker_ami }}
+  tags:
+    node.kubernetes.io/node-pool: {{ node_pool.name }}
+  userData: |
+{{ values.UserData | indent(4, true) }}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {{ node_pool.name }}
+spec:
+  template:
+    metadata:
+      labels:
+        node.kubernetes.io/node-pool: {{ node_pool.name }}
+        lifecycle-status: ready
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: {{ node_pool.name }}}
+      taints: [{key: dedicated, value: {{ node_pool.name }}, effect: NoSchedule}]
+      requirements:
+      - {key: topology.kubernetes.io/zone, operator: In, values: [eu-central-1a, eu-central-1b]}
+"""
+USERDATA = "#cloud-config\nwrite_files: [{path: /etc/pool, content: {{ node_pool.name }}}]\n"
+PROFILE = "cluster/node-pools/worker-karpenter"
+
+
+@pytest.fixture
+def karpenter_nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[NodeSimulator]:
+    """Karpenter's CRDs, and simulated kubelets for the cluster's groups and its Karpenter stand-in."""
+    install_karpenter_crds(kube_api)
+    with NodeSimulator(
+        kube_api,
+        deployment.session,
+        deployment.cluster_id,
+        boot_delay=1.0,
+        pod_ready_delay=0.2,
+        time_scale=0.1,
+        karpenter=True,
+    ) as simulator:
+        yield simulator
+    custom = k8s.CustomObjectsApi(kube_api)
+    for group, plural in (("karpenter.sh", "nodeclaims"), ("karpenter.sh", "nodepools")):
+        for item in custom.list_cluster_custom_object(group, "v1", plural)["items"]:
+            custom.delete_cluster_custom_object(group, "v1", plural, item["metadata"]["name"])
+
+
+def _workloads(kube_api: k8s.ApiClient) -> None:
+    """One Deployment per zone on the Karpenter pool (two pods and a PDB of minAvailable 1 each): two nodes."""
+    core, apps, policy = k8s.CoreV1Api(kube_api), k8s.AppsV1Api(kube_api), k8s.PolicyV1beta1Api(kube_api)
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NAMESPACE)))
+    for zone in ZONES:
+        labels = {"app": f"inflate-{zone[-1]}"}
+        selector = {"karpenter.sh/nodepool": POOL.name, "topology.kubernetes.io/zone": zone}
+        spec = k8s.V1PodSpec(
+            node_selector=selector,
+            tolerations=[k8s.V1Toleration(key="dedicated", value=POOL.name, effect="NoSchedule")],
+            termination_grace_period_seconds=1,
+            containers=[k8s.V1Container(name="app", image="registry.invalid/app:1")],
+        )
+        template = k8s.V1PodTemplateSpec(metadata=k8s.V1ObjectMeta(labels=labels), spec=spec)
+        deployment = k8s.V1Deployment(
+            metadata=k8s.V1ObjectMeta(name=labels["app"]),
+            spec=k8s.V1DeploymentSpec(replicas=2, selector=k8s.V1LabelSelector(match_labels=labels), template=template),
+        )
+        apps.create_namespaced_deployment(NAMESPACE, deployment)
+        budget = k8s.V1beta1PodDisruptionBudget(
+            metadata=k8s.V1ObjectMeta(name=labels["app"]),
+            spec=k8s.V1beta1PodDisruptionBudgetSpec(min_available=1, selector=k8s.V1LabelSelector(match_labels=labels)),
+        )
+        policy.create_namespaced_pod_disruption_budget(NAMESPACE, budget)
+
+
+def _karpenter_instances(deployment: Deployment, *states: str) -> set[str]:
+    ec2 = deployment.session.client("ec2")
+    filters = [
+        {"Name": "tag:karpenter.sh/nodepool", "Values": [POOL.name]},
+        {"Name": "instance-state-name", "Values": list(states or ("pending", "running"))},
+    ]
+    return {i["InstanceId"] for r in ec2.describe_instances(Filters=filters)["Reservations"] for i in r["Instances"]}
+
+
+def _terminated(deployment: Deployment) -> Counter[str]:
+    """How often the roll workflow's Terminate state was entered for each instance."""
+    counts: Counter[str] = Counter()
+    for execution in deployment.executions(deployment.roll_node_pool):
+        pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+        for event in (e for page in pages for e in page["events"]):
+            details = event.get("stateEnteredEventDetails") or {}
+            if details.get("name") == "Terminate":
+                counts[json.loads(details["input"])["replacement"]["instance_id"]] += 1
+    return counts
+
+
+def _plan(deployment: Deployment, tmp_path: Path) -> dict:
+    """`clm plan` with the new image in a local copy of the configuration (the run has not seen it)."""
+    config = tmp_path / "config"
+    shutil.copytree(ROOT / "examples" / "config", config)
+    (config / PROFILE).mkdir(parents=True)
+    (config / PROFILE / "provisioners.yaml").write_text(PROVISIONERS)
+    (config / PROFILE / "userdata.yaml").write_text(USERDATA)
+    defaults = config / "cluster" / "config-defaults.yaml"
+    defaults.write_text(defaults.read_text().replace(OLD_AMI, NEW_AMI))
+    registry_file = tmp_path / "clusters.yaml"
+    registry_file.write_text(dump_clusters([deployment.registry.get(deployment.cluster_id)], with_status=False))
+    args = ["-o", "json", "plan", deployment.cluster_id, "--config", str(config), "--registry-file", str(registry_file)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return json.loads(result.stdout)
+
+
+def test_both_pools_roll_on_a_new_image_and_decommission_leaves_no_instance(
+    deployment: Deployment, karpenter_nodes: NodeSimulator, kube_api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    s3 = deployment.session.client("s3")
+    for name, body in (("provisioners.yaml", PROVISIONERS), ("userdata.yaml", USERDATA)):
+        s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=f"config/{PROFILE}/{name}", Body=body.encode())
+    deployment.settle()  # the uploads' reconciles (no cluster yet)
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster.config_items.update(kube_auth_secret="clm/kube-1", karpenter_pools_enabled="true")
+    cluster = dataclasses.replace(cluster, node_pools=[*cluster.node_pools, POOL])
+    deployment.registry.put(cluster)
+    the_run(deployment.settle(known=0))  # a new cluster: stacks, manifests, the Karpenter pool's objects; no roll
+    karpenter_nodes.wait_for_ready_nodes(3, timeout=30)
+    wait_for_ready_pods(kube_api, 3)
+    _workloads(kube_api)
+    for zone in ZONES:
+        wait_for_ready_pods(kube_api, 2, timeout=60, namespace=NAMESPACE, selector=f"app=inflate-{zone[-1]}")
+    before = _karpenter_instances(deployment)
+    assert len(before) == 2  # one node per zone
+
+    plan = _plan(deployment, tmp_path)
+    [pool] = [p for p in plan["node_pools"] if p["node_pool"] == POOL.name]
+    assert pool["karpenter"] and pool["outdated"] == 2
+    assert {i["id"]: i["reasons"] for i in pool["instances"]} == {
+        instance: [f"image {OLD_AMI}, EC2NodeClass kp selects {NEW_AMI}"] for instance in before
+    }
+
+    known = len(deployment.executions(deployment.provision))
+    watchers = [HealthyPods(kube_api)] + [HealthyPods(kube_api, NAMESPACE, f"app=inflate-{zone[-1]}") for zone in ZONES]
+    for watcher in watchers:
+        watcher.start()
+    try:  # the upload starts reconcile, which starts provision
+        upload_new_ami(deployment)
+        execution = the_run(deployment.settle(known, timeout=360))
+    finally:
+        for watcher in watchers:
+            watcher.stop()
+    web, *inflate = watchers
+    assert web.lowest is not None and web.lowest >= 2  # the example's PDB: minAvailable 2 of 3
+    assert all(w.samples > 10 and w.lowest is not None and w.lowest >= 1 for w in inflate)  # minAvailable 1 of 2
+    assert deployment.states(execution["executionArn"]).count("RollNodePool") == 2  # the group's pool, then kp
+    terminated = _terminated(deployment)
+    assert {i: terminated[i] for i in before} == dict.fromkeys(before, 1)  # every outdated one exactly once
+    assert sum(terminated.values()) == 3 + 2  # and nothing else: the group's three, the Karpenter pool's two
+    after = _karpenter_instances(deployment)
+    assert len(after) == 2 and not after & before
+    images = deployment.session.client("ec2").describe_instances(InstanceIds=sorted(after))["Reservations"]
+    assert {i["ImageId"] for r in images for i in r["Instances"]} == {NEW_AMI}
+
+    known = len(deployment.executions(deployment.provision))
+    current = deployment.registry.get(deployment.cluster_id)
+    deployment.registry.put(dataclasses.replace(current, lifecycle_status="decommission-requested"))
+    the_run(deployment.settle(known))
+    assert "TerminateKarpenterNodes" in _decommission_states(deployment)
+    assert _karpenter_instances(deployment, "pending", "running", "stopping", "stopped") == set()
+    assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommissioned"
+
+
+def _decommission_states(deployment: Deployment) -> list[str]:
+    """The states the decommission workflow (a child of provision) entered."""
+    machines = deployment.sfn.list_state_machines()["stateMachines"]
+    [arn] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-decommission")]
+    return [state for e in deployment.executions(arn) for state in deployment.states(e["executionArn"])]
