@@ -73,8 +73,23 @@ PROFILE = "cluster/node-pools/worker-karpenter"
 
 @pytest.fixture
 def karpenter_nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[NodeSimulator]:
-    """Karpenter's CRDs, and simulated kubelets for the cluster's groups and its Karpenter stand-in."""
+    """Karpenter's CRDs and Deployment (kube-system/karpenter: the stand-in runs while it has replicas), and simulated
+    kubelets for the cluster's groups and its Karpenter stand-in."""
     install_karpenter_crds(kube_api)
+    apps = k8s.AppsV1Api(kube_api)
+    labels = {"app": "karpenter"}
+    controller = k8s.V1Deployment(
+        metadata=k8s.V1ObjectMeta(name="karpenter"),
+        spec=k8s.V1DeploymentSpec(
+            replicas=1,
+            selector=k8s.V1LabelSelector(match_labels=labels),
+            template=k8s.V1PodTemplateSpec(
+                metadata=k8s.V1ObjectMeta(labels=labels),
+                spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="controller", image="registry.invalid/k:1")]),
+            ),
+        ),
+    )
+    apps.create_namespaced_deployment("kube-system", controller)
     with NodeSimulator(
         kube_api,
         deployment.session,
@@ -85,15 +100,18 @@ def karpenter_nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator
         karpenter=True,
     ) as simulator:
         yield simulator
+    apps.delete_namespaced_deployment("karpenter", "kube-system")
+    k8s.CoreV1Api(kube_api).delete_namespace(NAMESPACE)
     custom = k8s.CustomObjectsApi(kube_api)
-    for group, plural in (("karpenter.sh", "nodeclaims"), ("karpenter.sh", "nodepools")):
+    kinds = (("karpenter.sh", "nodeclaims"), ("karpenter.sh", "nodepools"), ("karpenter.k8s.aws", "ec2nodeclasses"))
+    for group, plural in kinds:
         for item in custom.list_cluster_custom_object(group, "v1", plural)["items"]:
             custom.delete_cluster_custom_object(group, "v1", plural, item["metadata"]["name"])
 
 
 def _workloads(kube_api: k8s.ApiClient) -> None:
     """One Deployment per zone on the Karpenter pool (two pods and a PDB of minAvailable 1 each): two nodes."""
-    core, apps, policy = k8s.CoreV1Api(kube_api), k8s.AppsV1Api(kube_api), k8s.PolicyV1beta1Api(kube_api)
+    core, apps, custom = k8s.CoreV1Api(kube_api), k8s.AppsV1Api(kube_api), k8s.CustomObjectsApi(kube_api)
     core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NAMESPACE)))
     for zone in ZONES:
         labels = {"app": f"inflate-{zone[-1]}"}
@@ -110,11 +128,13 @@ def _workloads(kube_api: k8s.ApiClient) -> None:
             spec=k8s.V1DeploymentSpec(replicas=2, selector=k8s.V1LabelSelector(match_labels=labels), template=template),
         )
         apps.create_namespaced_deployment(NAMESPACE, deployment)
-        budget = k8s.V1beta1PodDisruptionBudget(
-            metadata=k8s.V1ObjectMeta(name=labels["app"]),
-            spec=k8s.V1beta1PodDisruptionBudgetSpec(min_available=1, selector=k8s.V1LabelSelector(match_labels=labels)),
-        )
-        policy.create_namespaced_pod_disruption_budget(NAMESPACE, budget)
+        budget = {  # policy/v1beta1: what the 1.20 control plane serves
+            "apiVersion": "policy/v1beta1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": labels["app"]},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+        }
+        custom.create_namespaced_custom_object("policy", "v1beta1", NAMESPACE, "poddisruptionbudgets", budget)
 
 
 def _karpenter_instances(deployment: Deployment, *states: str) -> set[str]:

@@ -148,8 +148,8 @@ def test_a_karpenter_pool_is_never_scaled_and_its_nodes_are_terminated_through_e
     """Karpenter launches for the drained pods: no surge, no new node first for volumes, at least one at a time."""
     members = (member(1, volumes=True, az="b"), member(2, outdated=False, az="a"), member(3))
     state = replace(pool(*members, min_size=0, max_size=3), asg_name="", karpenter=True)
-    for settings in (RollSettings(), RollSettings(surge=2), RollSettings(surge=1, max_unavailable=0)):
-        decision = plan(state, settings)
+    for roll in (RollSettings(), RollSettings(surge=2), RollSettings(surge=1, max_unavailable=0)):
+        decision = plan(state, roll)
         assert decision.action == "replace"
         assert [(r.instance_id, r.decrement, r.karpenter_pool) for r in decision.replace] == [("i-1", False, "workers")]
     assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=5)).replace] == ["i-1", "i-3"]
