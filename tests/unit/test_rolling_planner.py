@@ -156,6 +156,18 @@ def test_a_karpenter_pool_is_never_scaled_and_its_nodes_are_terminated_through_e
     assert plan(pool(member(1)), RollSettings()).to_dict()["replace"][0]["karpenter_pool"] is None  # a group's
 
 
+def test_nodes_karpenter_takes_out_itself_count_as_unavailable_and_are_left_to_it() -> None:
+    """No fight with Karpenter's disruptions (consolidation, drift, expiry: its taint on the node)."""
+    disrupted = replace(member(1), node=replace(member(1).node, disrupted_by_karpenter=True))
+    state = replace(pool(disrupted, member(2), member(3), min_size=0), asg_name="", karpenter=True)
+    waiting = plan(state, RollSettings())
+    assert waiting.action == "wait" and "Karpenter is taking out 1 node(s)" in waiting.reason
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=2)).replace] == ["i-2"]
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=3)).replace] == ["i-2", "i-3"]
+    only_disrupted = replace(pool(disrupted, member(2, outdated=False), min_size=0), asg_name="", karpenter=True)
+    assert plan(only_disrupted, RollSettings(max_unavailable=2)).action == "done"  # Karpenter replaces that one
+
+
 def test_settings_refuse_a_roll_that_could_never_progress() -> None:
     with pytest.raises(ValueError, match="cannot both be 0"):
         RollSettings(surge=0, max_unavailable=0)

@@ -15,6 +15,7 @@ from clm.stacks.karpenter_pool import (
     InstanceConfig,
     KarpenterInstanceRefused,
     desired_config,
+    disruption_budget,
     karpenter_pool_inventory,
     terminate_cluster_instances,
     terminate_pool_instance,
@@ -142,3 +143,18 @@ def test_decommission_terminates_every_karpenter_instance_of_the_cluster_and_not
         for i in r["Instances"]
     }
     assert running == {other_cluster, not_karpenter}
+
+
+def test_the_nodepools_disruption_budgets_cap_how_many_nodes_go_at_once() -> None:
+    def budget(budgets: list[dict[str, str]] | None, nodes: int) -> int | None:
+        objects = _objects()
+        if budgets is not None:
+            objects[1].body["spec"]["disruption"] = {"budgets": budgets}
+        return disruption_budget(objects, "kp", nodes)
+
+    zalando = [{"nodes": "5%"}, {"nodes": "10"}]  # worker-karpenter/provisioners.yaml
+    assert (budget(zalando, 300), budget(zalando, 100), budget(zalando, 30)) == (10, 5, 2)  # percentages round up
+    assert budget([{"nodes": "0", "schedule": "@daily", "duration": "10m"}, {"nodes": "3"}], 50) == 3  # cron: left out
+    assert budget([{}], 25) == 3  # Karpenter's default: 10%
+    assert budget(None, 10) is None and budget([], 10) is None
+    assert budget([{"nodes": "0"}], 10) == 0

@@ -12,6 +12,8 @@ from clm.rolling.pool import LIFECYCLE_READY, Member, NodeState, PoolState
 from clm.stacks.inventory import NodePoolInventory
 
 LIFECYCLE_LABEL = "lifecycle-status"
+# The taints Karpenter puts on a node it disrupts: v1, and v1beta1 (value "disrupting").
+KARPENTER_DISRUPTION_TAINTS = ("karpenter.sh/disrupted", "karpenter.sh/disruption")
 
 
 def instance_id_of(node: dict[str, Any]) -> str:
@@ -41,6 +43,7 @@ def node_state(node: dict[str, Any]) -> NodeState:
         unschedulable=bool(spec.get("unschedulable")),
         lifecycle_status=(metadata.get("labels") or {}).get(LIFECYCLE_LABEL, LIFECYCLE_READY),
         volumes_attached=bool(status.get("volumesAttached")),
+        disrupted_by_karpenter=any(t.get("key") in KARPENTER_DISRUPTION_TAINTS for t in spec.get("taints") or []),
     )
 
 

@@ -123,11 +123,33 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         )
 
     outdated = in_service if removing else [m for m in in_service if m.outdated]
+    if state.karpenter:
+        outdated, waiting = _beside_karpenter(in_service, outdated, settings)
+        if waiting:
+            return waiting
     if not outdated:
         if state.desired > state.capacity:
             return Decision("scale", "roll finished: back to the capacity before the surge", desired=state.capacity)
         return Decision("done", "every node is up to date and Ready")
     return _next_batch(state, settings, outdated, removing)
+
+
+def _disrupted(members: list[Member]) -> list[Member]:
+    """The members Karpenter is taking out itself (consolidation, drift, expiry: its disruption taint)."""
+    return [m for m in members if m.in_service and m.node is not None and m.node.disrupted_by_karpenter]
+
+
+def _beside_karpenter(
+    in_service: list[Member], outdated: list[Member], settings: RollSettings
+) -> tuple[list[Member], Decision | None]:
+    """No fight with Karpenter's own disruptions: the outdated nodes it is not taking out itself (it replaces those),
+    or a wait while the nodes it takes out use up max_unavailable."""
+    disrupted = _disrupted(in_service)
+    limit = max(settings.max_unavailable, 1)
+    if outdated and len(disrupted) >= limit:
+        reason = f"Karpenter is taking out {len(disrupted)} node(s) of the pool (max_unavailable {limit}): waiting"
+        return outdated, Decision("wait", reason, wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS)
+    return [m for m in outdated if m not in disrupted], None
 
 
 def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettings) -> Decision | None:
@@ -180,6 +202,8 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
     taking_out = removing or state.karpenter
     allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable
+    if state.karpenter:  # the nodes Karpenter is taking out itself count as unavailable
+        allowed -= len(_disrupted(state.members))
     budget = min(allowed, len(outdated))
     if budget == 0:
         raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")

@@ -23,6 +23,7 @@ class NodeState:
     unschedulable: bool = False
     lifecycle_status: str = LIFECYCLE_READY
     volumes_attached: bool = False
+    disrupted_by_karpenter: bool = False  # Karpenter is taking it out (consolidation, drift, expiry)
 
     @property
     def being_replaced(self) -> bool:

@@ -19,6 +19,7 @@ applies before it rolls the pool, so `clm plan` shows what the run will replace.
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,23 @@ def desired_config(manifests: Sequence[Manifest], pool: str) -> InstanceConfig |
         image_ids=ids if len(ids) == len(terms) else (),
         tags={str(k): str(v) for k, v in (spec.get("tags") or {}).items()},
     )
+
+
+def disruption_budget(manifests: Sequence[Manifest], pool: str, nodes: int) -> int | None:
+    """How many of the pool's `nodes` its rendered NodePool's disruption budgets let go at once (Karpenter's rule:
+    the smallest `nodes` of the budgets, a percentage of the pool's nodes rounded up); None without budgets.
+
+    Budgets with a `schedule` (active only in their cron windows) are left out: CLM does not evaluate cron.
+    """
+    nodepool = next((m.body for m in manifests if (m.kind, m.name) == ("NodePool", pool)), None)
+    budgets = ((nodepool or {}).get("spec") or {}).get("disruption", {}).get("budgets") or []
+    allowed = []
+    for budget in budgets:
+        if budget.get("schedule"):
+            continue
+        value = str(budget.get("nodes", "10%"))
+        allowed.append(math.ceil(nodes * int(value[:-1]) / 100) if value.endswith("%") else int(value))
+    return min(allowed) if allowed else None
 
 
 def karpenter_pool_inventory(

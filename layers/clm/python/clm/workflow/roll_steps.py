@@ -6,6 +6,7 @@ again (group, instances, Nodes, node annotations), so an execution can die at an
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +16,9 @@ from botocore.exceptions import ClientError
 from clm.aws import client
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.observe import instance_id_of, node_state, pool_state
+from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
-from clm.rolling.pool import PoolState
+from clm.rolling.pool import PoolState, RollSettings
 from clm.rolling.settings import roll_settings
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
@@ -98,7 +100,10 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     budget = steps_per_execution()
     started = time.monotonic()
     with kube_client(cluster) as kube:
-        inventory = _karpenter_inventory(kube, event["rendering"], pool) if karpenter else _inventory(cluster.id, pool)
+        if karpenter:
+            inventory, settings = _karpenter_pool(kube, event["rendering"], pool, settings)
+        else:
+            inventory = _inventory(cluster.id, pool)
         baseline = None if karpenter else _baseline(inventory.asg_name)
         state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
@@ -112,14 +117,24 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
-def _karpenter_inventory(kube: Any, rendering_key: str, pool: str) -> NodePoolInventory:
-    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift."""
+def _karpenter_pool(
+    kube: Any, rendering_key: str, pool: str, settings: RollSettings
+) -> tuple[NodePoolInventory, RollSettings]:
+    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift, and the roll
+    settings with max_unavailable capped by its NodePool's disruption budgets (raises PoolBlocked when they allow 0)."""
     from clm.kube.karpenter import drifted_instances
-    from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
+    from clm.stacks.karpenter_pool import desired_config, disruption_budget, karpenter_pool_inventory
 
     rendered = rendering(rendering_key)
-    desired = desired_config(rendered.node_pool_manifests.get(pool, []), pool)
-    return karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
+    manifests = rendered.node_pool_manifests.get(pool, [])
+    desired = desired_config(manifests, pool)
+    inventory = karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
+    budget = disruption_budget(manifests, pool, len(inventory.instances))
+    if budget is None:
+        return inventory, settings
+    if budget == 0:
+        raise PoolBlocked(pool, "its NodePool's disruption budgets allow 0 nodes at a time")
+    return inventory, dataclasses.replace(settings, max_unavailable=min(max(settings.max_unavailable, 1), budget))
 
 
 def _observe(
