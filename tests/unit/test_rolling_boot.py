@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clm.rolling.observe import pool_state
+from clm.rolling.observe import node_state, pool_state
 from clm.rolling.planner import plan
 from clm.rolling.pool import RollSettings
 from clm.stacks.inventory import InstanceInfo, NodePoolInventory
@@ -87,8 +87,6 @@ def test_a_plan_watches_for_nodes_due_within_seconds(age: float, watch: float | 
 
 def test_karpenters_disruption_taints_mark_a_node_it_is_taking_out() -> None:
     """v1's karpenter.sh/disrupted and v1beta1's karpenter.sh/disruption=disrupting (clm.rolling.observe)."""
-    from clm.rolling.observe import node_state
-
     for key in ("karpenter.sh/disrupted", "karpenter.sh/disruption"):
         taken = node(1, NOW)
         taken["spec"]["taints"] = [{"key": key, "value": "disrupting", "effect": "NoSchedule"}]
