@@ -152,6 +152,12 @@ def karpenter_pool_inventory(
     )
 
 
+def pools_with_instances(ec2: Any, cluster_id: str) -> set[str]:
+    """The Karpenter NodePools that have live instances of the cluster (by their tag karpenter.sh/nodepool)."""
+    found = _instances(ec2, cluster_id, [{"Name": "tag-key", "Values": [NODEPOOL_TAG]}], LIVE_STATES)
+    return {_tags(instance)[NODEPOOL_TAG] for instance in found}
+
+
 def terminate_pool_instance(ec2: Any, cluster_id: str, pool: str, instance_id: str) -> str:
     """Terminate one instance of the Karpenter pool; its new state, or "already" when it is gone or going.
 

@@ -96,10 +96,15 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
     registered = None if removing else cluster.node_pool(pool)
     settings = roll_settings(registered.config_items if registered else {}, cluster.config_items, cluster.id)
-    karpenter = registered is not None and registered.is_karpenter
+    karpenter = _karpenter(event)
     budget = steps_per_execution()
     started = time.monotonic()
+    from clm.kube.karpenter import applied_by_clm  # Karpenter's rules: this step's alone
+
     with kube_client(cluster) as kube:
+        if karpenter and removing and not applied_by_clm(kube, pool):  # another's NodePool: none of CLM's business
+            reason = f"NodePool {pool} was not applied by CLM: its nodes are left alone"
+            return within_budget({"action": "done", "reason": reason}, event.get("previous"), budget)
         if karpenter:
             inventory, settings = _karpenter_pool(kube, event["rendering"], pool, settings)
         else:
@@ -135,6 +140,15 @@ def _karpenter_pool(
     if budget == 0:
         raise PoolBlocked(pool, "its NodePool's disruption budgets allow 0 nodes at a time")
     return inventory, dataclasses.replace(settings, max_unavailable=min(max(settings.max_unavailable, 1), budget))
+
+
+def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, node_pool}` -> after a removed Karpenter pool's nodes are drained: delete the
+    NodePool and EC2NodeClass CLM applied for it."""
+    from clm.kube.karpenter import delete_pool
+
+    with kube_client(rendering(event["rendering"]).cluster) as kube:
+        return {"deleted": delete_pool(kube, event["node_pool"])}
 
 
 def _observe(
@@ -230,4 +244,5 @@ STEPS = {
     "terminate": terminate,
     "resume": resume,
     "resume_all": resume_all,
+    "delete_karpenter_pool": delete_karpenter_pool,
 }

@@ -48,7 +48,7 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     `{node_pool, stack_name, removing, drain, karpenter}`.
 
     Provision: every registry pool is rolled (pools_to_roll), then the stacks of removed pools are drained and
-    deleted.
+    deleted, then the nodes of removed Karpenter pools are drained and their objects deleted.
     Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
     """
     settings = Settings.from_env()
@@ -65,7 +65,18 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         for pool in pools_to_roll(cluster)
     ]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
-    return {"pools": rolled + removed}
+    return {"pools": rolled + removed + _removed_karpenter_pools(cluster)}
+
+
+def _removed_karpenter_pools(cluster: Cluster) -> list[dict[str, Any]]:
+    """Karpenter pools whose instances run but that are gone from the registry, to be drained (only when
+    `karpenter_pools_enabled`; the roll leaves alone a NodePool CLM did not apply)."""
+    if not cluster.karpenter_pools_enabled:
+        return []
+    from clm.stacks.karpenter_pool import pools_with_instances
+
+    gone = pools_with_instances(client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
+    return [_pool(name, "", True, True, karpenter=True) for name in sorted(gone)]
 
 
 def pools_to_roll(cluster: Cluster) -> list[NodePool]:
