@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from kubernetes import client as k8s
 
 from clm.cli.main import cli
-from clm.model import NodePool
+from clm.model import Cluster, NodePool
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm_sandbox.karpenter_crds import install_karpenter_crds
 from clm_sandbox.nodesim import NodeSimulator
@@ -109,11 +109,12 @@ def karpenter_nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator
             custom.delete_cluster_custom_object(group, "v1", plural, item["metadata"]["name"])
 
 
-def _workloads(kube_api: k8s.ApiClient) -> None:
-    """One Deployment per zone on the Karpenter pool (two pods and a PDB of minAvailable 1 each): two nodes."""
+def _workloads(kube_api: k8s.ApiClient, zones: tuple[str, ...] = ZONES, *, replicas: int = 2) -> None:
+    """One Deployment per zone pinned to the Karpenter pool, so one node each (with 2 replicas, a PDB of
+    minAvailable 1 each)."""
     core, apps, custom = k8s.CoreV1Api(kube_api), k8s.AppsV1Api(kube_api), k8s.CustomObjectsApi(kube_api)
     core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NAMESPACE)))
-    for zone in ZONES:
+    for zone in zones:
         labels = {"app": f"inflate-{zone[-1]}"}
         selector = {"karpenter.sh/nodepool": POOL.name, "topology.kubernetes.io/zone": zone}
         spec = k8s.V1PodSpec(
@@ -125,9 +126,13 @@ def _workloads(kube_api: k8s.ApiClient) -> None:
         template = k8s.V1PodTemplateSpec(metadata=k8s.V1ObjectMeta(labels=labels), spec=spec)
         deployment = k8s.V1Deployment(
             metadata=k8s.V1ObjectMeta(name=labels["app"]),
-            spec=k8s.V1DeploymentSpec(replicas=2, selector=k8s.V1LabelSelector(match_labels=labels), template=template),
+            spec=k8s.V1DeploymentSpec(
+                replicas=replicas, selector=k8s.V1LabelSelector(match_labels=labels), template=template
+            ),
         )
         apps.create_namespaced_deployment(NAMESPACE, deployment)
+        if replicas < 2:
+            continue
         budget = {  # policy/v1beta1: what the 1.20 control plane serves
             "apiVersion": "policy/v1beta1",
             "kind": "PodDisruptionBudget",
@@ -175,9 +180,8 @@ def _plan(deployment: Deployment, tmp_path: Path) -> dict:
     return json.loads(result.stdout)
 
 
-def test_both_pools_roll_on_a_new_image_and_decommission_leaves_no_instance(
-    deployment: Deployment, karpenter_nodes: NodeSimulator, kube_api: k8s.ApiClient, tmp_path: Path
-) -> None:
+def _provisioned_with_pool(deployment: Deployment, karpenter_nodes: NodeSimulator, kube_api: k8s.ApiClient) -> Cluster:
+    """The example kube-1 with the Karpenter pool, its first run done (stacks, manifests, the pool's objects)."""
     s3 = deployment.session.client("s3")
     for name, body in (("provisioners.yaml", PROVISIONERS), ("userdata.yaml", USERDATA)):
         s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=f"config/{PROFILE}/{name}", Body=body.encode())
@@ -186,9 +190,16 @@ def test_both_pools_roll_on_a_new_image_and_decommission_leaves_no_instance(
     cluster.config_items.update(kube_auth_secret="clm/kube-1", karpenter_pools_enabled="true")
     cluster = dataclasses.replace(cluster, node_pools=[*cluster.node_pools, POOL])
     deployment.registry.put(cluster)
-    the_run(deployment.settle(known=0))  # a new cluster: stacks, manifests, the Karpenter pool's objects; no roll
+    the_run(deployment.settle(known=0))  # a new cluster: no roll
     karpenter_nodes.wait_for_ready_nodes(3, timeout=30)
     wait_for_ready_pods(kube_api, 3)
+    return cluster
+
+
+def test_both_pools_roll_on_a_new_image_and_decommission_leaves_no_instance(
+    deployment: Deployment, karpenter_nodes: NodeSimulator, kube_api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    _provisioned_with_pool(deployment, karpenter_nodes, kube_api)
     _workloads(kube_api)
     for zone in ZONES:
         wait_for_ready_pods(kube_api, 2, timeout=60, namespace=NAMESPACE, selector=f"app=inflate-{zone[-1]}")
@@ -238,3 +249,38 @@ def _decommission_states(deployment: Deployment) -> list[str]:
     machines = deployment.sfn.list_state_machines()["stateMachines"]
     [arn] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-decommission")]
     return [state for e in deployment.executions(arn) for state in deployment.states(e["executionArn"])]
+
+
+def test_a_removed_pool_launches_nothing_more_its_nodes_are_drained_then_its_objects_deleted(
+    deployment: Deployment, karpenter_nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    cluster = _provisioned_with_pool(deployment, karpenter_nodes, kube_api)
+    _workloads(kube_api, ZONES[:1], replicas=1)  # pinned to the pool: nowhere to go once it is removed
+    wait_for_ready_pods(kube_api, 1, timeout=60, namespace=NAMESPACE, selector="app=inflate-a")
+    [node] = _karpenter_instances(deployment)
+
+    known = len(deployment.executions(deployment.provision))
+    ready = deployment.registry.get(deployment.cluster_id)
+    deployment.registry.put(dataclasses.replace(ready, node_pools=cluster.node_pools[:-1]))
+    execution = the_run(deployment.settle(known))
+
+    applied = _phase_results(deployment, execution["executionArn"], "karpenter_pools")
+    assert applied[-1]["limited"] == [f"NodePool {POOL.name}"] and applied[-1]["deleted"] == []
+    assert _terminated(deployment) == {node: 1}  # drained by the roll, then terminated through EC2
+    assert _karpenter_instances(deployment) == set()  # the evicted pod got no new node: the NodePool launches none
+    pods = k8s.CoreV1Api(kube_api).list_namespaced_pod(NAMESPACE, label_selector="app=inflate-a").items
+    assert [p.status.phase for p in pods] == ["Pending"]
+    custom = k8s.CustomObjectsApi(kube_api)
+    for group, plural in (("karpenter.sh", "nodepools"), ("karpenter.k8s.aws", "ec2nodeclasses")):
+        assert custom.list_cluster_custom_object(group, "v1", plural)["items"] == []  # deleted after the drain
+
+
+def _phase_results(deployment: Deployment, execution: str, phase: str) -> list[dict]:
+    """The results of the execution's ApplyPhase tasks for `phase`."""
+    pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution)
+    results = []
+    for event in (e for page in pages for e in page["events"]):
+        output = json.loads((event.get("lambdaFunctionSucceededEventDetails") or {}).get("output") or "{}")
+        if isinstance(output, dict) and output.get("phase") == phase:
+            results.append(output)
+    return results
