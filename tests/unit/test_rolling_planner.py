@@ -63,6 +63,12 @@ def test_max_unavailable_takes_several_nodes_at_once() -> None:
     assert [r.instance_id for r in decision.replace] == ["i-0", "i-1"]
 
 
+def test_a_batch_takes_from_every_az_in_turn() -> None:
+    members = [member(1, az="a"), member(2, az="a"), member(3, az="a"), member(4, az="b"), member(5, az="b")]
+    decision = plan(pool(*members, member(6, az="c")), RollSettings(max_unavailable=4))
+    assert [r.instance_id for r in decision.replace] == ["i-1", "i-4", "i-6", "i-2"]
+
+
 def test_surge_scales_out_first_and_records_the_baseline() -> None:
     decision = plan(pool(member(1), member(2), member(3)), RollSettings(surge=2, max_unavailable=0))
     assert (decision.action, decision.desired, decision.baseline) == ("scale", 5, 3)

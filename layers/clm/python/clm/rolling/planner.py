@@ -10,6 +10,7 @@ continued by the next one: nodes CLM already took out of service are finished fi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -227,7 +228,9 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
 
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
     """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them (in a
-    Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods)."""
+    Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods). AZ by AZ in turn, so a
+    batch takes from every AZ alike."""
+    outdated = _az_balanced(outdated)
     if state.karpenter:
         return outdated[:budget], []
     new_by_az: dict[str, int] = {}
@@ -244,6 +247,14 @@ def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list
         else:
             unmatched.append(member)
     return chosen, unmatched
+
+
+def _az_balanced(members: list[Member]) -> list[Member]:
+    """The members AZ by AZ in turn (a, b, c, a, b, ...), each AZ's in their order."""
+    by_az: dict[str, list[Member]] = {}
+    for member in members:
+        by_az.setdefault(member.az, []).append(member)
+    return [m for turn in itertools.zip_longest(*by_az.values()) for m in turn if m is not None]
 
 
 def _replace(members: list[Member], state: PoolState, removing: bool, reason: str) -> Decision:

@@ -95,7 +95,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     removing = bool(event.get("removing"))
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
     registered = None if removing else cluster.node_pool(pool)
-    settings = roll_settings(registered.config_items if registered else {}, cluster.config_items, cluster.id)
+    items = registered.config_items if registered else {}
     karpenter = _karpenter(event)
     budget = steps_per_execution()
     started = time.monotonic()
@@ -106,10 +106,12 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             reason = f"NodePool {pool} was not applied by CLM: its nodes are left alone"
             return within_budget({"action": "done", "reason": reason}, event.get("previous"), budget)
         if karpenter:
-            inventory, settings = _karpenter_pool(kube, event["rendering"], pool, settings)
+            inventory, disruptions = _karpenter_pool(kube, event["rendering"], pool)
         else:
-            inventory = _inventory(cluster.id, pool)
+            inventory, disruptions = _inventory(cluster.id, pool), None
         baseline = None if karpenter else _baseline(inventory.asg_name)
+        size = inventory.desired if baseline is None else baseline
+        settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
         state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         decision = plan_next(state, settings, removing=removing, lead=lead)
@@ -122,11 +124,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
-def _karpenter_pool(
-    kube: Any, rendering_key: str, pool: str, settings: RollSettings
-) -> tuple[NodePoolInventory, RollSettings]:
-    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift, and the roll
-    settings with max_unavailable capped by its NodePool's disruption budgets (raises PoolBlocked when they allow 0)."""
+def _karpenter_pool(kube: Any, rendering_key: str, pool: str) -> tuple[NodePoolInventory, int | None]:
+    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift, and how many
+    nodes its NodePool's disruption budgets let go at once (None: no budget)."""
     from clm.kube.karpenter import drifted_instances
     from clm.stacks.karpenter_pool import desired_config, disruption_budget, karpenter_pool_inventory
 
@@ -134,12 +134,16 @@ def _karpenter_pool(
     manifests = rendered.node_pool_manifests.get(pool, [])
     desired = desired_config(manifests, pool)
     inventory = karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
-    budget = disruption_budget(manifests, pool, len(inventory.instances))
-    if budget is None:
-        return inventory, settings
-    if budget == 0:
+    return inventory, disruption_budget(manifests, pool, len(inventory.instances))
+
+
+def _capped(settings: RollSettings, disruptions: int | None, pool: str) -> RollSettings:
+    """The settings with max_unavailable capped by a Karpenter NodePool's disruption budgets (PoolBlocked at 0)."""
+    if disruptions is None:
+        return settings
+    if disruptions == 0:
         raise PoolBlocked(pool, "its NodePool's disruption budgets allow 0 nodes at a time")
-    return inventory, dataclasses.replace(settings, max_unavailable=min(max(settings.max_unavailable, 1), budget))
+    return dataclasses.replace(settings, max_unavailable=min(max(settings.max_unavailable, 1), disruptions))
 
 
 def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
