@@ -80,9 +80,11 @@ def _resume(stack_name: str) -> str:
 
 
 def plan(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool, removing, previous}` -> the next decision (done, wait, scale, replace),
-    or `continue` once this execution has spent its budget (clm.workflow.roll_budget; `previous` is the
-    execution's last decision).
+    """`{cluster_id, rendering, node_pool, removing, previous, pool}` -> the next decision (done, wait, scale,
+    replace), or `continue` once this execution has spent its budget (clm.workflow.roll_budget; `previous` is the
+    execution's last decision). A Karpenter pool (`pool.karpenter`) is observed through EC2 and its NodeClaims
+    (clm.stacks.karpenter_pool), its max_unavailable capped by its NodePool's disruption budgets; a removed one
+    whose NodePool CLM did not apply is left alone.
 
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began.
 
