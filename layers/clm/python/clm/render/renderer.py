@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from clm.errors import RenderError
-from clm.model import Cluster, NodePool
+from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
 from clm.render.cfn_yaml import load_template
 from clm.render.config_items import (
     DEFAULTS,
@@ -43,6 +43,7 @@ from clm.yamlutil import error_line, error_reason
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
     from clm.render.environment import TemplateEnvironment
+    from clm.render.lookups import Ec2Lookups
 
 ROOT = "cluster/"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
@@ -125,16 +126,19 @@ class _Source:
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
-    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None):
-        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail."""
+    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None, lookups: Ec2Lookups | None = None):
+        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
+        `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
+        fail and node pools have no `values.InstanceInfo`."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
         self._decrypt = decrypt
+        self._lookups = lookups
         combined = bool(tree.layers)
         self._sources = [
-            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files))
+            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files, lookups))
             for part in tree.parts()
         ]
         self._env = self._sources[0].env  # stacks and node pools: the main source's
@@ -234,7 +238,19 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
+    def _pool_values(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> dict[str, Any]:
+        """The values CLM adds for a node-pool stack (provisioner/node_pools.go provisionNodePool)."""
+        added: dict[str, Any] = {"supports_t2_unlimited": all(name.startswith("t2.") for name in pool.instance_types)}
+        if self._lookups is not None:
+            from clm.render.lookups import PoolInstanceInfo
+
+            types = {name for other in cluster.node_pools for name in other.instance_types}
+            types.discard(KARPENTER_DEFAULT_TYPES)
+            added["InstanceInfo"] = PoolInstanceInfo(self._lookups, pool.name, list(pool.instance_types), types)
+        return {**values, **added}
+
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
+        values = self._pool_values(cluster, pool, values)
         file = NODE_POOL_STACK.format(profile=pool.profile)
         if file not in self.tree.files:
             raise RenderError(
