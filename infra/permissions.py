@@ -84,6 +84,16 @@ def grant_run(
     )
 
 
+def grant_lookups(function: ClmFunction) -> None:
+    """What templates ask EC2 at render (clm.render.lookups): CLM's amiID (DescribeImages) and instance types
+    (DescribeInstanceTypes). Read-only, and neither call supports resource-level permissions."""
+    function.allow(
+        ["ec2:DescribeImages", "ec2:DescribeInstanceTypes"],
+        ["*"],
+        reason="ec2:DescribeImages and ec2:DescribeInstanceTypes support no resource-level permissions",
+    )
+
+
 def grant_decrypt(function: ClmFunction, key_arns: tuple[str, ...]) -> None:
     """KMS Decrypt of `aws:kms:` config items, with the keys the deployment names only (clm.render.secrets); the
     function learns them from CLM_DECRYPT_KEY_ARNS. Without keys, encrypted items fail to render."""
