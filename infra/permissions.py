@@ -85,12 +85,13 @@ def grant_run(
 
 
 def grant_lookups(function: ClmFunction) -> None:
-    """What templates ask EC2 at render (clm.render.lookups): CLM's amiID (DescribeImages) and instance types
-    (DescribeInstanceTypes). Read-only, and neither call supports resource-level permissions."""
+    """What templates ask EC2 at render (clm.render.lookups): CLM's amiID (DescribeImages), instance types
+    (DescribeInstanceTypes), the cluster's VPC and subnets (DescribeVpcs, DescribeSubnets). Read-only; EC2's
+    Describe calls support no resource-level permissions."""
     function.allow(
-        ["ec2:DescribeImages", "ec2:DescribeInstanceTypes"],
+        ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"],
         ["*"],
-        reason="ec2:DescribeImages and ec2:DescribeInstanceTypes support no resource-level permissions",
+        reason="EC2 Describe calls support no resource-level permissions",
     )
 
 

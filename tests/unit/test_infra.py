@@ -336,14 +336,9 @@ def test_run_function_permissions(default):
     assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
     # What templates ask EC2 at render (clm.render.lookups): read-only, unscoped by AWS; nothing else of EC2.
     looked_up = statement_for(statements, "ec2:DescribeImages")
-    assert (sorted(looked_up["Action"]), looked_up["Resource"]) == (
-        ["ec2:DescribeImages", "ec2:DescribeInstanceTypes"],
-        "*",
-    )
-    assert {action for action in actions_of(statements) if action.startswith("ec2:")} == {
-        "ec2:DescribeImages",
-        "ec2:DescribeInstanceTypes",
-    }
+    lookups = ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"]
+    assert (sorted(looked_up["Action"]), looked_up["Resource"]) == (lookups, "*")
+    assert {action for action in actions_of(statements) if action.startswith("ec2:")} == set(lookups)
 
 
 def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):

@@ -181,9 +181,10 @@ def test_the_renderer_gives_node_pools_their_instance_info(ec2: CountingEc2) -> 
     arm, local = (rendered.node_pool_stacks[name].template["Metadata"] for name in ("arm", "d"))
     assert arm == {"image": image, "arch": "arm64", "storage": 50 * 858993459, "t2": False, "memory": "8Gi"}
     assert local["storage"] == int(0.9 * 150 * 1000**3)
-    assert sorted(ec2.calls) == ["DescribeImages", "DescribeInstanceTypes"]  # one call each
+    once = ["DescribeImages", "DescribeInstanceTypes", "DescribeSubnets", "DescribeVpcs"]
+    assert sorted(ec2.calls) == once  # one call each
     renderer.render(_cluster(*pools))
-    assert len(ec2.calls) == 2  # a second cluster of the run: all cached
+    assert len(ec2.calls) == len(once)  # a second cluster of the run: all cached
 
 
 def test_a_pool_of_an_unknown_instance_type_fails_where_a_template_reads_its_info(ec2: CountingEc2) -> None:
@@ -195,9 +196,12 @@ def test_a_pool_of_an_unknown_instance_type_fails_where_a_template_reads_its_inf
         Renderer(_tree()).render(_cluster(dataclasses.replace(pool, instance_types=["m5.large"])))
 
 
-def test_nothing_is_asked_of_ec2_unless_a_template_needs_it(ec2: CountingEc2, example_tree, example_clusters) -> None:
-    """The example configuration reads no instance info nor image: rendering it with lookups calls nothing."""
+def test_images_and_instance_types_are_asked_only_when_a_template_needs_them(
+    ec2: CountingEc2, example_tree, example_clusters
+) -> None:
+    """The example configuration reads no instance info nor image: rendering it with lookups describes only the
+    network (once per VPC for the run, as CLM's Provision does)."""
     renderer = Renderer(example_tree, lookups=Ec2Lookups(lambda: ec2.client))
     for cluster in example_clusters:
         renderer.render(cluster)
-    assert ec2.calls == []
+    assert ec2.calls == ["DescribeVpcs", "DescribeSubnets"]

@@ -1,10 +1,12 @@
 """The EC2 facts CLM's templates ask for, looked up for a run and cached: images by name and owner (`amiID`,
-DescribeImages) and instance types (`.Values.InstanceInfo`, `instanceTypeCPUQuantity`, DescribeInstanceTypes).
+DescribeImages), instance types (`.Values.InstanceInfo`, `instanceTypeCPUQuantity`, DescribeInstanceTypes) and the
+cluster's VPC and subnets (`.Values.subnets`, `availability_zones`, `vpc_ipv4_cidr`: DescribeVpcs, DescribeSubnets).
 
-Nothing is asked before a template needs it: the first read of a pool's `values.InstanceInfo` describes every
-instance type of the cluster in one call (:class:`PoolInstanceInfo`), an image is described the first time a
-template names it, and answers are kept for the run. The run function's role
-may call both (infra.permissions.grant_lookups); neither supports resource-level permissions.
+Images and instance types are asked only when a template needs them: the first read of a pool's
+`values.InstanceInfo` describes every instance type of the cluster in one call (:class:`PoolInstanceInfo`), an
+image is described the first time a template names it; the network is described once per cluster before
+rendering, as CLM does. Answers are kept for the run. The run function's role may make these calls
+(infra.permissions.grant_lookups); none supports resource-level permissions.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Ec2Lookups:
         self._images: dict[tuple[str, str], str] = {}
         self.instance_types = InstanceTypes()
         self._described: set[str] = set()
+        self._networks: dict[str, tuple[str, list[dict[str, Any]]]] = {}
 
     def _ec2(self) -> Any:
         if self._client is None:
@@ -48,6 +51,24 @@ class Ec2Lookups:
                 raise ValueError(f"no image found with name: {name} and owner: {owner}")
             self._images[key] = images[0]["ImageId"]
         return self._images[key]
+
+    def network(self, vpc_id: str | None) -> tuple[str, list[dict[str, Any]]]:
+        """The IPv4 CIDR and the subnets of the VPC `vpc_id` (the account's default VPC if None), as CLM's
+        Provision reads them (DescribeVpcs, DescribeSubnets)."""
+        key = vpc_id or ""
+        if key not in self._networks:
+            ec2 = self._ec2()
+            if vpc_id:
+                vpcs = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+            else:
+                vpcs = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+            if len(vpcs) != 1:
+                raise ValueError(f"found {len(vpcs)} default VPCs, expected 1 (set the config item vpc_id)")
+            pages = ec2.get_paginator("describe_subnets").paginate(
+                Filters=[{"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]}]
+            )
+            self._networks[key] = (vpcs[0]["CidrBlock"], [subnet for page in pages for subnet in page["Subnets"]])
+        return self._networks[key]
 
     def prefetch(self, names: Iterable[str]) -> InstanceTypes:
         """Describe the instance types not described yet (unknown names are left out: a template that asks for

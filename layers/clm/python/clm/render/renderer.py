@@ -178,7 +178,7 @@ class Renderer:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
         items, encrypted = decrypt_items(self.config_items(cluster), self._decrypt, cluster.id)
         try:
-            return self._render(cluster, items, encrypted, dict(values or {}))
+            return self._render(cluster, items, encrypted, {**self._cluster_values(cluster, items), **(values or {})})
         except RenderError as exc:
             if not encrypted:
                 raise
@@ -238,9 +238,35 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
+    def _cluster_values(self, cluster: Cluster, items: Mapping[str, str]) -> dict[str, Any]:
+        """The values CLM computes for a cluster (provisioner/clusterpy.go Provision): `hosted_zone` from the API
+        URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and `availability_zones` it chooses. What
+        cannot be computed fails the templates that read it, with the reason."""
+        from clm.render.network_values import NETWORK_KEYS, Unavailable, az_info, hosted_zone
+
+        computed: dict[str, Any] = {}
+        try:
+            computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
+        except ValueError as exc:
+            computed["hosted_zone"] = Unavailable(str(exc))
+        if self._lookups is None:
+            return computed
+        try:
+            cidr, subnets = self._lookups.network(items.get("vpc_id"))
+            computed.update(az_info(subnets, items).values(), vpc_ipv4_cidr=cidr)
+        except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
+            computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
+        return computed
+
     def _pool_values(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> dict[str, Any]:
         """The values CLM adds for a node-pool stack (provisioner/node_pools.go provisionNodePool)."""
         added: dict[str, Any] = {"supports_t2_unlimited": all(name.startswith("t2.") for name in pool.instance_types)}
+        subnets = values.get("subnets")
+        if "availability_zones" in pool.config_items and type(subnets) is dict:  # the pool's zones only
+            from clm.render.network_values import ALL_ZONES, AzInfo
+
+            zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
+            added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
         if self._lookups is not None:
             from clm.render.lookups import PoolInstanceInfo
 
