@@ -1,7 +1,8 @@
 """CLM's EC2-backed template functions in the deployed workflow, IAM enforced: a component calling `ami_id` (CLM's
-amiID: DescribeImages by name and owner) and `instance_type_memory_quantity` / `instance_type_cpu_quantity`
-(DescribeInstanceTypes) renders in the run function with the grants infra/ gives it, and the cluster gets the
-image id and the quantities; a name EC2 does not know fails the run with a problem naming the file and line."""
+amiID: DescribeImages by name and owner), `instance_type_memory_quantity` / `instance_type_cpu_quantity`
+(DescribeInstanceTypes) and the network values (DescribeVpcs, DescribeSubnets: the default VPC's zones and CIDR)
+renders in the run function with the grants infra/ gives it, and the cluster gets what EC2 says; a name EC2 does
+not know fails the run with a problem naming the file and line."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ data:
   image: {{{{ ami_id("{IMAGE}", "{ACCOUNT}") | yaml }}}}
   memory: {{{{ instance_type_memory_quantity("m5.large") | yaml }}}}
   cpu: {{{{ scale_quantity(instance_type_cpu_quantity("m5.large"), 0.5) | yaml }}}}
+  zones: {{{{ values.availability_zones | join(",") | yaml }}}}
+  cidr: {{{{ values.vpc_ipv4_cidr | yaml }}}}
 """
 
 
@@ -45,9 +48,25 @@ def test_the_run_function_looks_up_images_and_instance_types_for_templates(
         runs = deployment.settle(known=0)
         assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
         data = core.read_namespaced_config_map("lookup-test", "default").data
-        assert data == {"image": image, "memory": "8Gi", "cpu": "1"}
+        [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]  # no vpc_id item
+        zones = {
+            s["AvailabilityZone"]
+            for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"]
+        }
+        assert data == {
+            "image": image,
+            "memory": "8Gi",
+            "cpu": "1",
+            "zones": ",".join(sorted(zones)),
+            "cidr": vpc["CidrBlock"],
+        }
         looked_up = {j.action for j in record.judged() if j.action.startswith("ec2:Describe") and not j.refused}
-        assert {"ec2:DescribeImages", "ec2:DescribeInstanceTypes"} <= looked_up
+        assert {
+            "ec2:DescribeImages",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeSubnets",
+        } <= looked_up
 
         known = len(deployment.executions(deployment.provision))
         s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.replace(IMAGE, "no-such-image").encode())
