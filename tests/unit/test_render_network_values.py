@@ -71,6 +71,7 @@ TREE = ConfigTree(
         b"'{{ values.subnets['*'] }}', count: {{ az_count(values.subnets) }}}\n",
     },
 )
+PLAIN = ConfigTree(version="t", source="t", files={"cluster/stack.yaml": b"Resources: {}\n"})  # reads no values
 
 
 def _cluster(*pools: NodePool, **items: str) -> Cluster:
@@ -102,9 +103,24 @@ def test_the_renderer_gives_templates_the_clusters_network(aws: boto3.Session) -
     assert one == {"subnets": subnets["eu-central-1b"], "count": 1}
 
 
+def test_the_default_vpc_and_its_subnets_fill_the_config_items_the_cluster_lacks(aws: boto3.Session) -> None:
+    """CLM's Provision: without `vpc_id` the account's default VPC, written into the items with `subnets` (the
+    chosen subnets, comma-separated); items the cluster has are kept."""
+    ec2 = aws.client("ec2")
+    [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+    renderer = Renderer(TREE, lookups=Ec2Lookups(lambda: ec2))
+    items = renderer.render(_cluster()).cluster.config_items
+    subnets = select_subnets(ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"])
+    assert items["vpc_id"] == vpc["VpcId"]
+    assert items["subnets"] == ",".join(subnets[zone] for zone in sorted(subnets))
+    first = subnets[sorted(subnets)[0]]
+    kept = renderer.render(_cluster(vpc_id=vpc["VpcId"], subnets=first)).cluster.config_items
+    assert (kept["vpc_id"], kept["subnets"]) == (vpc["VpcId"], first)
+    assert "vpc_id" not in Renderer(PLAIN).render(_cluster()).cluster.config_items  # no lookups: nothing filled
+
+
 def test_a_network_ec2_cannot_describe_fails_only_the_templates_that_read_it(aws: boto3.Session) -> None:
     renderer = Renderer(TREE, lookups=Ec2Lookups(lambda: aws.client("ec2")))
     with pytest.raises(RenderError, match=r"cluster/stack\.yaml:2: error: cannot read the cluster's network: .*vpc-0"):
         renderer.render(_cluster(vpc_id="vpc-0"))
-    without_network = ConfigTree(version="t", source="t", files={"cluster/stack.yaml": b"Resources: {}\n"})
-    Renderer(without_network, lookups=Ec2Lookups(lambda: aws.client("ec2"))).render(_cluster(vpc_id="vpc-0"))
+    Renderer(PLAIN, lookups=Ec2Lookups(lambda: aws.client("ec2"))).render(_cluster(vpc_id="vpc-0"))

@@ -29,7 +29,7 @@ class Ec2Lookups:
         self._images: dict[tuple[str, str], str] = {}
         self.instance_types = InstanceTypes()
         self._described: set[str] = set()
-        self._networks: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._networks: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}
 
     def _ec2(self) -> Any:
         if self._client is None:
@@ -52,8 +52,8 @@ class Ec2Lookups:
             self._images[key] = images[0]["ImageId"]
         return self._images[key]
 
-    def network(self, vpc_id: str | None) -> tuple[str, list[dict[str, Any]]]:
-        """The IPv4 CIDR and the subnets of the VPC `vpc_id` (the account's default VPC if None), as CLM's
+    def network(self, vpc_id: str | None) -> tuple[str, str, list[dict[str, Any]]]:
+        """The id, IPv4 CIDR and subnets of the VPC `vpc_id` (the account's default VPC if None), as CLM's
         Provision reads them (DescribeVpcs, DescribeSubnets)."""
         key = vpc_id or ""
         if key not in self._networks:
@@ -67,7 +67,8 @@ class Ec2Lookups:
             pages = ec2.get_paginator("describe_subnets").paginate(
                 Filters=[{"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]}]
             )
-            self._networks[key] = (vpcs[0]["CidrBlock"], [subnet for page in pages for subnet in page["Subnets"]])
+            subnets = [subnet for page in pages for subnet in page["Subnets"]]
+            self._networks[key] = (vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], subnets)
         return self._networks[key]
 
     def prefetch(self, names: Iterable[str]) -> InstanceTypes:

@@ -177,8 +177,9 @@ class Renderer:
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
         items, encrypted = decrypt_items(self.config_items(cluster), self._decrypt, cluster.id)
+        computed, items = self._cluster_values(cluster, items)
         try:
-            return self._render(cluster, items, encrypted, {**self._cluster_values(cluster, items), **(values or {})})
+            return self._render(cluster, items, encrypted, {**computed, **(values or {})})
         except RenderError as exc:
             if not encrypted:
                 raise
@@ -238,11 +239,12 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
-    def _cluster_values(self, cluster: Cluster, items: Mapping[str, str]) -> dict[str, Any]:
-        """The values CLM computes for a cluster (provisioner/clusterpy.go Provision): `hosted_zone` from the API
-        URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and `availability_zones` it chooses. What
-        cannot be computed fails the templates that read it, with the reason."""
-        from clm.render.network_values import NETWORK_KEYS, Unavailable, az_info, hosted_zone
+    def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+        """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
+        CLM's fills: `hosted_zone` from the API URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and
+        `availability_zones` it chooses, and the items `vpc_id` (the default VPC's) and `subnets` (all chosen)
+        where the cluster has none. What cannot be computed fails the templates that read it, with the reason."""
+        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, az_info, hosted_zone
 
         computed: dict[str, Any] = {}
         try:
@@ -250,13 +252,16 @@ class Renderer:
         except ValueError as exc:
             computed["hosted_zone"] = Unavailable(str(exc))
         if self._lookups is None:
-            return computed
+            return computed, items
         try:
-            cidr, subnets = self._lookups.network(items.get("vpc_id"))
-            computed.update(az_info(subnets, items).values(), vpc_ipv4_cidr=cidr)
+            vpc_id, cidr, subnets = self._lookups.network(items.get("vpc_id"))
+            zones = az_info(subnets, items).values()
         except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
             computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
-        return computed
+            return computed, items
+        computed.update(zones, vpc_ipv4_cidr=cidr)
+        fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
+        return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
 
     def _pool_values(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> dict[str, Any]:
         """The values CLM adds for a node-pool stack (provisioner/node_pools.go provisionNodePool)."""
