@@ -33,6 +33,7 @@ DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
 NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM's, provisioner/node_pools.go)
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
+KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
 STACK_READ = [
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResources",
@@ -177,6 +178,20 @@ def grant_stacks(
     )
     grant_artefact_key(function, artefacts, write=True)
     _grant_leftovers(function)
+    grant_karpenter_termination(function)
+
+
+def grant_karpenter_termination(function: ClmFunction) -> None:
+    """Terminate instances Karpenter launched (tagged karpenter.sh/nodepool): a Karpenter pool's outdated nodes
+    (roll) and a decommissioned cluster's (stacks). The cluster's own tag key names the cluster, so the code checks
+    it (clm.stacks.karpenter_pool); IAM keeps CLM away from every instance Karpenter did not launch."""
+    instances = Stack.of(function).format_arn(service="ec2", resource="instance", resource_name="*")
+    function.allow(
+        ["ec2:TerminateInstances"],
+        [instances],
+        {"Null": {f"ec2:ResourceTag/{KARPENTER_NODEPOOL_TAG}": "false"}},
+        reason=f"only instances tagged {KARPENTER_NODEPOOL_TAG} (launched by Karpenter)",
+    )
 
 
 def _grant_leftovers(function: ClmFunction) -> None:
@@ -185,7 +200,7 @@ def _grant_leftovers(function: ClmFunction) -> None:
     (kubernetes.io/cluster/<id>) names the cluster, so the code, not IAM, picks each cluster's volumes."""
     stack = Stack.of(function)
     function.allow(
-        ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVolumes"],
+        ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVolumes", "ec2:DescribeInstances"],
         ["*"],
         reason="Describe calls of EC2 support no resource scoping",
     )
@@ -225,6 +240,12 @@ def grant_roll(function: ClmFunction, registry: dynamodb.ITable, artefacts: s3.I
         [groups],
         {"Null": {f"aws:ResourceTag/{NODE_POOL_TAG}": "false"}},
         reason=f"groups are named by CloudFormation; only groups tagged {NODE_POOL_TAG} (node-pool stacks)",
+    )
+    grant_karpenter_termination(function)
+    function.allow(
+        ["ec2:DescribeInstanceAttribute"],
+        [Stack.of(function).format_arn(service="ec2", resource="instance", resource_name="*")],
+        reason="a Karpenter instance's user data, compared with its EC2NodeClass's (instances are found by tag)",
     )
 
 

@@ -17,6 +17,9 @@ One :meth:`KarpenterStandIn.reconcile` pass (the simulator runs it on every poll
    NodeClaim's status (providerID, imageID, Launched);
 5. returns the running instances, with their NodeClaim's labels and taints, for the simulator's kubelets.
 
+While the Deployment kube-system/karpenter exists with 0 replicas (Karpenter stopped, as a decommission leaves it), a
+pass only reports the running instances.
+
 Not simulated: consolidation, expiry, Karpenter's own drift replacement (CLM replaces nodes), resources.
 """
 
@@ -59,6 +62,7 @@ log = logging.getLogger(__name__)
 _LaunchKey = tuple[str, tuple[tuple[str, str], ...]]  # NodePool name, sorted launch labels
 REQUEST_TIMEOUT = 10.0
 _SUFFIX = string.ascii_lowercase + string.digits
+CONTROLLER = "karpenter"  # Karpenter's Deployment in kube-system
 
 
 class KarpenterStandIn:
@@ -81,6 +85,7 @@ class KarpenterStandIn:
         self.pods_per_node, self.nomination_ttl = pods_per_node, nomination_ttl
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
         self._ec2 = ec2
         self._region = ec2.meta.region_name
         self._nominated: dict[str, str] = {}  # pod uid -> NodeClaim name
@@ -89,12 +94,19 @@ class KarpenterStandIn:
         self.launches: list[str] = []  # NodeClaim names, in launch order
 
     def reconcile(self, ready_nodes: Iterable[str]) -> list[Instance]:
-        """One pass (see the module); returns the cluster's running Karpenter instances."""
+        """One pass (see the module); returns the cluster's running Karpenter instances.
+
+        While the Deployment kube-system/karpenter exists with 0 replicas (a decommission scales kube-system down,
+        as CLM does to stop controllers), Karpenter is not running: nothing is launched, marked or collected.
+        """
+        if self._stopped():
+            claims = {c["metadata"]["name"]: c for c in self._list(KARPENTER_GROUP, "nodeclaims")}
+            return [self._instance(i, claims.get(_tags(i).get(NODECLAIM_TAG, ""))) for i in self._running().values()]
         nodepools = self._list(KARPENTER_GROUP, "nodepools")
         nodeclasses = {c["metadata"]["name"]: c for c in self._list(AWS_GROUP, "ec2nodeclasses")}
         self._record_hashes(nodepools, nodeclasses)
         claims = {c["metadata"]["name"]: c for c in self._list(KARPENTER_GROUP, "nodeclaims")}
-        running = self._running_instances()
+        running = self._running()
         self._collect_garbage(claims, running)
         self._mark_ready(claims, running, set(ready_nodes))
         self._mark_drift(claims, {p["metadata"]["name"]: p for p in nodepools}, nodeclasses)
@@ -151,6 +163,17 @@ class KarpenterStandIn:
         self._keys.pop(name, None)
         self._nominated = {uid: claim for uid, claim in self._nominated.items() if claim != name}
 
+    def _stopped(self) -> bool:
+        """Whether Karpenter's Deployment (kube-system/karpenter, as in Zalando's manifests) is scaled to zero; a
+        cluster without it has the stand-in as its always-running Karpenter."""
+        try:
+            found = self._apps.read_namespaced_deployment(CONTROLLER, "kube-system", _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return found.spec.replicas == 0
+
     def _unschedulable_pods(self) -> list[dict[str, Any]]:
         response = self._core.list_pod_for_all_namespaces(
             field_selector="spec.nodeName=", _preload_content=False, _request_timeout=REQUEST_TIMEOUT
@@ -158,7 +181,7 @@ class KarpenterStandIn:
         return [pod for pod in json.loads(response.data)["items"] if is_unschedulable(pod)]
 
     # ----------------------------------------------------------------------- EC2
-    def _running_instances(self) -> dict[str, dict[str, Any]]:
+    def _running(self) -> dict[str, dict[str, Any]]:
         pages = self._ec2.get_paginator("describe_instances").paginate(
             Filters=[
                 {"Name": f"tag:{cluster_tag(self.cluster_id)}", "Values": ["owned"]},

@@ -103,9 +103,17 @@ def matching_term(pod: Mapping[str, Any], nodepool: Mapping[str, Any], region: s
     return next((term for term in _terms(pod) if all(_allows(possible, e) for e in term)), None)
 
 
+def at_limit(nodepool: Mapping[str, Any]) -> bool:
+    """Whether the NodePool's `spec.limits` allow no launch at all (a resource limited to 0: resources are not
+    simulated otherwise)."""
+    return any(str(value) in ("0", "0m") for value in (nodepool.get("spec", {}).get("limits") or {}).values())
+
+
 def pick_nodepool(pod: Mapping[str, Any], nodepools: list[dict[str, Any]], region: str) -> dict[str, Any] | None:
-    """The NodePool Karpenter would launch for the pod: the heaviest (`spec.weight`) that can take it, then by name."""
-    ordered = sorted(nodepools, key=lambda p: (-(p.get("spec", {}).get("weight") or 0), p["metadata"]["name"]))
+    """The NodePool Karpenter would launch for the pod: the heaviest (`spec.weight`) that can take it and is not at its
+    limits, then by name."""
+    open_pools = [p for p in nodepools if not at_limit(p)]
+    ordered = sorted(open_pools, key=lambda p: (-(p.get("spec", {}).get("weight") or 0), p["metadata"]["name"]))
     return next((p for p in ordered if matching_term(pod, p, region) is not None), None)
 
 

@@ -86,7 +86,15 @@ def _kms_key(call: Call) -> str | None:
 
 
 def _parts(call: Call) -> list[Call]:
-    """A call naming several tables (DynamoDB batches and transactions) or event buses asks once for each."""
+    """A call naming several tables (DynamoDB batches and transactions), event buses or EC2 instances asks once for
+    each."""
+    if (
+        call.prefix == "ec2"
+        and isinstance(call.params.get("InstanceIds"), list)
+        and call.operation != "DescribeInstances"
+    ):
+        ids = call.params["InstanceIds"]
+        return [replace(call, params={**call.params, "InstanceId": instance}) for instance in dict.fromkeys(ids)]
     if call.prefix == "events" and call.operation == "PutEvents":
         buses = [entry.get("EventBusName") or "default" for entry in call.params.get("Entries") or []]
         names = [bus.rsplit("event-bus/", 1)[-1] for bus in buses]
@@ -154,7 +162,7 @@ def _existing(call: Call, resource: str) -> lookups.Found | None:
         return lookups.stack(call.account, call.region, _stack_name(call) or "")
     if call.prefix == "autoscaling" and ":autoScalingGroup:" in resource:
         return _group(call)
-    if call.prefix == "ec2" and (":network-interface/" in resource or ":volume/" in resource):
+    if call.prefix == "ec2" and any(f":{kind}/" in resource for kind in ("network-interface", "volume", "instance")):
         return lookups.ec2_tagged(call.account, call.region, resource.rsplit("/", 1)[-1])
     return None
 
@@ -245,4 +253,5 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "EventBusName": lambda call: call.params.get("EventBusName"),
     "NetworkInterfaceId": lambda call: call.params.get("NetworkInterfaceId"),
     "VolumeId": lambda call: call.params.get("VolumeId"),
+    "InstanceId": lambda call: call.params.get("InstanceId"),
 }

@@ -123,7 +123,7 @@ def launch_template_profile(account: str, region: str, spec: dict[str, Any]) -> 
 
 
 def ec2_tagged(account: str, region: str, resource_id: str) -> Found:
-    """An EC2 resource's tags (a network interface, a volume), by its id."""
+    """An EC2 resource's tags (a network interface, a volume, an instance), by its id."""
     from moto.ec2.models import ec2_backends
 
     tags = ec2_backends[account][region].describe_tags(filters={"resource-id": [resource_id]})

@@ -24,6 +24,7 @@ PATCHES = (
     "cloudformation_inplace_updates",
     "autoscaling_launch",
     "cfn_s3_bucket",
+    "cfn_codecommit",
     "sfn_child_workflows",
     "sfn_map_errors",
     "clm_sandbox.iam.enforcement",  # IAM as AWS enforces it, for the roles of the functions the sandbox runs

@@ -167,18 +167,20 @@ def register_example_cluster(deployment: Deployment) -> None:
 
 
 class HealthyPods(threading.Thread):
-    """Counts the Ready pods of `app=web` every few milliseconds; `lowest` is the least seen."""
+    """Counts the Ready pods of `selector` (the example's `app=web`) every few milliseconds; `lowest` is the least
+    seen."""
 
-    def __init__(self, api: k8s.ApiClient):
+    def __init__(self, api: k8s.ApiClient, namespace: str = "example", selector: str = "app=web"):
         super().__init__(daemon=True)
         self.core = k8s.CoreV1Api(api)
+        self.namespace, self.selector = namespace, selector
         self.lowest: int | None = None
         self.samples = 0
         self._stopping = threading.Event()
 
     def run(self) -> None:
         while not self._stopping.wait(0.02):
-            pods = self.core.list_namespaced_pod("example", label_selector="app=web").items
+            pods = self.core.list_namespaced_pod(self.namespace, label_selector=self.selector).items
             ready = sum(
                 1
                 for pod in pods

@@ -35,9 +35,8 @@ TEAM = {  # the second source ("team"): defaults merged over main's, a component
 
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """The CDK app with a second config source, prefix team-config/ of the config bucket, named team. (A CodeCommit
-    deployment cannot run here: moto's CloudFormation skips AWS::CodeCommit::Repository; CodeCommit channels are
-    tested on the sandbox's CodeCommit in tests/unit/test_config_channels.py.)"""
+    """The CDK app with a second config source, prefix team-config/ of the config bucket, named team. (Channels on a
+    CodeCommit repository: tests/integration/test_config_channels_codecommit.py.)"""
     return synthesize(tmp_path_factory.mktemp("cdk-out"), "Clm", {"clm:extraConfigPrefixes": "team=team-config/"})
 
 

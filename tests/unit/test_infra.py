@@ -427,6 +427,16 @@ def test_roll_changes_only_node_pool_groups(default):
     assert "cloudformation:CreateStack" not in actions_of(statements)
 
 
+@pytest.mark.parametrize("role", ["RollFunctionRole", "StacksFunctionRole"])
+def test_only_instances_karpenter_launched_may_be_terminated(default, role):
+    """A Karpenter pool's roll (roll) and a decommission (stacks) terminate through EC2, never other instances."""
+    _, raw, _ = default
+    terminate = statement_for(policy_statements(raw, role), "ec2:TerminateInstances")
+    assert actions_of([terminate]) == {"ec2:TerminateInstances"}
+    assert terminate["Condition"] == {"Null": {"ec2:ResourceTag/karpenter.sh/nodepool": "false"}}
+    assert terminate["Resource"]["Fn::Join"][1][-1] == ":instance/*"
+
+
 SYNC_START = {
     "states:StartExecution",
     "states:DescribeExecution",

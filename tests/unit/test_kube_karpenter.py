@@ -11,7 +11,7 @@ import pytest
 
 from clm.kube.client import KubeClient
 from clm.kube.errors import ApplyError
-from clm.kube.karpenter import POOL_LABEL, apply_pools, labelled, prune_pools
+from clm.kube.karpenter import POOL_LABEL, applied_by_clm, apply_pools, delete_pool, labelled, prune_pools
 from clm.render.manifests import Manifest
 from clm.workflow import kube_steps
 from clm.workflow.render_step import APPLY_PHASES
@@ -100,19 +100,27 @@ def test_a_refused_object_names_cluster_pool_and_object_and_stops():
     assert not [path for path in transport.paths("PATCH") if path.endswith("/p2")]
 
 
+NODES = ("GET", "/api/v1/nodes")
+
+
+def karpenter_nodes(*pools: str) -> Any:
+    return response(200, {"items": [{"metadata": {"labels": {"karpenter.sh/nodepool": p}}} for p in pools]})
+
+
 def test_prune_deletes_only_labelled_objects_of_removed_pools():
     transport = RecordedTransport(
         {
             ("GET", "/apis"): [response(200, GROUPS)],
             **RESOURCES,
+            NODES: [karpenter_nodes("keep")],
             ("GET", "/apis/karpenter.sh/v1/nodepools"): [listed("NodePool", ("keep", "keep"), ("gone", "gone"))],
             ("GET", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"): [listed("EC2NodeClass", ("gone", "gone"))],
             ("DELETE", "/apis/karpenter.sh/v1/nodepools/gone"): [response(200, {})],
             ("DELETE", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/gone"): [response(200, {})],
         }
     )
-    deleted = prune_pools(KubeClient(transport, "c1"), {"keep"})
-    assert deleted == ["NodePool gone", "EC2NodeClass gone"]
+    deleted, limited = prune_pools(KubeClient(transport, "c1"), {"keep"})
+    assert (deleted, limited) == (["NodePool gone", "EC2NodeClass gone"], [])
     lists = [call for call in transport.calls if call["path"].endswith(("nodepools", "ec2nodeclasses"))]
     assert all(call["query"] == {"labelSelector": POOL_LABEL} for call in lists)
     assert transport.paths("DELETE") == [
@@ -121,9 +129,44 @@ def test_prune_deletes_only_labelled_objects_of_removed_pools():
     ]
 
 
+def test_a_removed_pool_with_running_nodes_is_limited_not_deleted_until_the_roll_drains_it():
+    transport = RecordedTransport(
+        {
+            ("GET", "/apis"): [response(200, GROUPS)],
+            **RESOURCES,
+            NODES: [karpenter_nodes("gone")],
+            ("GET", "/apis/karpenter.sh/v1/nodepools"): [listed("NodePool", ("gone", "gone"))],
+            ("GET", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"): [listed("EC2NodeClass", ("gone-class", "gone"))],
+            ("PATCH", "/apis/karpenter.sh/v1/nodepools/gone"): [response(200, {})],
+        }
+    )
+    assert prune_pools(KubeClient(transport, "c1"), set()) == ([], ["NodePool gone"])
+    assert transport.paths("DELETE") == []  # neither the NodePool nor its class, while the nodes run
+    [patch] = [call for call in transport.calls if call["method"] == "PATCH"]
+    assert patch["body"] == {"spec": {"limits": {"cpu": "0"}}}  # Karpenter launches nothing more for it
+
+
+def test_after_the_drain_the_pools_objects_are_deleted_and_only_clms():
+    transport = RecordedTransport(
+        {
+            ("GET", "/apis"): [response(200, GROUPS)],
+            **RESOURCES,
+            ("GET", "/apis/karpenter.sh/v1/nodepools"): [listed("NodePool", ("gone", "gone")), listed("NodePool")],
+            ("GET", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"): [listed("EC2NodeClass", ("gone-class", "gone"))],
+            ("DELETE", "/apis/karpenter.sh/v1/nodepools/gone"): [response(404, status_body(404, "NotFound", "gone"))],
+            ("DELETE", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/gone-class"): [response(200, {})],
+        }
+    )
+    kube = KubeClient(transport, "c1")
+    assert delete_pool(kube, "gone") == ["NodePool gone", "EC2NodeClass gone-class"]  # a 404: gone already
+    lists = [call["query"] for call in transport.calls if call["path"].endswith(("nodepools", "ec2nodeclasses"))]
+    assert lists == [{"labelSelector": f"{POOL_LABEL}=gone"}] * 2
+    assert not applied_by_clm(kube, "foreign")  # the second NodePool listing: none labelled for it
+
+
 def test_prune_skips_kinds_the_cluster_does_not_serve():
     transport = RecordedTransport({("GET", "/apis"): [response(200, {"groups": []})]})
-    assert prune_pools(KubeClient(transport, "c1"), set()) == []
+    assert prune_pools(KubeClient(transport, "c1"), set()) == ([], [])
     assert transport.paths("DELETE") == []
 
 
@@ -159,11 +202,13 @@ def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
         return ApplyReport(dry_run=False)
 
     monkeypatch.setattr("clm.kube.karpenter.apply_pools", fake_apply)
-    monkeypatch.setattr("clm.kube.karpenter.prune_pools", lambda client, keep: calls.append(("prune", keep)) or [])
+    monkeypatch.setattr(
+        "clm.kube.karpenter.prune_pools", lambda client, keep: calls.append(("prune", keep)) or ([], [])
+    )
     result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
     assert [name for name, _ in calls] == ["apply", "prune"]
     assert list(calls[0][1]) == ["p1", "p2"] and calls[1][1] == {"p1", "p2"}
-    assert result["done"] and result["deleted"] == []
+    assert result["done"] and result["deleted"] == [] and result["limited"] == []
 
 
 def test_nothing_is_deleted_while_the_pools_wait_for_a_crd(monkeypatch):

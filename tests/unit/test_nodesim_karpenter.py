@@ -94,6 +94,12 @@ def test_pick_nodepool(the_pod, expected):
     assert (chosen["metadata"]["name"] if chosen else None) == expected
 
 
+def test_a_nodepool_limited_to_zero_launches_nothing():
+    limited = nodepool("b", labels={"node.kubernetes.io/node-pool": "b"})
+    limited["spec"]["limits"] = {"cpu": "0"}
+    assert pick_nodepool(pod(selector={"node.kubernetes.io/node-pool": "b"}), [limited], REGION) is None
+
+
 def test_launch_labels_take_the_pods_choice_then_the_pools_first_then_defaults():
     pool = nodepool("a", labels={"team": "x"}, requirements=[ZONES, TYPES])
     labels = launch_labels(pod(selector={"topology.kubernetes.io/zone": "eu-central-1c"}), pool, REGION)

@@ -158,12 +158,13 @@ def test_workflow_stack_stages_leave_karpenter_pools_out(karpenter_tree, example
     assert "kp" not in pools and "default-worker" in pools
 
 
-def test_stacks_plan_and_removal_skip_karpenter_pools(karpenter_tree, example_clusters, stacks_aws):
+def test_stacks_plan_and_removal_have_no_stack_for_karpenter_pools(karpenter_tree, example_clusters, stacks_aws):
     clients = Clients(stacks_aws, "eu-central-1")
     cluster = with_karpenter(example_clusters[0], KARPENTER)
     rendered = Renderer(_paths(karpenter_tree)).render(cluster)
     plan = plan_stacks(rendered, clients["cloudformation"], clients["autoscaling"], clients["ec2"])
-    assert "kp" not in [pool.node_pool for pool in plan.pools]
+    [karpenter] = [pool for pool in plan.pools if pool.node_pool == "kp"]
+    assert (karpenter.karpenter, karpenter.stack_name, karpenter.instances) == (True, "", [])  # Karpenter's instances
     assert "kp" not in [stack.node_pool for stack in plan.stacks]
     assert removed_node_pools(clients["cloudformation"], cluster) == []
 

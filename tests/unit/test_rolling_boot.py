@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clm.rolling.observe import pool_state
+from clm.rolling.observe import node_state, pool_state
 from clm.rolling.planner import plan
 from clm.rolling.pool import RollSettings
 from clm.stacks.inventory import InstanceInfo, NodePoolInventory
@@ -83,3 +83,12 @@ def test_a_plan_watches_for_nodes_due_within_seconds(age: float, watch: float | 
     decision = plan(state, RollSettings())
     assert decision.action == "wait"
     assert decision.watch_seconds == (pytest.approx(watch) if watch is not None else None)
+
+
+def test_karpenters_disruption_taints_mark_a_node_it_is_taking_out() -> None:
+    """v1's karpenter.sh/disrupted and v1beta1's karpenter.sh/disruption=disrupting (clm.rolling.observe)."""
+    for key in ("karpenter.sh/disrupted", "karpenter.sh/disruption"):
+        taken = node(1, NOW)
+        taken["spec"]["taints"] = [{"key": key, "value": "disrupting", "effect": "NoSchedule"}]
+        assert node_state(taken).disrupted_by_karpenter
+    assert not node_state(node(1, NOW)).disrupted_by_karpenter

@@ -63,6 +63,12 @@ def test_max_unavailable_takes_several_nodes_at_once() -> None:
     assert [r.instance_id for r in decision.replace] == ["i-0", "i-1"]
 
 
+def test_a_batch_takes_from_every_az_in_turn() -> None:
+    members = [member(1, az="a"), member(2, az="a"), member(3, az="a"), member(4, az="b"), member(5, az="b")]
+    decision = plan(pool(*members, member(6, az="c")), RollSettings(max_unavailable=4))
+    assert [r.instance_id for r in decision.replace] == ["i-1", "i-4", "i-6", "i-2"]
+
+
 def test_surge_scales_out_first_and_records_the_baseline() -> None:
     decision = plan(pool(member(1), member(2), member(3)), RollSettings(surge=2, max_unavailable=0))
     assert (decision.action, decision.desired, decision.baseline) == ("scale", 5, 3)
@@ -142,6 +148,30 @@ def test_removed_pool_first_allows_zero_then_drains_every_node_with_decrement() 
     then = plan(replace(state, min_size=0), RollSettings(), removing=True)
     assert [(r.instance_id, r.decrement) for r in then.replace] == [("i-1", True)]
     assert plan(pool(min_size=0), RollSettings(), removing=True).action == "done"
+
+
+def test_a_karpenter_pool_is_never_scaled_and_its_nodes_are_terminated_through_ec2() -> None:
+    """Karpenter launches for the drained pods: no surge, no new node first for volumes, at least one at a time."""
+    members = (member(1, volumes=True, az="b"), member(2, outdated=False, az="a"), member(3))
+    state = replace(pool(*members, min_size=0, max_size=3), asg_name="", karpenter=True)
+    for roll in (RollSettings(), RollSettings(surge=2), RollSettings(surge=1, max_unavailable=0)):
+        decision = plan(state, roll)
+        assert decision.action == "replace"
+        assert [(r.instance_id, r.decrement, r.karpenter_pool) for r in decision.replace] == [("i-1", False, "workers")]
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=5)).replace] == ["i-1", "i-3"]
+    assert plan(pool(member(1)), RollSettings()).to_dict()["replace"][0]["karpenter_pool"] is None  # a group's
+
+
+def test_nodes_karpenter_takes_out_itself_count_as_unavailable_and_are_left_to_it() -> None:
+    """No fight with Karpenter's disruptions (consolidation, drift, expiry: its taint on the node)."""
+    disrupted = replace(member(1), node=replace(member(1).node, disrupted_by_karpenter=True))
+    state = replace(pool(disrupted, member(2), member(3), min_size=0), asg_name="", karpenter=True)
+    waiting = plan(state, RollSettings())
+    assert waiting.action == "wait" and "Karpenter is taking out 1 node(s)" in waiting.reason
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=2)).replace] == ["i-2"]
+    assert [r.instance_id for r in plan(state, RollSettings(max_unavailable=3)).replace] == ["i-2", "i-3"]
+    only_disrupted = replace(pool(disrupted, member(2, outdated=False), min_size=0), asg_name="", karpenter=True)
+    assert plan(only_disrupted, RollSettings(max_unavailable=2)).action == "done"  # Karpenter replaces that one
 
 
 def test_settings_refuse_a_roll_that_could_never_progress() -> None:

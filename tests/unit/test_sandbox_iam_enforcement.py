@@ -157,5 +157,13 @@ def test_calls_name_the_resource_as_aws_does() -> None:
         ("cloudformation:CreateStack", f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/s/*"),
         ("iam:PassRole", "arn:aws:iam::1:role/cfn"),
     ]
+    instances = f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance"
+    assert resource("ec2", "TerminateInstances", InstanceIds=["i-1", "i-2"]) == [  # one question per instance
+        ("ec2:TerminateInstances", f"{instances}/i-1"),
+        ("ec2:TerminateInstances", f"{instances}/i-2"),
+    ]
+    assert resource("ec2", "DescribeInstanceAttribute", InstanceId="i-1", Attribute="userData") == [
+        ("ec2:DescribeInstanceAttribute", f"{instances}/i-1")
+    ]
     with pytest.raises(CannotJudge, match="AWS documents no IAM action"):
         resource("dynamodb", "NoSuchOperation", TableName="t")

@@ -1,6 +1,6 @@
 """Which node pools a provision rolls (clm.workflow.stack_steps.pools_to_roll), as CLM's provisioner/clusterpy.go
-groups them (groupNodePools): masters before workers, nothing in a new cluster's first run, and no Karpenter pool
-through the auto scaling group roll (it has no group nor node-pool stack)."""
+groups them (groupNodePools): masters before workers, then the Karpenter pools when `karpenter_pools_enabled` is
+"true" (replaced through EC2: no group nor stack), nothing in a new cluster's first run."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ def cluster_with_master(lifecycle_status: str = "ready"):
     return dataclasses.replace(cluster, node_pools=[*cluster.node_pools, master], lifecycle_status=lifecycle_status)
 
 
-def test_karpenter_pools_are_not_rolled_as_auto_scaling_groups_and_masters_come_first():
-    assert [pool.name for pool in pools_to_roll(cluster_with_master())] == ["master", "default-worker"]
+def test_masters_come_first_and_karpenter_pools_last_when_enabled():
+    cluster = cluster_with_master()
+    rolled = ["master", "default-worker", "worker-karpenter", "karpenter-defaults"]
+    assert [pool.name for pool in pools_to_roll(cluster)] == rolled
+    disabled = dataclasses.replace(cluster, config_items={"karpenter_pools_enabled": "false"})
+    assert [pool.name for pool in pools_to_roll(disabled)] == ["master", "default-worker"]
 
 
 def test_a_new_cluster_rolls_nothing_on_its_first_run():

@@ -33,7 +33,9 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
     \b
     - every stack: create, no change, or update with a unified diff of the deployed
       template against the rendered one and the parameters and tags that change;
-    - every node pool: its instances, and which a run would replace and why;
+    - every node pool: its instances, and which a run would replace and why (a
+      Karpenter pool's: image, tags or user data unlike its rendered EC2NodeClass,
+      or Karpenter calls the NodeClaim drifted);
     - the drain pre-flight of their nodes (what would block or hurt the drain), when
       the cluster's API server can be reached (otherwise one warning line).
 
@@ -49,15 +51,17 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
     decrypt, lookups = KmsDecrypter(lambda: cli.client("kms"), None), Ec2Lookups(lambda: cli.client("ec2"))
     rendered = Renderer(tree, decrypt, lookups).render(cluster)
-    stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"))
+    drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
+    stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
     data = {
         **stacks.to_dict(),
         "version": rendered.version,
         "config": {"source": tree.source, "version": tree.version},
         "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
     }
-    if data["drain_preflight"]["warning"]:
-        print_warning(data["drain_preflight"]["warning"])
+    for warning in (drift_warning, data["drain_preflight"]["warning"]):
+        if warning:
+            print_warning(warning)
     if cli.output in TABULAR:
         show(data)
     else:
@@ -74,6 +78,22 @@ def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -
         if cluster.id == cluster_id:
             return cluster
     raise ClusterNotFound(cluster_id)
+
+
+def karpenter_drift(cli: CliContext, cluster: Cluster) -> tuple[dict[str, str], str]:
+    """Karpenter's drift verdicts on the cluster's nodes (instance id -> why), and a warning when they could not be
+    read (the cluster is not reachable); nothing to read without Karpenter pools."""
+    if not (cluster.karpenter_pools and cluster.karpenter_pools_enabled):
+        return {}, ""
+    from clm.kube.connect import connect_cluster
+    from clm.kube.errors import KubeError
+    from clm.kube.karpenter import drifted_instances
+
+    try:
+        with connect_cluster(cluster, cli) as kube:
+            return drifted_instances(kube), ""
+    except KubeError as exc:
+        return {}, f"Karpenter's drift verdicts skipped, the cluster is not reachable: {exc}"
 
 
 def drain_preflight(cli: CliContext, cluster: Cluster, pools: list[PoolPlan]) -> dict[str, Any]:
@@ -140,9 +160,10 @@ def _show_pool(pool: dict[str, Any]) -> None:
     if pool["error"]:
         _say((title, "bold"), ": ", (pool["error"], "red"))
         return
-    if not pool["asg_name"]:
+    if not pool["asg_name"] and not pool["karpenter"]:
         _say((title, "bold"), ": no instances yet (its stack is created)")
         return
+    where = "Karpenter's instances" if pool["karpenter"] else f"group {pool['asg_name']}"
     columns = ["instance", "az", "type", "state", "replace", "why"]
     rows = [
         dict(
@@ -165,7 +186,7 @@ def _show_pool(pool: dict[str, Any]) -> None:
         rows,
         columns,
         "table",
-        title=f"{title}, group {pool['asg_name']}: {len(rows)} instances, {pool['outdated']} to replace",
+        title=f"{title}, {where}: {len(rows)} instances, {pool['outdated']} to replace",
     )
 
 

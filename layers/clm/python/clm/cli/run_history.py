@@ -250,6 +250,7 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
             f"ApplyPhase {phase}: {applied.get('created', 0)} created, {applied['configured']} configured, "
             f"{applied.get('skipped_count', 0)} skipped"
             + (f", {len(applied['deleted'])} deleted" if applied.get("deleted") else "")  # Karpenter pools gone
+            + (f", {len(applied['limited'])} limited to 0 until drained" if applied.get("limited") else "")
         ), ""
     deleted = f"ApplyPhase {phase}: {applied.get('count', len(applied.get('deleted', [])))} deleted"
     warnings = applied.get("warnings") or []

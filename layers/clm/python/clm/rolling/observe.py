@@ -1,4 +1,5 @@
-"""Join a node pool's auto scaling group (clm.stacks inventory) with its Kubernetes Nodes into a PoolState."""
+"""Join a node pool's instances (its auto scaling group's or its Karpenter instances: clm.stacks) with its Kubernetes
+Nodes into a PoolState."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from clm.rolling.pool import LIFECYCLE_READY, Member, NodeState, PoolState
 from clm.stacks.inventory import NodePoolInventory
 
 LIFECYCLE_LABEL = "lifecycle-status"
+# The taints Karpenter puts on a node it disrupts: v1, and v1beta1 (value "disrupting").
+KARPENTER_DISRUPTION_TAINTS = ("karpenter.sh/disrupted", "karpenter.sh/disruption")
 
 
 def instance_id_of(node: dict[str, Any]) -> str:
@@ -40,13 +43,21 @@ def node_state(node: dict[str, Any]) -> NodeState:
         unschedulable=bool(spec.get("unschedulable")),
         lifecycle_status=(metadata.get("labels") or {}).get(LIFECYCLE_LABEL, LIFECYCLE_READY),
         volumes_attached=bool(status.get("volumesAttached")),
+        disrupted_by_karpenter=any(t.get("key") in KARPENTER_DISRUPTION_TAINTS for t in spec.get("taints") or []),
     )
 
 
 def pool_state(
-    name: str, inventory: NodePoolInventory, nodes: Iterable[dict[str, Any]], baseline: int | None, now: datetime
+    name: str,
+    inventory: NodePoolInventory,
+    nodes: Iterable[dict[str, Any]],
+    baseline: int | None,
+    now: datetime,
+    *,
+    karpenter: bool = False,
 ) -> PoolState:
-    """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`."""
+    """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`
+    (`karpenter`: the inventory is a Karpenter pool's, clm.stacks.karpenter_pool)."""
     by_instance = {instance_id_of(node): node for node in nodes}
     members, boot_times, outdated_boot_times = [], [], []
     for instance in inventory.instances:
@@ -76,6 +87,7 @@ def pool_state(
         members=members,
         baseline_desired=baseline,
         typical_boot_seconds=statistics.median(boot_times) if boot_times else None,
+        karpenter=karpenter,
     )
 
 

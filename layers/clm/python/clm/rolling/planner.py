@@ -10,6 +10,7 @@ continued by the next one: nodes CLM already took out of service are finished fi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -56,11 +57,13 @@ class PoolBlocked(ClmError):
 
 @dataclass(frozen=True)
 class Replacement:
-    """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not)."""
+    """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not; an
+    instance of Karpenter pool `karpenter_pool` is terminated through EC2)."""
 
     instance_id: str
     node: str | None
     decrement: bool
+    karpenter_pool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,11 +124,33 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         )
 
     outdated = in_service if removing else [m for m in in_service if m.outdated]
+    if state.karpenter:
+        outdated, waiting = _beside_karpenter(in_service, outdated, settings)
+        if waiting:
+            return waiting
     if not outdated:
         if state.desired > state.capacity:
             return Decision("scale", "roll finished: back to the capacity before the surge", desired=state.capacity)
         return Decision("done", "every node is up to date and Ready")
     return _next_batch(state, settings, outdated, removing)
+
+
+def _disrupted(members: list[Member]) -> list[Member]:
+    """The members Karpenter is taking out itself (consolidation, drift, expiry: its disruption taint)."""
+    return [m for m in members if m.in_service and m.node is not None and m.node.disrupted_by_karpenter]
+
+
+def _beside_karpenter(
+    in_service: list[Member], outdated: list[Member], settings: RollSettings
+) -> tuple[list[Member], Decision | None]:
+    """No fight with Karpenter's own disruptions: the outdated nodes it is not taking out itself (it replaces those),
+    or a wait while the nodes it takes out use up max_unavailable."""
+    disrupted = _disrupted(in_service)
+    limit = max(settings.max_unavailable, 1)
+    if outdated and len(disrupted) >= limit:
+        reason = f"Karpenter is taking out {len(disrupted)} node(s) of the pool (max_unavailable {limit}): waiting"
+        return outdated, Decision("wait", reason, wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS)
+    return [m for m in outdated if m not in disrupted], None
 
 
 def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettings) -> Decision | None:
@@ -168,14 +193,18 @@ def _boot_watch(remaining: float | None) -> float | None:
 def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool) -> Decision:
     """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes."""
     capacity = 0 if removing else state.capacity
-    if settings.surge and not removing:
+    if settings.surge and not removing and not state.karpenter:
         target = min(capacity + min(settings.surge, len(outdated)), state.max_size)
         if state.desired < target:
             return Decision(
                 "scale", f"surge: {target - capacity} extra node(s) before replacing", desired=target, baseline=capacity
             )
     extra = max(state.desired - capacity, 0)
-    allowed = max(settings.max_unavailable, 1) if removing else extra + settings.max_unavailable
+    # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
+    taking_out = removing or state.karpenter
+    allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable
+    if state.karpenter:  # the nodes Karpenter is taking out itself count as unavailable
+        allowed -= len(_disrupted(state.members))
     budget = min(allowed, len(outdated))
     if budget == 0:
         raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")
@@ -198,7 +227,12 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
 
 
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
-    """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them."""
+    """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them (in a
+    Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods). AZ by AZ in turn, so a
+    batch takes from every AZ alike."""
+    outdated = _az_balanced(outdated)
+    if state.karpenter:
+        return outdated[:budget], []
     new_by_az: dict[str, int] = {}
     for member in state.members:
         if member.serving and not member.outdated:
@@ -215,6 +249,14 @@ def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list
     return chosen, unmatched
 
 
+def _az_balanced(members: list[Member]) -> list[Member]:
+    """The members AZ by AZ in turn (a, b, c, a, b, ...), each AZ's in their order."""
+    by_az: dict[str, list[Member]] = {}
+    for member in members:
+        by_az.setdefault(member.az, []).append(member)
+    return [m for turn in itertools.zip_longest(*by_az.values()) for m in turn if m is not None]
+
+
 def _replace(members: list[Member], state: PoolState, removing: bool, reason: str) -> Decision:
     """A replace decision; a node is terminated with decrement while the group is above its capacity."""
     surplus = state.desired - (0 if removing else state.capacity)
@@ -222,5 +264,6 @@ def _replace(members: list[Member], state: PoolState, removing: bool, reason: st
     for member in members:
         decrement = surplus > 0
         surplus -= int(decrement)
-        replacements.append(Replacement(member.instance_id, member.node.name if member.node else None, decrement))
+        node = member.node.name if member.node else None
+        replacements.append(Replacement(member.instance_id, node, decrement, state.name if state.karpenter else None))
     return Decision("replace", reason, replace=replacements)

@@ -23,6 +23,7 @@ class NodeState:
     unschedulable: bool = False
     lifecycle_status: str = LIFECYCLE_READY
     volumes_attached: bool = False
+    disrupted_by_karpenter: bool = False  # Karpenter is taking it out (consolidation, drift, expiry)
 
     @property
     def being_replaced(self) -> bool:
@@ -72,7 +73,9 @@ class PoolState:
     """A node pool's group and members.
 
     `baseline_desired` is the desired capacity before a surge, if any; `typical_boot_seconds` how long this
-    pool's instances took from launch to a Ready Node, if known (it times the waits for new nodes).
+    pool's instances took from launch to a Ready Node, if known (it times the waits for new nodes). `karpenter`:
+    the pool's instances are launched by Karpenter for pending pods, not by a group (nothing to scale or surge;
+    `desired` is the number of live instances; a drained pod with volumes gets a node in their AZ from Karpenter).
     """
 
     name: str
@@ -83,6 +86,7 @@ class PoolState:
     members: list[Member] = field(default_factory=list)
     baseline_desired: int | None = None
     typical_boot_seconds: float | None = None
+    karpenter: bool = False
 
     @property
     def capacity(self) -> int:

@@ -1,13 +1,14 @@
 """What a run would do to a rendered cluster's stacks and node pools, read without changing anything.
 
 Every stack gets its action and diff (diff.py); every node pool its instances, each outdated now (inventory.py)
-or after the stack update (launch.py), with the reasons. Node-pool stacks of pools gone from the registry are
-deleted by a run after draining all their instances.
+or after the stack update (launch.py), with the reasons; a Karpenter pool its instances judged against its rendered
+EC2NodeClass and Karpenter's drift verdicts (karpenter_pool.py). Node-pool stacks of pools gone from the registry
+are deleted by a run after draining all their instances.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from clm.render.renderer import RenderedCluster
 from clm.stacks.diff import StackDiff, stack_diff
 from clm.stacks.errors import NodePoolInventoryError
 from clm.stacks.inventory import InstanceInfo, NodePoolInventory, node_pool_inventory
+from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
 from clm.stacks.removed import removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 
@@ -45,7 +47,8 @@ class PlannedInstance:
 
 @dataclass(frozen=True)
 class PoolPlan:
-    """A node pool's group and instances as a run would find them; `error` when the group cannot be read."""
+    """A node pool's group and instances as a run would find them; `error` when the group cannot be read;
+    `karpenter` for a Karpenter pool (no stack nor group: its instances are Karpenter's)."""
 
     node_pool: str
     stack_name: str
@@ -54,6 +57,7 @@ class PoolPlan:
     desired: int = 0
     instances: list[PlannedInstance] = field(default_factory=list)
     error: str = ""
+    karpenter: bool = False
 
     @property
     def outdated(self) -> list[PlannedInstance]:
@@ -86,8 +90,12 @@ class StacksPlan:
         }
 
 
-def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any) -> StacksPlan:
-    """The cluster stack, then every node pool's stack and instances, then the pools a run would remove."""
+def plan_stacks(
+    rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any, drifted: Mapping[str, str] | None = None
+) -> StacksPlan:
+    """The cluster stack, then every node pool's stack and instances, then the Karpenter pools' instances (when
+    `karpenter_pools_enabled`; `drifted`: instance id -> why Karpenter calls its NodeClaim drifted), then the pools a
+    run would remove."""
 
     def inventory(stack_name: str) -> NodePoolInventory:
         return node_pool_inventory(cfn, autoscaling, ec2, stack_name)
@@ -103,6 +111,11 @@ def plan_stacks(rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any)
             continue
         reasons = [UPDATE_REASON] if diff.launch_changes else []
         pools.append(_pool_plan(inventory, pool.name, diff.stack_name, reasons))
+    for pool in cluster.karpenter_pools if cluster.karpenter_pools_enabled else []:
+        desired = desired_config(rendered.node_pool_manifests.get(pool.name, []), pool.name)
+        found = karpenter_pool_inventory(ec2, cluster.id, pool.name, desired, drifted or {})
+        planned = [_planned(instance, []) for instance in found.instances]
+        pools.append(PoolPlan(pool.name, "", desired=found.desired, instances=planned, karpenter=True))
     for gone in removed_node_pools(cfn, cluster):
         stacks.append(StackDiff(gone.stack_name, gone.node_pool, "", "delete", gone.status))
         pools.append(_pool_plan(inventory, gone.node_pool, gone.stack_name, [REMOVED_REASON], removed=True))

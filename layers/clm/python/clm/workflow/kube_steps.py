@@ -42,13 +42,14 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _karpenter_pools(kube: KubeClient, rendered: RenderedCluster) -> dict[str, Any]:
-    """Apply the registry's Karpenter pools' objects; once all are applied, delete those of removed pools."""
+    """Apply the registry's Karpenter pools' objects; once all are applied, delete those of removed pools (or, while
+    their nodes run, limit their NodePools to no launches: the roll drains the nodes, then deletes them)."""
     from clm.kube.karpenter import apply_pools, prune_pools
 
     pools = rendered.cluster.karpenter_pools
     report = apply_pools(kube, {p.name: rendered.node_pool_manifests.get(p.name, []) for p in pools})
-    deleted = prune_pools(kube, {p.name for p in pools}) if report.done else []
-    return {**report.to_dict(), "deleted": deleted}
+    deleted, limited = prune_pools(kube, {p.name for p in pools}) if report.done else ([], [])
+    return {**report.to_dict(), "deleted": deleted, "limited": limited}
 
 
 def scale_down(event: dict[str, Any]) -> dict[str, Any]:

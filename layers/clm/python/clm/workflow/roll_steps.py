@@ -6,6 +6,7 @@ again (group, instances, Nodes, node annotations), so an execution can die at an
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +16,9 @@ from botocore.exceptions import ClientError
 from clm.aws import client
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.observe import instance_id_of, node_state, pool_state
+from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
-from clm.rolling.pool import PoolState
+from clm.rolling.pool import PoolState, RollSettings
 from clm.rolling.settings import roll_settings
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
@@ -37,15 +39,25 @@ def _inventory(cluster_id: str, pool: str) -> NodePoolInventory:
 
 
 def suspend(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group."""
+    """`{cluster_id, node_pool, pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group (a Karpenter
+    pool has none)."""
+    if _karpenter(event):
+        return {"asg": None, "suspended": []}
     group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
     client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
     return {"asg": group, "suspended": ROLL_SUSPENDED}
 
 
 def resume(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool}` -> resume the suspended processes and forget the surge baseline."""
+    """`{cluster_id, node_pool, pool}` -> resume the suspended processes and forget the surge baseline."""
+    if _karpenter(event):
+        return {"asg": None}
     return {"asg": _resume(node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
+
+
+def _karpenter(event: dict[str, Any]) -> bool:
+    """Whether the step's pool item (clm.workflow.stack_steps.pools) is a Karpenter pool."""
+    return bool((event.get("pool") or {}).get("karpenter"))
 
 
 def resume_all(event: dict[str, Any]) -> dict[str, Any]:
@@ -82,29 +94,73 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     pool = event["node_pool"]
     removing = bool(event.get("removing"))
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
-    pool_items = {} if removing else cluster.node_pool(pool).config_items
-    settings = roll_settings(pool_items, cluster.config_items, cluster.id)
+    registered = None if removing else cluster.node_pool(pool)
+    items = registered.config_items if registered else {}
+    karpenter = _karpenter(event)
     budget = steps_per_execution()
     started = time.monotonic()
-    inventory = _inventory(cluster.id, pool)
-    baseline = _baseline(inventory.asg_name)
+    from clm.kube.karpenter import applied_by_clm  # Karpenter's rules: this step's alone
+
     with kube_client(cluster) as kube:
-        state, nodes_version = _observe(kube, pool, inventory, baseline)
+        if karpenter and removing and not applied_by_clm(kube, pool):  # another's NodePool: none of CLM's business
+            reason = f"NodePool {pool} was not applied by CLM: its nodes are left alone"
+            return within_budget({"action": "done", "reason": reason}, event.get("previous"), budget)
+        if karpenter:
+            inventory, disruptions = _karpenter_pool(kube, event["rendering"], pool)
+        else:
+            inventory, disruptions = _inventory(cluster.id, pool), None
+        baseline = None if karpenter else _baseline(inventory.asg_name)
+        size = inventory.desired if baseline is None else baseline
+        settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
+        state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
-                state = _observe(kube, pool, inventory, baseline)[0]
+                state = _observe(kube, pool, inventory, baseline, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
-def _observe(kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None) -> tuple[PoolState, str]:
+def _karpenter_pool(kube: Any, rendering_key: str, pool: str) -> tuple[NodePoolInventory, int | None]:
+    """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift, and how many
+    nodes its NodePool's disruption budgets let go at once (None: no budget)."""
+    from clm.kube.karpenter import drifted_instances
+    from clm.stacks.karpenter_pool import desired_config, disruption_budget, karpenter_pool_inventory
+
+    rendered = rendering(rendering_key)
+    manifests = rendered.node_pool_manifests.get(pool, [])
+    desired = desired_config(manifests, pool)
+    inventory = karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
+    return inventory, disruption_budget(manifests, pool, len(inventory.instances))
+
+
+def _capped(settings: RollSettings, disruptions: int | None, pool: str) -> RollSettings:
+    """The settings with max_unavailable capped by a Karpenter NodePool's disruption budgets (PoolBlocked at 0)."""
+    if disruptions is None:
+        return settings
+    if disruptions == 0:
+        raise PoolBlocked(pool, "its NodePool's disruption budgets allow 0 nodes at a time")
+    return dataclasses.replace(settings, max_unavailable=min(max(settings.max_unavailable, 1), disruptions))
+
+
+def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, node_pool}` -> after a removed Karpenter pool's nodes are drained: delete the
+    NodePool and EC2NodeClass CLM applied for it."""
+    from clm.kube.karpenter import delete_pool
+
+    with kube_client(rendering(event["rendering"]).cluster) as kube:
+        return {"deleted": delete_pool(kube, event["node_pool"])}
+
+
+def _observe(
+    kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None, karpenter: bool
+) -> tuple[PoolState, str]:
     """The pool's state with its Nodes as listed now, and the resourceVersion of that list."""
     listed = kube.get("/api/v1/nodes") or {}
-    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC))
+    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC), karpenter=karpenter)
     return state, (listed.get("metadata") or {}).get("resourceVersion", "")
 
 
@@ -146,8 +202,16 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, replacement}` -> terminate the instance through its group (idempotent)."""
+    """`{cluster_id, replacement}` -> terminate the instance through its group, or through EC2 for a Karpenter
+    pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
     replacement = event["replacement"]
+    if replacement.get("karpenter_pool"):
+        from clm.stacks.karpenter_pool import terminate_pool_instance
+
+        state = terminate_pool_instance(
+            client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
+        )
+        return {"instance_id": replacement["instance_id"], "terminated": state}
     try:
         activity = client("autoscaling").terminate_instance_in_auto_scaling_group(
             InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
@@ -184,4 +248,5 @@ STEPS = {
     "terminate": terminate,
     "resume": resume,
     "resume_all": resume_all,
+    "delete_karpenter_pool": delete_karpenter_pool,
 }

@@ -44,11 +44,11 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def pools(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, decommission}` -> the pools to work on, in order, as `{node_pool, stack_name, removing, drain}`.
+    """`{cluster_id, decommission}` -> the pools to work on, in order, as
+    `{node_pool, stack_name, removing, drain, karpenter}`.
 
-    Provision: every registry pool is rolled, master pools first (CLM provisioner/clusterpy.go groupNodePools), except
-    in a new cluster's first run (lifecycle requested or creating: every node is new, as in CLM's
-    provisionNodePoolGroup); then the stacks of removed pools are drained and deleted.
+    Provision: every registry pool is rolled (pools_to_roll), then the stacks of removed pools are drained and
+    deleted, then the nodes of removed Karpenter pools are drained and their objects deleted.
     Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
     """
     settings = Settings.from_env()
@@ -59,21 +59,46 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
     ensure_not_blocked(cluster, "before rolling the node pools")
     rolled = [
-        _pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True) for pool in pools_to_roll(cluster)
+        _pool(pool.name, "", False, True, karpenter=True)
+        if pool.is_karpenter
+        else _pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True)
+        for pool in pools_to_roll(cluster)
     ]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
-    return {"pools": rolled + removed}
+    return {"pools": rolled + removed + _removed_karpenter_pools(cluster)}
+
+
+def _removed_karpenter_pools(cluster: Cluster) -> list[dict[str, Any]]:
+    """Karpenter pools whose instances run but that are gone from the registry, to be drained (only when
+    `karpenter_pools_enabled`; the roll leaves alone a NodePool CLM did not apply)."""
+    if not cluster.karpenter_pools_enabled:
+        return []
+    from clm.stacks.karpenter_pool import pools_with_instances
+
+    gone = pools_with_instances(client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
+    return [_pool(name, "", True, True, karpenter=True) for name in sorted(gone)]
 
 
 def pools_to_roll(cluster: Cluster) -> list[NodePool]:
-    """The pools a provision rolls, masters first (a stable sort): none in a new cluster's first run; only pools
-    backed by an auto scaling group (a Karpenter pool has no group nor node-pool stack: CLM replaces its nodes through
-    EC2, which CLM here does not do yet)."""
-    return [] if cluster.is_new else sorted(cluster.asg_pools, key=lambda pool: not pool.is_master)
+    """The pools a provision rolls, as CLM groups them (provisioner/clusterpy.go groupNodePools): none in a new
+    cluster's first run (lifecycle requested or creating: every node is new, as in CLM's provisionNodePoolGroup);
+    the auto scaling group pools, masters first (a stable sort); then, when `karpenter_pools_enabled` is "true", the
+    Karpenter pools (their objects are applied by then; their instances are replaced through EC2)."""
+    if cluster.is_new:
+        return []
+    karpenter = cluster.karpenter_pools if cluster.karpenter_pools_enabled else []
+    return [*sorted(cluster.asg_pools, key=lambda pool: not pool.is_master), *karpenter]
 
 
-def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool) -> dict[str, Any]:
-    return {"node_pool": node_pool, "stack_name": stack_name, "removing": removing, "drain": drain}
+def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool, *, karpenter: bool = False) -> dict[str, Any]:
+    """A pool item of the roll workflow (a Karpenter pool has no stack: `karpenter` tells its steps)."""
+    return {
+        "node_pool": node_pool,
+        "stack_name": stack_name,
+        "removing": removing,
+        "drain": drain,
+        "karpenter": karpenter,
+    }
 
 
 def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +120,15 @@ def clean_up(event: dict[str, Any]) -> dict[str, Any]:
     return {"interfaces": interfaces, "volumes": delete_volumes(ec2, cluster.id) if remove_volumes else None}
 
 
+def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> decommission, after kube-system (where Karpenter runs) is scaled down: terminate the instances
+    Karpenter launched for the cluster (CLM's DecommissionKarpenterNodes); `done` once none is left running."""
+    from clm.stacks.karpenter_pool import terminate_cluster_instances
+
+    terminated = terminate_cluster_instances(client("ec2"), event["cluster_id"])
+    return {"terminated": terminated, "done": not terminated}
+
+
 def _role() -> str | None:
     """The ClusterStackRole: every stack CLM creates, updates or deletes is handled by CloudFormation with it."""
     return os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
@@ -106,4 +140,5 @@ STEPS = {
     "pools": pools,
     "delete_stack": delete_stack,
     "clean_up": clean_up,
+    "terminate_karpenter": terminate_karpenter,
 }
