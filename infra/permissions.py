@@ -85,6 +85,17 @@ def grant_run(
     )
 
 
+def grant_lookups(function: ClmFunction) -> None:
+    """What templates ask EC2 at render (clm.render.lookups): CLM's amiID (DescribeImages), instance types
+    (DescribeInstanceTypes), the cluster's VPC and subnets (DescribeVpcs, DescribeSubnets). Read-only; EC2's
+    Describe calls support no resource-level permissions."""
+    function.allow(
+        ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"],
+        ["*"],
+        reason="EC2 Describe calls support no resource-level permissions",
+    )
+
+
 def grant_decrypt(function: ClmFunction, key_arns: tuple[str, ...]) -> None:
     """KMS Decrypt of `aws:kms:` config items, with the keys the deployment names only (clm.render.secrets); the
     function learns them from CLM_DECRYPT_KEY_ARNS. Without keys, encrypted items fail to render."""

@@ -334,6 +334,11 @@ def test_run_function_permissions(default):
     listing = statement_for(statements, "s3:ListBucketVersions")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["config/*"]}}
     assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
+    # What templates ask EC2 at render (clm.render.lookups): read-only, unscoped by AWS; nothing else of EC2.
+    looked_up = statement_for(statements, "ec2:DescribeImages")
+    lookups = ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"]
+    assert (sorted(looked_up["Action"]), looked_up["Resource"]) == (lookups, "*")
+    assert {action for action in actions_of(statements) if action.startswith("ec2:")} == set(lookups)
 
 
 def test_only_the_functions_that_find_node_pool_stacks_may_list_stacks(default):

@@ -3,12 +3,16 @@ translated, nothing is left marked, every translation compiles in the renderer, 
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
 
 from clm.migrate.tree import migrate_tree, report_lines
 from clm.render.environment import TemplateEnvironment
+from clm.render.lookups import Ec2Lookups
+from tests.unit.test_render_clm_functions import CERTIFICATE, PRIVATE_KEY
+from tests.unit.test_render_lookups import OWNER, register_image
 
 CORPUS = Path(__file__).parents[3] / "shared" / "corpus" / "kubernetes-on-aws"
 if not CORPUS.is_dir():
@@ -48,9 +52,8 @@ def test_every_translation_compiles_and_keeps_its_lines(migrated: tuple[Path, ob
 
 def test_the_report_names_what_the_renderer_lacks(migrated: tuple[Path, object]) -> None:
     _, report = migrated
-    assert "ami_id (CLM's amiID)" in report.functions
-    assert "node_pool.taints" in report.fields
-    assert "account_id (CLM's accountID)" not in report.functions
+    assert report.functions == {}  # every function the corpus calls is the renderer's
+    assert report.fields == {}  # node_pool.taints, karpenter_requirements: clm.pool_fields
 
 
 # Config items that Zalando's registry sets per cluster (secrets, certificates, endpoints): not in config-defaults.
@@ -63,30 +66,26 @@ REGISTRY_ITEMS = (  # noqa: SIM905
     "kubelet_client_key kubelet_client_cert admission_controller_key admission_controller_cert "
     "service_account_private_key"
 ).split()
-COLLECTIONS = {  # stand-ins for the functions the renderer lacks (another issue implements them)
-    "zone_distributed_node_pool_groups": {},
-    "node_life_cycle_provider_per_node_pool_group": {},
-    "extract_endpoint_hosts": [],
-    "sg_ingress_ranges": [],
-    "stups_nat_subnets": [],
+# Registry items that CLM's functions parse: PEM certificates and keys (base64), as the registry holds them.
+PEM_ITEMS = {
+    "etcd_client_ca_cert": base64.b64encode(CERTIFICATE.encode()).decode(),
+    "etcd_client_server_cert": base64.b64encode(CERTIFICATE.encode()).decode(),
+    "service_account_private_key": base64.b64encode(PRIVATE_KEY.encode()).decode(),
+    "etcd_endpoints": "https://etcd-server.etcd.example.org:2379",
 }
+# The images config-defaults.yaml names (amiID), registered on moto in their owner's account.
+IMAGES = (
+    "zalando-ubuntu-etcd-production-v3.5.13-amd64-main-34",
+    "zalando-ubuntu-jammy-22.04-kubernetes-production-v1.31.0-amd64-master-347",
+    "zalando-ubuntu-jammy-22.04-kubernetes-production-v1.31.0-arm64-master-347",
+)
 
 
-class _InstanceInfo:
-    """What CLM passes as `.Values.InstanceInfo` (methods included)."""
-
-    Architecture = "amd64"
-
-    def MemoryFraction(self, percent: int) -> str:
-        return "1Gi"
-
-    def AvailableStorage(self, *args: object) -> str:
-        return "10"
-
-
-def test_the_translated_corpus_renders_for_a_cluster(migrated: tuple[Path, object]) -> None:
+def test_the_translated_corpus_renders_for_a_cluster(
+    migrated: tuple[Path, object], aws: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every translated template renders with CLM's renderer for a cluster whose items come from the translated
-    config-defaults.yaml plus the registry's own, with stand-ins for the functions the renderer lacks."""
+    config-defaults.yaml plus the registry's own, images and instance types from EC2 (moto)."""
     import dataclasses
 
     import yaml
@@ -96,10 +95,12 @@ def test_the_translated_corpus_renders_for_a_cluster(migrated: tuple[Path, objec
     from clm.yamlutil import scalar_text
 
     dest, report = migrated
-    env = TemplateEnvironment({name: (dest / name).read_bytes() for name in report.translated})
-    for names in report.functions:
-        name = names.split(" ")[0]
-        env._env.globals[name] = lambda *args, _name=name: COLLECTIONS.get(_name, "1")
+    monkeypatch.setenv("MOTO_ACCOUNT_ID", OWNER)
+    ec2 = aws.client("ec2")
+    for image in IMAGES:
+        register_image(ec2, image)
+    lookups = Ec2Lookups(lambda: ec2)
+    env = TemplateEnvironment({name: (dest / name).read_bytes() for name in report.translated}, lookups)
     pool = NodePool("default-worker", "worker-splitaz", 1, 3, ["m5.large"])
     cluster = Cluster(
         "aws:123456789012:eu-central-1:kube-1", "kube-1", "aws:123456789012", "eu-central-1", "zalando-aws",
@@ -110,7 +111,7 @@ def test_the_translated_corpus_renders_for_a_cluster(migrated: tuple[Path, objec
         "subnets": {"eu-central-1a": "subnet-1"},
         "hosted_zone": "example.org",
         "vpc_ipv4_cidr": "172.31.0.0/16",
-        "InstanceInfo": _InstanceInfo(),
+        "InstanceInfo": lookups.prefetch(["m5.large"]).synthetic(["m5.large"]),
         "UserData": "user-data",
         "S3GeneratedFilesPath": "s3://bucket/files",
         "ClusterStackOutputs": {"EtcdEncryptionKey": "key"},
@@ -121,6 +122,7 @@ def test_the_translated_corpus_renders_for_a_cluster(migrated: tuple[Path, objec
     defaults = yaml.safe_load(env.render("cluster/config-defaults.yaml", {"cluster": registry_view(cluster)}))
     items = {key: scalar_text(value) for key, value in defaults.items()}
     items.update(dict.fromkeys(REGISTRY_ITEMS, "eA=="))
+    items.update(PEM_ITEMS)
     cluster = dataclasses.replace(
         cluster, config_items=items, node_pools=[dataclasses.replace(pool, config_items=dict(items))]
     )

@@ -126,6 +126,21 @@ class NodePool:
         return self.profile == KARPENTER_PROFILE
 
     @property
+    def taints(self) -> list[dict[str, str]] | None:
+        """CLM's `Taints`: the `taints` config item parsed (Key, Value, Effect), invalid entries skipped."""
+        from clm.pool_fields import taints
+
+        return taints(self.config_items)
+
+    @property
+    def karpenter_requirements(self) -> list[dict[str, Any]] | None:
+        """CLM's `KarpenterRequirements`: the `requirements` config item (YAML) as Key, Operator, Values,
+        MinValues records."""
+        from clm.pool_fields import karpenter_requirements
+
+        return karpenter_requirements(self.config_items)
+
+    @property
     def karpenter_instance_type_strategy(self) -> str:
         """CLM's `KarpenterInstanceTypeStrategy`: not-specified, default-for-karpenter or custom."""
         if not self.instance_types:

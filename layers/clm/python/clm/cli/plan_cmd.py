@@ -42,13 +42,15 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
     A template error stops with the file and line at fault, before CloudFormation is asked.
     """
     from clm.config.channels import ConfigSources
+    from clm.render.lookups import Ec2Lookups
     from clm.render.renderer import Renderer
     from clm.render.secrets import KmsDecrypter
     from clm.stacks.plan import plan_stacks
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
-    rendered = Renderer(tree, KmsDecrypter(lambda: cli.client("kms"), None)).render(cluster)
+    decrypt, lookups = KmsDecrypter(lambda: cli.client("kms"), None), Ec2Lookups(lambda: cli.client("ec2"))
+    rendered = Renderer(tree, decrypt, lookups).render(cluster)
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
     data = {

@@ -166,8 +166,11 @@ def renderer_names() -> frozenset[str]:
     """Every function the renderer's templates can call."""
     from clm.render.functions import FUNCTIONS as RENDER_FUNCTIONS
     from clm.render.functions import GLOBALS_ONLY
+    from clm.render.lookups import LOOKUP_FUNCTIONS
 
-    return frozenset({*RENDER_FUNCTIONS, *GLOBALS_ONLY, "manifest_hash", "dict", "range", "namespace"})
+    return frozenset(
+        {*RENDER_FUNCTIONS, *GLOBALS_ONLY, *LOOKUP_FUNCTIONS, "manifest_hash", "dict", "range", "namespace"}
+    )
 
 
 def model_fields(struct: str) -> frozenset[str]:

@@ -18,6 +18,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from clm.errors import RenderError
 from clm.render.functions import FUNCTIONS, GLOBALS_ONLY
+from clm.render.lookups import Ec2Lookups, template_functions
 from clm.render.origins import RegistryStr, decoding, origin_in, propagating, retaint
 from clm.render.quoting import QUOTING_FILTERS
 from clm.render.splices import SpliceRecorder, strip_marks
@@ -80,7 +81,8 @@ class _Environment(SandboxedEnvironment):
 class TemplateEnvironment:
     """Renders templates from a repository's files; compiled templates are cached across clusters."""
 
-    def __init__(self, files: Mapping[str, bytes]):
+    def __init__(self, files: Mapping[str, bytes], lookups: Ec2Lookups | None = None):
+        """`lookups` answers the functions that need EC2 (clm.render.lookups); without, they fail."""
         self._files = files
         self._splices = SpliceRecorder()
         self._env = _Environment(
@@ -94,6 +96,7 @@ class TemplateEnvironment:
         functions = {name: _encoder(f) if name in ENCODERS else f for name, f in FUNCTIONS.items()}
         self._env.globals.update(functions)
         self._env.globals.update(GLOBALS_ONLY)
+        self._env.globals.update(template_functions(lookups))
         self._env.globals["manifest_hash"] = self._manifest_hash
         filters = {**self._env.filters, **FUNCTIONS, **QUOTING_FILTERS}
         self._env.filters = {name: _filter(name, function) for name, function in filters.items()}

@@ -9,6 +9,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clm.render.go_functions import GO_FUNCTIONS
+from clm.render.networks import (
+    extract_endpoint_hosts,
+    node_cidr_max_nodes,
+    node_cidr_max_nodes_pod_cidr,
+    node_cidr_max_pods,
+    sg_ingress_ranges,
+    stups_nat_subnets,
+)
+from clm.render.pem import certificate_expiry, public_key
+from clm.render.pool_groups import node_life_cycle_provider_per_node_pool_group, zone_distributed_node_pool_groups
+from clm.render.quantities import scale_quantity, sum_quantities
 
 ALL_AZS = "*"
 
@@ -70,6 +81,18 @@ def parse_int(value: str) -> int:
     return int(str(value).strip())
 
 
+def asg_size(pool_size: int, groups: int) -> int:
+    """A pool's size split evenly over its auto scaling groups (one per zone); fails unless it divides exactly."""
+    if not groups or pool_size % groups:
+        raise ValueError(f"pool size must be an exact multiple of {groups}")
+    return pool_size // groups
+
+
+def aws_valid_id(ident: str) -> str:
+    """A cluster ID with `:` as `__`, as AWS names allow (`aws__123__eu-central-1__kube-1`)."""
+    return str(ident).replace(":", "__")
+
+
 # Registered both as globals (`{{ sha256(x) }}`) and as filters (`{{ x | sha256 }}`).
 FUNCTIONS = {
     "base64": base64,
@@ -80,6 +103,20 @@ FUNCTIONS = {
     "az_count": az_count,
     "split": split,
     "parse_int": parse_int,
+    "asg_size": asg_size,
+    "aws_valid_id": aws_valid_id,
+    "certificate_expiry": certificate_expiry,
+    "extract_endpoint_hosts": extract_endpoint_hosts,
+    "node_cidr_max_nodes": node_cidr_max_nodes,
+    "node_cidr_max_nodes_pod_cidr": node_cidr_max_nodes_pod_cidr,
+    "node_cidr_max_pods": node_cidr_max_pods,
+    "node_life_cycle_provider_per_node_pool_group": node_life_cycle_provider_per_node_pool_group,
+    "public_key": public_key,
+    "scale_quantity": scale_quantity,
+    "sg_ingress_ranges": sg_ingress_ranges,
+    "stups_nat_subnets": stups_nat_subnets,
+    "sum_quantities": sum_quantities,
+    "zone_distributed_node_pool_groups": zone_distributed_node_pool_groups,
     **GO_FUNCTIONS,  # Go semantics for templates translated by `clm migrate`
 }
 # Globals only: their sprig argument order differs from Jinja's builtin filters of the same name.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from clm.errors import RenderError
-from clm.model import Cluster, NodePool
+from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
 from clm.render.cfn_yaml import load_template
 from clm.render.config_items import (
     DEFAULTS,
@@ -43,6 +43,7 @@ from clm.yamlutil import error_line, error_reason
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
     from clm.render.environment import TemplateEnvironment
+    from clm.render.lookups import Ec2Lookups
 
 ROOT = "cluster/"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
@@ -125,16 +126,19 @@ class _Source:
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
-    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None):
-        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail."""
+    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None, lookups: Ec2Lookups | None = None):
+        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
+        `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
+        fail and node pools have no `values.InstanceInfo`."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
         self._decrypt = decrypt
+        self._lookups = lookups
         combined = bool(tree.layers)
         self._sources = [
-            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files))
+            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files, lookups))
             for part in tree.parts()
         ]
         self._env = self._sources[0].env  # stacks and node pools: the main source's
@@ -173,8 +177,9 @@ class Renderer:
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
         items, encrypted = decrypt_items(self.config_items(cluster), self._decrypt, cluster.id)
+        computed, items = self._cluster_values(cluster, items)
         try:
-            return self._render(cluster, items, encrypted, dict(values or {}))
+            return self._render(cluster, items, encrypted, {**computed, **(values or {})})
         except RenderError as exc:
             if not encrypted:
                 raise
@@ -234,7 +239,49 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
+    def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+        """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
+        CLM's fills: `hosted_zone` from the API URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and
+        `availability_zones` it chooses, and the items `vpc_id` (the default VPC's) and `subnets` (all chosen)
+        where the cluster has none. What cannot be computed fails the templates that read it, with the reason."""
+        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, az_info, hosted_zone
+
+        computed: dict[str, Any] = {}
+        try:
+            computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
+        except ValueError as exc:
+            computed["hosted_zone"] = Unavailable(str(exc))
+        if self._lookups is None:
+            return computed, items
+        try:
+            vpc_id, cidr, subnets = self._lookups.network(items.get("vpc_id"))
+            zones = az_info(subnets, items).values()
+        except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
+            computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
+            return computed, items
+        computed.update(zones, vpc_ipv4_cidr=cidr)
+        fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
+        return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
+
+    def _pool_values(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> dict[str, Any]:
+        """The values CLM adds for a node-pool stack (provisioner/node_pools.go provisionNodePool)."""
+        added: dict[str, Any] = {"supports_t2_unlimited": all(name.startswith("t2.") for name in pool.instance_types)}
+        subnets = values.get("subnets")
+        if "availability_zones" in pool.config_items and type(subnets) is dict:  # the pool's zones only
+            from clm.render.network_values import ALL_ZONES, AzInfo
+
+            zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
+            added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
+        if self._lookups is not None:
+            from clm.render.lookups import PoolInstanceInfo
+
+            types = {name for other in cluster.node_pools for name in other.instance_types}
+            types.discard(KARPENTER_DEFAULT_TYPES)
+            added["InstanceInfo"] = PoolInstanceInfo(self._lookups, pool.name, list(pool.instance_types), types)
+        return {**values, **added}
+
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
+        values = self._pool_values(cluster, pool, values)
         file = NODE_POOL_STACK.format(profile=pool.profile)
         if file not in self.tree.files:
             raise RenderError(

@@ -9,6 +9,7 @@ from clm.config.tree import ConfigTree
 from clm.model import Cluster
 from clm.render import stored
 from clm.render.artefacts import summary
+from clm.render.lookups import Ec2Lookups
 from clm.render.renderer import RenderedCluster, Renderer
 from clm.render.secrets import Decrypter
 
@@ -24,15 +25,21 @@ def rendering_key(cluster_id: str, version: str) -> str:
 
 
 def render_to_s3(
-    s3: Any, bucket: str, tree: ConfigTree, cluster: Cluster, decrypt: Decrypter | None = None
+    s3: Any,
+    bucket: str,
+    tree: ConfigTree,
+    cluster: Cluster,
+    decrypt: Decrypter | None = None,
+    lookups: Ec2Lookups | None = None,
 ) -> dict[str, Any]:
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
-    decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored).
+    decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored), `lookups` answers what
+    templates ask EC2 (images, instance types).
 
     Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
     Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
-    rendered = Renderer(tree, decrypt).render(cluster)
+    rendered = Renderer(tree, decrypt, lookups).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     return {

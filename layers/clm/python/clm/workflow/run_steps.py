@@ -62,6 +62,7 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
+    from clm.render.lookups import Ec2Lookups
     from clm.render.secrets import KmsDecrypter, keys_from_env
     from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
 
@@ -69,7 +70,8 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
     cluster = _registry(settings).get(event["cluster_id"])
     tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
     decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))  # only the keys the deployment names
-    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt)
+    lookups = Ec2Lookups(lambda: client("ec2"))  # amiID, instance types: asked only if a template needs them
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt, lookups)
 
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,80 @@
+"""CLM's EC2-backed template functions in the deployed workflow, IAM enforced: a component calling `ami_id` (CLM's
+amiID: DescribeImages by name and owner), `instance_type_memory_quantity` / `instance_type_cpu_quantity`
+(DescribeInstanceTypes) and the network values (DescribeVpcs, DescribeSubnets: the default VPC's zones and CIDR)
+renders in the run function with the grants infra/ gives it, and the cluster gets what EC2 says; a name EC2 does
+not know fails the run with a problem naming the file and line."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client as k8s
+
+from clm_sandbox.iam import record
+from tests.integration.deployment import Deployment, register_example_cluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
+
+ACCOUNT = "123456789012"
+IMAGE = "clm-lookup-test-image"
+COMPONENT_KEY = "config/cluster/manifests/lookup-test/configmap.yaml"
+CONFIGMAP = f"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: lookup-test
+  namespace: default
+data:
+  image: {{{{ ami_id("{IMAGE}", "{ACCOUNT}") | yaml }}}}
+  memory: {{{{ instance_type_memory_quantity("m5.large") | yaml }}}}
+  cpu: {{{{ scale_quantity(instance_type_cpu_quantity("m5.large"), 0.5) | yaml }}}}
+  zones: {{{{ values.availability_zones | join(",") | yaml }}}}
+  cidr: {{{{ values.vpc_ipv4_cidr | yaml }}}}
+"""
+
+
+def test_the_run_function_looks_up_images_and_instance_types_for_templates(
+    deployment: Deployment, nodes: object, kube_api: k8s.ApiClient
+) -> None:
+    ec2 = deployment.session.client("ec2")
+    source = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    image = ec2.create_image(InstanceId=source, Name=IMAGE)["ImageId"]
+    ec2.terminate_instances(InstanceIds=[source])
+    s3 = deployment.session.client("s3")
+    bucket = deployment.outputs["ConfigBucketName"]
+    s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.encode())
+    deployment.settle()
+    core = k8s.CoreV1Api(kube_api)
+    try:
+        register_example_cluster(deployment)
+        runs = deployment.settle(known=0)
+        assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
+        data = core.read_namespaced_config_map("lookup-test", "default").data
+        [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]  # no vpc_id item
+        zones = {
+            s["AvailabilityZone"]
+            for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"]
+        }
+        assert data == {
+            "image": image,
+            "memory": "8Gi",
+            "cpu": "1",
+            "zones": ",".join(sorted(zones)),
+            "cidr": vpc["CidrBlock"],
+        }
+        looked_up = {j.action for j in record.judged() if j.action.startswith("ec2:Describe") and not j.refused}
+        assert {
+            "ec2:DescribeImages",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeSubnets",
+        } <= looked_up
+
+        known = len(deployment.executions(deployment.provision))
+        s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.replace(IMAGE, "no-such-image").encode())
+        failed = [e for e in deployment.settle(known=known) if e["status"] == "FAILED"]
+        assert failed, "the run naming an unknown image did not fail"
+        problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
+        assert "cluster/manifests/lookup-test/configmap.yaml:7" in problem, problem
+        assert f"no image found with name: no-such-image and owner: {ACCOUNT}" in problem, problem
+    finally:
+        s3.delete_object(Bucket=bucket, Key=COMPONENT_KEY)
+        core.delete_namespaced_config_map("lookup-test", "default")
