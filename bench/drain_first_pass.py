@@ -36,6 +36,7 @@ from moto import mock_aws
 
 from clm import aws as clm_aws
 from clm.kube import client as kube_client_module
+from clm.kube import connections
 from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.drain import drain_pass
 from clm.kube.nodes import DRAIN_START, LAST_FORCED, LAST_PROGRESS, LIFECYCLE_LABEL, TAINT_KEY
@@ -176,9 +177,7 @@ class Bench:
         node = self.place(namespace, pods)
         if not warm:
             clm_aws.forget_clients()
-            forget = getattr(cluster_access, "forget_kube_clients", None)
-            if forget:
-                forget()
+            connections.forget()
         settings = DrainSettings.from_config_items(self.cluster.config_items, self.cluster.id)
         started = time.monotonic()
         passes, first, connect = 0, None, 0.0
