@@ -186,5 +186,5 @@ class Discovery:
 
     def pdb_resource(self) -> Resource:
         """PodDisruptionBudgets through policy/v1 where served, else policy/v1beta1."""
-        version = "v1" if self._confirmed(lambda: "v1" in self._versions_of("policy")) else "v1beta1"
+        version = "v1" if "v1" in self.served_versions("policy") else "v1beta1"  # kept: v1beta1 works up to 1.24
         return Resource("policy", version, "poddisruptionbudgets", "PodDisruptionBudget", True)
