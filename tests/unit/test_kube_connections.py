@@ -4,6 +4,7 @@ renewal after a 401; and discovery answers kept across uses."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,7 @@ from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
 from tests.endpoints import create_eks_cluster, self_signed
 from tests.unit.test_kube_auth import cluster as registry_cluster
+from tests.unit.test_kube_auth import kubeconfig
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 from tests.unit.test_kube_endpoint_trust import ELSEWHERE, bearer
 
@@ -85,19 +87,17 @@ def test_a_registry_change_of_api_server_url_never_sends_the_kept_token_elsewher
     assert kept(aws, eks_cluster(eks)) is not first and describes == ["prod-eks"] * 3
 
 
-@pytest.mark.parametrize("item", ["kube_auth_secret", "eks_cluster_name", "api_server_ca"])
-def test_a_change_of_an_auth_config_item_connects_afresh(aws, eks, item):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString="secret-token")
-    base = eks_cluster(eks)
-    first = kept(aws, base)
-    changed = {"kube_auth_secret": "clm/kube-1", "eks_cluster_name": "prod-eks", "api_server_ca": EKS_CA.decode()}
-    items = {**base.config_items, item: changed[item] if item != "eks_cluster_name" else "other"}
-    if item == "eks_cluster_name":
-        create_eks_cluster(aws, "other", EKS_CA)
-        spec = dataclasses.replace(base, api_server_url="", config_items=items)
-    else:
-        spec = dataclasses.replace(base, config_items=items)
-    assert kept(aws, spec) is not first
+@pytest.mark.parametrize(
+    ("item", "value"),
+    [("kube_auth_secret", "clm/kube-1"), ("eks_cluster_name", "prod-eks-2"), ("api_server_ca", EKS_CA.decode())],
+)
+def test_a_change_of_an_auth_config_item_connects_afresh(aws, eks, item, value):
+    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=json.dumps(kubeconfig()))
+    create_eks_cluster(aws, "prod-eks-2", EKS_CA)
+    first = kept(aws, eks_cluster())
+    changed = eks_cluster()
+    changed = dataclasses.replace(changed, config_items={**changed.config_items, item: value})
+    assert kept(aws, changed) is not first
 
 
 def test_clusters_and_principals_are_kept_apart(aws, eks, describes):

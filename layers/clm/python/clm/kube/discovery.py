@@ -52,9 +52,8 @@ def _group_version_path(api_version: str) -> str:
 class Discovery:
     """Lazy, cached discovery for one client."""
 
-    def __init__(self, client: KubeClient, max_age: float = MAX_AGE):
+    def __init__(self, client: KubeClient):
         self._client = client
-        self._max_age = max_age
         self._resources: dict[str, tuple[float, list[dict[str, Any]] | None]] = {}  # (asked at, entries)
         self._groups: tuple[float, list[dict[str, Any]]] | None = None
         self._trusted_since = float("-inf")  # answers asked before this are confirmed before saying "not served"
@@ -70,8 +69,8 @@ class Discovery:
     def revalidate(self) -> None:
         """A new use of a kept client: drop answers older than MAX_AGE; ask the others again before a miss."""
         self._trusted_since = now = time.monotonic()
-        self._resources = {k: v for k, v in self._resources.items() if now - v[0] < self._max_age}
-        if self._groups is not None and now - self._groups[0] >= self._max_age:
+        self._resources = {k: v for k, v in self._resources.items() if now - v[0] < MAX_AGE}
+        if self._groups is not None and now - self._groups[0] >= MAX_AGE:
             self._groups = None
 
     def _confirmed(self, lookup: Callable[[], T]) -> T:
