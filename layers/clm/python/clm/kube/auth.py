@@ -17,8 +17,9 @@ from clm.kube.errors import KubeAuthError
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
 PRESIGN_EXPIRES = 60
-# Signing is local and cheap, so a token is remade well before its presigned URL expires.
-TOKEN_REUSE_SECONDS = 45.0
+# EKS accepts a token for 15 minutes after it was signed, whatever X-Amz-Expires says (aws-iam-authenticator sets
+# 60 "for legacy reasons" and caches its tokens 14 minutes); CLM remakes it well before.
+TOKEN_REUSE_SECONDS = 600.0
 
 
 def eks_token(session: Any, cluster_name: str) -> str:

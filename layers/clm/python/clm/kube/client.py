@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from functools import cached_property
@@ -51,11 +52,17 @@ def _decode(data: bytes) -> dict[str, Any]:
 
 
 class KubeClient:
-    """One cluster's API server. Build with `from_token`, `from_kubeconfig` or `from_api_client`."""
+    """One cluster's API server. Build with `from_token`, `from_kubeconfig` or `from_api_client`.
+
+    `renew`, when set, gives a transport with fresh credentials: a request the server refuses with 401 is sent once
+    more through it (a client kept across invocations outlives a rotated secret).
+    """
 
     def __init__(self, transport: Transport, cluster_id: str | None = None):
         self.transport = transport
         self.cluster_id = cluster_id
+        self.renew: Callable[[], Transport] | None = None
+        self._renewing = threading.Lock()
 
     @classmethod
     def from_api_client(cls, api_client: Any, cluster_id: str | None = None) -> Self:
@@ -146,7 +153,7 @@ class KubeClient:
         for attempt in range(retries + 1):
             error: KubeApiError | KubeAuthError
             try:
-                response = self.transport.send(method, path, params, content_type, body, timeout)
+                response = self._send(method, path, params, content_type, body, timeout)
             except TransportFailure as exc:
                 error = KubeApiError(method, path, 0, str(exc), self.cluster_id)
                 delay = _RETRY_BASE * 2**attempt
@@ -161,6 +168,21 @@ class KubeClient:
             log.info("retrying %s %s after %s (attempt %d)", method, path, error.status, attempt + 1)
             time.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _send(
+        self, method: str, path: str, params: list[tuple[str, str]], content_type: str, body: Any, timeout: float
+    ) -> RawResponse:
+        """One request; after a 401, once more with renewed credentials when the client can renew them."""
+        transport = self.transport
+        response = transport.send(method, path, params, content_type, body, timeout)
+        if response.status != 401 or self.renew is None:
+            return response
+        with self._renewing:  # evictions run in parallel: one renewal for all the refused
+            if self.transport is transport:
+                log.info("%s refused the kept credentials; connecting again", transport.server)
+                self.transport = self.renew()
+                transport.close()
+        return self.transport.send(method, path, params, content_type, body, timeout)
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """GET an object; None when it does not exist."""

@@ -1,14 +1,17 @@
 """What the API server serves: kinds (as kubectl names them) to resource paths, and the policy API version to use.
 
-Group versions are asked lazily, one request each, and cached for the life of the client; a CRD
-applied meanwhile is found after `forget`.
+Group versions are asked lazily, one request each, and cached; a CRD applied meanwhile is found after `forget`.
+A client kept by a warm container (clm.kube.connections) keeps its answers across uses for at most MAX_AGE, and
+calls `revalidate` at each use: an answer cached before it serves what it found, but "not served" is asked again
+first (a CRD another container applied meanwhile is found).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clm.kube.errors import KubeApiError
 
@@ -16,6 +19,8 @@ if TYPE_CHECKING:
     from clm.kube.client import KubeClient
 
 CORE_VERSION = "v1"
+MAX_AGE = 300.0  # seconds an answer is kept
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,9 @@ class Discovery:
 
     def __init__(self, client: KubeClient):
         self._client = client
-        self._resources: dict[str, list[dict[str, Any]] | None] = {}
-        self._groups: list[dict[str, Any]] | None = None
+        self._resources: dict[str, tuple[float, list[dict[str, Any]] | None]] = {}  # (asked at, entries)
+        self._groups: tuple[float, list[dict[str, Any]]] | None = None
+        self._trusted_since = float("-inf")  # answers asked before this are confirmed before saying "not served"
 
     def forget(self, api_version: str | None = None) -> None:
         """Drop what is cached about `api_version` (or everything), e.g. after applying a CRD."""
@@ -59,6 +65,26 @@ class Discovery:
         else:
             self._resources.pop(api_version, None)
         self._groups = None
+
+    def revalidate(self) -> None:
+        """A new use of a kept client: drop answers older than MAX_AGE; ask the others again before a miss."""
+        self._trusted_since = now = time.monotonic()
+        self._resources = {k: v for k, v in self._resources.items() if now - v[0] < MAX_AGE}
+        if self._groups is not None and now - self._groups[0] >= MAX_AGE:
+            self._groups = None
+
+    def _confirmed(self, lookup: Callable[[], T]) -> T:
+        """`lookup`'s answer; a miss based on answers from before the last `revalidate` is looked up again afresh."""
+        found = lookup()
+        if found:
+            return found
+        stale = [k for k, (at, _) in list(self._resources.items()) if at < self._trusted_since]  # other threads add
+        if not stale and (self._groups is None or self._groups[0] >= self._trusted_since):
+            return found
+        for api_version in stale:
+            self._resources.pop(api_version, None)
+        self._groups = None
+        return lookup()
 
     def _resource_list(self, api_version: str) -> list[dict[str, Any]] | None:
         """The APIResourceList entries of a group version; None when it is not served."""
@@ -69,19 +95,22 @@ class Discovery:
                 if exc.status not in (404, 503):  # 503: an aggregated API that is down
                     raise
                 body = None
-            self._resources[api_version] = None if body is None else body.get("resources") or []
-        return self._resources[api_version]
+            self._resources[api_version] = (time.monotonic(), None if body is None else body.get("resources") or [])
+        return self._resources[api_version][1]
 
     def groups(self) -> list[dict[str, Any]]:
         """The APIGroupList's groups, in the server's priority order."""
         if self._groups is None:
-            self._groups = self._client.request("GET", "/apis").get("groups") or []
-        return self._groups
+            self._groups = (time.monotonic(), self._client.request("GET", "/apis").get("groups") or [])
+        return self._groups[1]
 
     def served_versions(self, group: str) -> list[str]:
         """The versions the server offers for an API group (["v1"] for the core group)."""
         if not group:
             return [CORE_VERSION]
+        return self._confirmed(lambda: self._versions_of(group))
+
+    def _versions_of(self, group: str) -> list[str]:
         for entry in self.groups():
             if entry.get("name") == group:
                 return [v["version"] for v in entry.get("versions") or []]
@@ -89,6 +118,9 @@ class Discovery:
 
     def resource(self, api_version: str, kind: str) -> Resource | None:
         """The resource for an object's apiVersion and kind; None when the server does not serve it."""
+        return self._confirmed(lambda: self._resource_of(api_version, kind))
+
+    def _resource_of(self, api_version: str, kind: str) -> Resource | None:
         group, _, version = api_version.rpartition("/")
         for entry in self._resource_list(api_version) or []:
             if entry.get("kind") == kind and "/" not in entry.get("name", "/"):
@@ -102,6 +134,9 @@ class Discovery:
         Searched like kubectl's priority mapper: the core group, then each group's preferred version in the server's
         order, then their other versions; each group version is asked once, only when needed.
         """
+        return self._confirmed(lambda: self._resolved(text))
+
+    def _resolved(self, text: str) -> Resource | None:
         name = text.lower()
         readings = []
         if name.count(".") >= 2:
@@ -140,12 +175,15 @@ class Discovery:
 
     def eviction_api_version(self) -> str:
         """The Eviction API version the pods/eviction subresource takes, found as kubectl finds it."""
+        return self._confirmed(self._eviction_version) or "policy/v1beta1"
+
+    def _eviction_version(self) -> str:
         for entry in self._resource_list(CORE_VERSION) or []:
             if entry.get("name") == "pods/eviction" and entry.get("group") and entry.get("version"):
                 return f"{entry['group']}/{entry['version']}"
-        return "policy/v1beta1"
+        return ""
 
     def pdb_resource(self) -> Resource:
         """PodDisruptionBudgets through policy/v1 where served, else policy/v1beta1."""
-        version = "v1" if "v1" in self.served_versions("policy") else "v1beta1"
+        version = "v1" if "v1" in self.served_versions("policy") else "v1beta1"  # kept: v1beta1 works up to 1.24
         return Resource("policy", version, "poddisruptionbudgets", "PodDisruptionBudget", True)

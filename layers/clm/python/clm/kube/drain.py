@@ -1,6 +1,7 @@
 """One bounded, reentrant drain pass over a node, for a Step Functions loop with Wait states between passes.
 
-A pass cordons the node (idempotent; the drain start is kept on the node), evicts what it can,
+A pass cordons the node (idempotent; the drain start is kept on the node) while it lists the node's pods and the
+budgets (the first eviction waits for the cordon; "done" needs a listing made after it), evicts what it can,
 force-deletes a PDB-blocked pod when CLM's force rules allow, and then, while something that gates
 progress is expected soon (within WATCH_HORIZON: a budget settling as a replacement turns Ready, the
 last terminating pod's grace period ending, the force rules allowing), watches for it and acts again at
@@ -114,12 +115,14 @@ class _Drainer:
         clock: _PassClock,
         drain: DrainClock,
         deadline: float,
+        pool: ThreadPoolExecutor,
+        eviction_version: str,
     ):
         self.kube, self.node, self.settings, self.clock, self.deadline = kube, node, settings, clock, deadline
         self.drain_start, self.last_forced = drain.drain_start, drain.last_forced
         self.progress_at = drain.last_progress or drain.drain_start
         self.progressed = False  # in this pass: then recorded on the node when the pass ends
-        self.eviction_version = kube.discovery.eviction_api_version()
+        self.pool, self.eviction_version = pool, eviction_version
         self.evicted: list[str] = []
         self.forced: list[str] = []
         self.blocked: list[_Blocked] = []
@@ -127,21 +130,7 @@ class _Drainer:
         self.settle_watch_ends: float | None = None  # monotonic end of the watch on a settling budget
 
     def observe(self) -> _Observation:
-        at = self.clock.now()
-        listed = self.kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={self.node}"})
-        budgets, budgets_version = list_budgets(self.kube)
-        observation = _Observation(
-            sort_node_pods(listed.get("items") or []),
-            listed.get("metadata", {}).get("resourceVersion", ""),
-            budgets,
-            budgets_version,
-            at,
-        )
-        cutoff = self.clock.now() - timedelta(seconds=TERMINATION_HEADROOM)
-        for pod in observation.pods.terminating:
-            end = deletion_deadline(pod)
-            (observation.overdue if end and end < cutoff else observation.waiting_for).append(pod)
-        return observation
+        return _observe(self.kube, self.node, self.clock, self.pool)
 
     def evict(self, observation: _Observation) -> bool:
         """Evict every pod no budget is known to refuse; remember the blocked ones. True if any went."""
@@ -167,8 +156,7 @@ class _Drainer:
     def _evict_all(self, pods: list[Pod]) -> list[EvictionOutcome]:
         if len(pods) <= 1:
             return [evict(self.kube, pod, self.eviction_version) for pod in pods]
-        with ThreadPoolExecutor(min(EVICTION_WORKERS, len(pods))) as pool:
-            return list(pool.map(lambda pod: evict(self.kube, pod, self.eviction_version), pods))
+        return list(self.pool.map(lambda pod: evict(self.kube, pod, self.eviction_version), pods))
 
     @staticmethod
     def _blocked_by_server(pod: Pod, outcome: EvictionOutcome, budgets: list[Budget]) -> _Blocked:
@@ -308,24 +296,51 @@ class _Drainer:
             result["park"] = {"seconds": wait_seconds, "since": format_time(observation.at)}
         return result
 
-    def run(self) -> dict[str, Any]:
+    def run(self, first: _Observation) -> dict[str, Any]:
+        """Drain from `first`, listed while the cordon went out (so a pod bound meanwhile may be missing from it)."""
+        observation, cordoned = first, False
         while True:
-            observation = self.observe()
             if not observation.pods.evictable and not observation.waiting_for:
-                self.blocked = []
-                return self.result(observation, True, 0)
-            progressed = self.evict(observation)
-            progressed = self.force(observation) or progressed
-            if progressed:
-                self.settle_watch_ends = None
-                self.progressed, self.progress_at = True, self.clock.now()
-                if time.monotonic() < self.deadline:
-                    continue  # list again: what was evicted is terminating now
-                return self.result(observation, False, SETTLING_WAIT)  # listed before this round: soon again
-            wake_at, wait_seconds = self.next_step(observation)
-            if wake_at is None or time.monotonic() >= self.deadline:
-                return self.result(observation, False, wait_seconds)
-            wait_for_event(self.kube, self.watches(observation), wake_at)
+                if cordoned:  # done only by a listing made with the cordon in place
+                    self.blocked = []
+                    return self.result(observation, True, 0)
+            elif (result := self.act(observation)) is not None:
+                return result
+            observation, cordoned = self.observe(), True
+
+    def act(self, observation: _Observation) -> dict[str, Any] | None:
+        """Evict, force, or watch for what is expected soon; the pass's result when it ends here, else None."""
+        progressed = self.evict(observation)
+        progressed = self.force(observation) or progressed
+        if progressed:
+            self.settle_watch_ends = None
+            self.progressed, self.progress_at = True, self.clock.now()
+            if time.monotonic() < self.deadline:
+                return None  # list again: what was evicted is terminating now
+            return self.result(observation, False, SETTLING_WAIT)  # listed before this round: soon again
+        wake_at, wait_seconds = self.next_step(observation)
+        if wake_at is None or time.monotonic() >= self.deadline:
+            return self.result(observation, False, wait_seconds)
+        wait_for_event(self.kube, self.watches(observation), wake_at)
+        return None
+
+
+def _observe(kube: KubeClient, node: str, clock: _PassClock, pool: ThreadPoolExecutor) -> _Observation:
+    """The node's pods and every budget, listed together."""
+    at = clock.now()
+    budgets = pool.submit(list_budgets, kube)
+    listed = kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
+    observation = _Observation(
+        sort_node_pods(listed.get("items") or []),
+        listed.get("metadata", {}).get("resourceVersion", ""),
+        *budgets.result(),
+        at,
+    )
+    cutoff = clock.now() - timedelta(seconds=TERMINATION_HEADROOM)
+    for pod in observation.pods.terminating:
+        end = deletion_deadline(pod)
+        (observation.overdue if end and end < cutoff else observation.waiting_for).append(pod)
+    return observation
 
 
 def drain_pass(
@@ -346,8 +361,13 @@ def drain_pass(
     """
     clock = _PassClock(now)
     deadline = time.monotonic() + budget_seconds
-    try:
-        drain = cordon(kube, node, clock.now(), settings.taint_effect)
-    except NodeNotFound:
-        return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
-    return _Drainer(kube, node, settings, clock, drain, deadline).run()
+    with ThreadPoolExecutor(EVICTION_WORKERS) as pool:
+        # The first listing and discovery go out with the cordon; evictions wait until the cordon is in place.
+        eviction_version = pool.submit(kube.discovery.eviction_api_version)
+        first = pool.submit(_observe, kube, node, clock, pool)
+        try:
+            drain = cordon(kube, node, clock.now(), settings.taint_effect)
+        except NodeNotFound:
+            return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
+        drainer = _Drainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result())
+        return drainer.run(first.result())

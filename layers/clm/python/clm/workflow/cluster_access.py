@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from clm.aws import client
@@ -21,10 +24,12 @@ def rendering(key: str) -> RenderedCluster:
     return load_rendering(client("s3"), Settings.from_env().artefact_bucket, key)
 
 
-def kube_client(cluster: Cluster) -> KubeClient:
-    """A Kubernetes API client for `cluster`, authenticated as its config items say (close it after use)."""
+@contextmanager
+def kube_client(cluster: Cluster) -> Iterator[KubeClient]:
+    """A Kubernetes API client for `cluster`, authenticated as its config items say, kept by the warm container
+    for its next steps (clm.kube.connections)."""
     import boto3
 
-    from clm.kube.connect import connect_cluster
+    from clm.kube.connections import kept_client
 
-    return connect_cluster(cluster, boto3.Session())
+    yield kept_client(cluster, boto3.Session, os.environ.get("AWS_ACCESS_KEY_ID", ""))
