@@ -112,9 +112,12 @@ def test_pending_pods_get_a_karpenter_node_and_a_replacement_after_termination(
     with sim:
         apps.create_namespaced_deployment(namespace, _deployment(pool, 3))
 
-        def ready_pods() -> list[client.V1Pod]:
+        def ready_pods(not_on: str = "") -> list[client.V1Pod]:
+            """The 3 Ready pods (none on node `not_on`: a deleted Node's pods stay Ready until garbage-collected)."""
             pods = [
-                p for p in core.list_namespaced_pod(namespace).items if _ready(p) and not p.metadata.deletion_timestamp
+                p
+                for p in core.list_namespaced_pod(namespace).items
+                if _ready(p) and not p.metadata.deletion_timestamp and p.spec.node_name != not_on
             ]
             return pods if len(pods) == 3 else []
 
@@ -174,7 +177,7 @@ def test_pending_pods_get_a_karpenter_node_and_a_replacement_after_termination(
             "the NodeClaim to be deleted",
             lambda: _gone(lambda: custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim_name)),
         )
-        replaced = _wait_for("3 Ready pods on a replacement node", ready_pods, timeout=60)
+        replaced = _wait_for("3 Ready pods on a replacement node", lambda: ready_pods(not_on=node_name), timeout=60)
         assert len(sim.karpenter.launches) == 2
         (new_node,) = {p.spec.node_name for p in replaced}
         assert new_node != node_name
