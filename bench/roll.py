@@ -53,10 +53,11 @@ from roll_bound import Simulation, stretches
 from roll_cost import log_offset, no_change_run, run_usage
 from roll_history import Trace, batches, node_drains, roll_chain, run_histories, trace
 from roll_report import RollResult, blocked_table, roll_tables, targets_table
-from roll_sandbox import RollSandbox, start
+from roll_sandbox import BenchError, RollSandbox, start
 from roll_watch import ReadyWatch
 
 from clm.rolling.settings import roll_settings
+from clm_sandbox.demo import DemoError
 from clm_sandbox.demo_report import run_figures
 from clm_sandbox.nodesim import EventKind
 
@@ -132,6 +133,14 @@ def load() -> str:
     return f"load average {one}, {five}, {fifteen} on {os.cpu_count() or 1} CPUs"
 
 
+def _no_change_cost(sandbox: RollSandbox, logs: Path) -> str:
+    """The cost line of a run that changes nothing, or why there was none (the roll's figures stand without it)."""
+    try:
+        return no_change_run(sandbox, logs).line()
+    except (BenchError, DemoError) as exc:
+        return f"[bold red]not measured:[/] {type(exc).__name__}: {exc}"
+
+
 def _say(text: str) -> None:
     console.print(f"[dim]{text}[/]")
 
@@ -180,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
                 console.print(table)
             per_node = run_usage(sandbox, result.run.arn, logs, offset).scaled(1 / result.nodes)
             console.print(f"cost per node rolled ({prices.REGION} list prices of {prices.AS_OF}): {per_node.line()}")
-            console.print(f"cost of a provision run that changes nothing: {no_change_run(sandbox, logs).line()}")
+            console.print(f"cost of a provision run that changes nothing: {_no_change_cost(sandbox, logs)}")
             drains = []
             if blocked:
                 add_hold_pool(sandbox)
