@@ -129,3 +129,20 @@ def test_a_pod_gone_before_its_eviction_has_the_node_listed_again_soon() -> None
     pods = [make_pod("web-1", labels=WEB)]  # its eviction is answered 404: deleted meanwhile
     result = one_pass(node(pods, [budget(allowed=1)], NOW))
     assert (result["done"], result["evicted"], result["blocked"], result["wait_seconds"]) == (False, [], [], 1)
+
+
+def test_a_budget_that_just_started_refusing_is_settling_not_parked_on() -> None:
+    """A sibling drain's eviction: the evicted pod gone, its replacement not created yet, every pod left healthy
+    (an integer minAvailable counts the pods that exist). The budget opens within seconds: no park for days."""
+    pods = [make_pod("web-1", labels=WEB)]
+    just_refusing = budget()
+    condition = {"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods"}
+    just_refusing["status"]["conditions"] = [
+        {**condition, "lastTransitionTime": format_time(NOW - timedelta(seconds=2))}
+    ]
+    result = one_pass(node(pods, [just_refusing], NOW - timedelta(seconds=5)), HOUR_GRACE)
+    assert (result["wait_seconds"], result["park"]) == (1, None)
+    steady = budget()
+    steady["status"]["conditions"] = [{**condition, "lastTransitionTime": format_time(NOW - timedelta(minutes=5))}]
+    result = one_pass(node(pods, [steady], NOW - timedelta(seconds=5)), HOUR_GRACE)
+    assert result["park"] is not None

@@ -129,7 +129,7 @@ class _Drainer:
     def observe(self) -> _Observation:
         at = self.clock.now()
         listed = self.kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={self.node}"})
-        budgets, budgets_version = list_budgets(self.kube)
+        budgets, budgets_version = list_budgets(self.kube, now=at)
         observation = _Observation(
             sort_node_pods(listed.get("items") or []),
             listed.get("metadata", {}).get("resourceVersion", ""),
