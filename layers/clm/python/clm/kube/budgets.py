@@ -43,18 +43,20 @@ class Budget:
     @property
     def settling(self) -> bool:
         """Whether the budget is expected to change soon on its own: pods coming up or going, not processed, or
-        its DisruptionAllowed condition just changed.
+        just changed.
 
-        A budget blocked with every pod healthy (maxUnavailable 0, minAvailable = replicas) is not settling. But a
-        budget with an integer minAvailable counts the pods that exist: between another drain's eviction (a
-        sibling node of the batch) and the ReplicaSet creating the replacement, the evicted pod may be gone and
-        every pod left healthy, and the budget looks blocked for good though it opens within seconds. A steady
-        block has been refusing for a while; one that just started refusing is settling.
+        A budget blocked with every pod healthy (maxUnavailable 0, minAvailable = replicas) is not settling. But
+        drains running at once (a batch's nodes) take disruptions from each other: a budget listed as allowing
+        disruptions that then refused an eviction was just used by another drain; and a budget with an integer
+        minAvailable counts the pods that exist, so between another drain's eviction and the ReplicaSet creating
+        the replacement every pod left may be healthy and the budget look blocked for good, though it opens within
+        seconds. A steady block has been refusing for a while (the DisruptionAllowed condition, Kubernetes 1.21+).
         """
         return (
             self.current_healthy < self.expected_pods
             or self.disrupted_pods > 0
             or not self.up_to_date
+            or self.disruptions_allowed > 0
             or self.just_changed
         )
 
