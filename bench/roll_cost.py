@@ -19,7 +19,7 @@ from roll_sandbox import RollSandbox
 from clm_sandbox.demo_report import run_figures
 
 IAM_LOG = "iam-calls.jsonl"
-NOTES = "NOTES.md"
+NOTES = "cluster/NOTES.md"  # under cluster/, the part of the config CLM versions; no template reads it
 
 
 def iam_log(logs: Path) -> Path:

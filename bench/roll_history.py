@@ -1,8 +1,9 @@
 """Where a run's time and cost went, read from the execution histories of a provision run and its children.
 
 Every Lambda call (which step, when, how long, its input and output; Lambda tasks and `lambda:invoke` tasks alike)
-and every Wait state (which, how long), on one time axis (epoch seconds); and per node, its drain: first pass to
-the pass that found it empty.
+and every Wait state (which, how long), on one time axis (epoch seconds); per node, its drain: first pass to
+the pass that found it empty; the batches the plans took out together; and the chain of roll-node-pool executions
+(each hands over to the next after its budget of steps), with their history events.
 """
 
 from __future__ import annotations
@@ -206,3 +207,43 @@ def node_drains(calls: list[LambdaCall]) -> list[NodeDrain]:
             )
         )
     return sorted(drains, key=lambda drain: drain.started)
+
+
+def batches(calls: list[LambdaCall], drains: list[NodeDrain]) -> list[list[NodeDrain]]:
+    """The drains grouped as the plans took their nodes out (each `replace` decision one batch), in order."""
+    by_node = {drain.node: drain for drain in drains}
+    grouped: list[list[NodeDrain]] = []
+    for call in calls:
+        result = call.result or {}
+        if call.step != "plan" or result.get("action") != "replace":
+            continue
+        batch = [by_node.pop(node) for r in result.get("replace") or [] if (node := r.get("node")) in by_node]
+        if batch:
+            grouped.append(batch)
+    grouped += [[drain] for drain in by_node.values()]  # drains no plan named (none expected)
+    return sorted(grouped, key=lambda batch: min(drain.started for drain in batch))
+
+
+@dataclass(frozen=True)
+class RollExecution:
+    """One roll-node-pool execution of the chain: its history's length and the nodes whose drain it ran."""
+
+    arn: str
+    events: int
+    started: float
+    stopped: float | None
+    nodes: int
+    handed_over: bool
+
+
+def roll_chain(histories: dict[str, History], run_trace: Trace) -> list[RollExecution]:
+    """The roll-node-pool executions (those started with a pool), oldest first."""
+    chain = []
+    for arn, (started, stopped) in run_trace.executions.items():
+        if not run_trace.inputs.get(arn, {}).get("pool"):
+            continue
+        calls = [c for c in run_trace.calls if c.execution == arn]
+        nodes = {c.event["replacement"]["node"] for c in calls if c.step == "drain" and c.event.get("replacement")}
+        handed_over = any(c.step == "plan" and (c.result or {}).get("action") == "continue" for c in calls)
+        chain.append(RollExecution(arn, len(histories[arn]), started, stopped, len(nodes), handed_over))
+    return sorted(chain, key=lambda execution: execution.started)

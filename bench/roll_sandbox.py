@@ -47,6 +47,7 @@ WEB_GRACE = "      terminationGracePeriodSeconds: 2\n"  # the web Deployment's, 
 OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
 SECRET = "clm/kube-1"
 RUN_TIMEOUT = 1800.0
+SECONDS_PER_NODE = 20.0  # more time for a run (and the set-up) per node of the pool
 SERVER_START_TIMEOUT = 120.0
 
 
@@ -101,8 +102,10 @@ class RollSandbox:
     def provision(self) -> str:
         return self.outputs["ProvisionStateMachineArn"]
 
-    def run(self, trigger: Callable[[], object], timeout: float = RUN_TIMEOUT) -> Run:
-        """Call `trigger()`, then wait for the provision run it starts and for every execution to end."""
+    def run(self, trigger: Callable[[], object], timeout: float | None = None) -> Run:
+        """Call `trigger()`, then wait for the provision run it starts and for every execution to end (by default
+        for RUN_TIMEOUT and SECONDS_PER_NODE per node of the pool)."""
+        timeout = timeout or RUN_TIMEOUT + SECONDS_PER_NODE * self.simulation.nodes
         sfn = self.client("stepfunctions")
         known = {e["executionArn"] for e in _executions(sfn, self.provision)}
         triggered = time.time()
@@ -157,14 +160,15 @@ def _epoch(value: datetime | float) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
-def bench_cluster(simulation: Simulation) -> Cluster:
-    """kube-1 of examples/clusters.yaml: one pool of exactly N nodes, `replicas` web pods, already `ready`."""
+def bench_cluster(simulation: Simulation, max_unavailable: str = "1") -> Cluster:
+    """kube-1 of examples/clusters.yaml: one pool of exactly N nodes (`max_unavailable`: its config item, a count or
+    a percentage), `replicas` web pods, already `ready`."""
     [cluster] = [c for c in load_clusters((EXAMPLES / "clusters.yaml").read_text()) if c.local_id == "kube-1"]
     pool: NodePool = dataclasses.replace(
         cluster.node_pools[0],
         min_size=simulation.nodes,
         max_size=simulation.nodes,
-        config_items={"max_unavailable": "1"},
+        config_items={"max_unavailable": max_unavailable},
     )
     items = {**cluster.config_items, "app_replicas": str(simulation.replicas), "kube_auth_secret": SECRET}
     return dataclasses.replace(cluster, lifecycle_status="ready", config_items=items, node_pools=[pool])
@@ -208,8 +212,11 @@ def _endpoint_from(log: Path, server: subprocess.Popen[str]) -> str:
     raise BenchError(f"moto server did not start within {SERVER_START_TIMEOUT:.0f} s (its output: {log})")
 
 
-def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[str], None]) -> RollSandbox:
-    """Start everything, provision the bench cluster and wait for N Ready nodes and the Ready web pods."""
+def start(
+    stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[str], None], max_unavailable: str = "1"
+) -> RollSandbox:
+    """Start everything, provision the bench cluster (its pool's `max_unavailable`) and wait for N Ready nodes and
+    the Ready web pods."""
     ensure_built()
     os.environ.update(SANDBOX_ENV)
     plane = stack.enter_context(ControlPlane(log_dir=logs / "control-plane"))
@@ -219,7 +226,7 @@ def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[s
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
     sandbox = RollSandbox(
-        endpoint, server_pid, plane, kube_api, session, outputs, simulation, bench_cluster(simulation)
+        endpoint, server_pid, plane, kube_api, session, outputs, simulation, bench_cluster(simulation, max_unavailable)
     )
     s3, bucket = sandbox.client("s3"), outputs["ConfigBucketName"]
     upload_config(s3, bucket, EXAMPLES / "config")
@@ -237,8 +244,8 @@ def start(stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[s
     sandbox.simulator = stack.enter_context(simulator)
     say(f"provisioning {sandbox.cluster.id}: {simulation.nodes} nodes, {simulation.replicas} web pods")
     sandbox.run(lambda: sandbox.put_cluster(sandbox.cluster))
-    simulator.wait_for_ready_nodes(simulation.nodes, timeout=120)
-    wait_for_ready_pods(kube_api, "example", "app=web", simulation.replicas)
+    simulator.wait_for_ready_nodes(simulation.nodes, timeout=120 + SECONDS_PER_NODE * simulation.nodes)
+    wait_for_ready_pods(kube_api, "example", "app=web", simulation.replicas, 120 + simulation.replicas)
     return sandbox
 
 

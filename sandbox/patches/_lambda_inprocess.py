@@ -1,7 +1,8 @@
 """Run a Lambda handler inside this process: imported under a package unique to the function, its code and its
 configuration, with the function's environment variables seen by the calling thread only.
 
-Imported modules and the function's import paths stay, like a warm container.
+Imported modules and the function's import paths stay, like a warm container. A function has as many warm
+containers as calls of it ran at once (as Lambda scales out): each imports the handler under a package of its own.
 Modules a handler imports by absolute name (its siblings, layer packages) are shared by name across functions.
 Tracing is off here (``POWERTOOLS_TRACE_DISABLED``): X-Ray's patch of botocore is process-wide, so it would trace,
 and warn about, every AWS call of the process that hosts the handlers (a test, the CLI). It runs in subprocess mode.
@@ -25,22 +26,23 @@ from clm_sandbox.patches._thread_environ import thread_environment
 from clm_sandbox.patches.lambda_runtime import Invocation
 
 _loading = threading.RLock()  # sys.path, sys.modules and the handlers' packages
-_function_locks: dict[str, threading.RLock] = {}
+_pools: dict[str, _Containers] = {}
 UNTRACED = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
 def run_here(function: Any, code: FunctionCode, env: Mapping[str, str], event: Any, request_id: str) -> Invocation:
     """Call a moto ``LambdaFunction``'s handler in this process; the log holds the error of a failed call.
 
-    Calls of one function are serialised (one warm container); different functions run at the same time, so a
-    handler whose AWS call makes moto invoke another function (a DynamoDB stream's) through the server does not
-    wait for itself.
+    Each call takes a warm container of the function that no other call is using, or starts one: calls run at the
+    same time as Lambda runs them (a Map state's iterations, a handler whose AWS call makes moto invoke another
+    function through the server), none waiting for another's container.
     """
-    with _function_lock(function.function_arn), thread_environment({**env, **UNTRACED}):
+    with _containers(function.function_arn).take() as container, thread_environment({**env, **UNTRACED}):
         with _loading:
             _add_import_paths(code.import_paths)
             try:
-                handler = lambda_runtime.load_handler(function.handler, package=_package_for(function, code))
+                package = _package_for(function, code, container)
+                handler = lambda_runtime.load_handler(function.handler, package=package)
             except lambda_runtime.HandlerError as exc:
                 return Invocation(lambda_runtime.failure(exc, request_id), True, f"{exc.error_type}: {exc}\n")
         context = lambda_runtime.context_from_environment(request_id, function.function_arn, float(function.timeout))
@@ -62,13 +64,37 @@ def _own_default_session() -> Iterator[None]:
         boto3.DEFAULT_SESSION = before
 
 
-def _function_lock(arn: str) -> threading.RLock:
+class _Containers:
+    """A function's warm containers, by number: the free ones, and how many were started."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list[int] = []
+        self._started = 0
+
+    @contextmanager
+    def take(self) -> Iterator[int]:
+        """A free container (the one freed last, as Lambda reuses a warm one), or a new one, for one call."""
+        with self._lock:
+            if self._free:
+                container = self._free.pop()
+            else:
+                container, self._started = self._started, self._started + 1
+        try:
+            yield container
+        finally:
+            with self._lock:
+                self._free.append(container)
+
+
+def _containers(arn: str) -> _Containers:
     with _loading:
-        return _function_locks.setdefault(arn, threading.RLock())
+        return _pools.setdefault(arn, _Containers())
 
 
-def _package_for(function: Any, code: FunctionCode) -> str:
-    """A package whose path is the function's root, named after the function, its code and its configuration."""
+def _package_for(function: Any, code: FunctionCode, container: int = 0) -> str:
+    """A package whose path is the function's root, named after the function, its code, its configuration and the
+    container (the first one's name has no number)."""
     identity = json.dumps(
         [function.function_arn, str(code.root), [str(p) for p in code.layer_paths], function.environment_vars],
         sort_keys=True,
@@ -76,6 +102,7 @@ def _package_for(function: Any, code: FunctionCode) -> str:
     )
     safe_name = "".join(c if c.isalnum() else "_" for c in function.function_name)
     name = f"_clm_lambda_{safe_name}_{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+    name += f"_{container}" if container else ""
     if name not in sys.modules:
         package = types.ModuleType(name)
         package.__path__ = [str(code.root)]

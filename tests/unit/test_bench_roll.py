@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from bench.roll_bound import Simulation, roll_bound, stretches
-from bench.roll_history import node_drains, run_histories, trace
+from bench.roll_bound import Simulation, budget_bound, capacity_bound, roll_bound, stretches
+from bench.roll_history import batches, node_drains, roll_chain, run_histories, trace
 
 SIM = Simulation(nodes=3, replicas=6, boot_delay=5.0, grace=3, pod_ready_delay=1.0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -21,18 +22,50 @@ def test_drain_bound_is_the_budget_gated_evictions_then_the_last_grace_period() 
     assert roll_bound([2, 0, 3], SIM) == 9.0 + 5.0 + 10.0
 
 
+def test_one_at_a_time_the_bound_is_every_nodes_drain_and_boot_in_turn() -> None:
+    """max_unavailable 1: the capacity term is the sum of each node's drain and boot, and the budget term
+    (every eviction in turn, then one grace and one boot) never exceeds it while pod_ready <= grace + boot."""
+    for pods in ([2, 0, 3], [0, 0], [1], [7, 1, 0, 2, 2]):
+        assert roll_bound(pods, SIM) == sum(SIM.node_bound(k) for k in pods) == capacity_bound(pods, SIM)
+        assert budget_bound(pods, SIM) <= capacity_bound(pods, SIM)
+    # a pod slower to become Ready than a node's grace and boot: the next node's first eviction waits for it
+    slow = dataclasses.replace(SIM, boot_delay=1.0, grace=1, pod_ready_delay=10.0)
+    assert capacity_bound([1, 1], slow) == 4.0
+    assert roll_bound([1, 1], slow) == budget_bound([1, 1], slow) == 10.0 + 1 + 1
+
+
+def test_in_batches_boots_overlap_but_the_budgets_evictions_do_not() -> None:
+    wide = dataclasses.replace(SIM, nodes=20, max_unavailable=10)
+    # 20 nodes of 2 pods: 40 evictions one after the other (39 waits for a replacement pod), one grace, one boot
+    assert budget_bound([2] * 20, wide) == 39 * 1.0 + 3 + 5.0
+    assert capacity_bound([2] * 20, wide) == 20 * (1.0 + 3 + 5.0) / 10
+    assert roll_bound([2] * 20, wide) == 47.0
+    # few pods, slow boots: the slots are the limit (20 boots of 60 s, 10 at a time)
+    slow_boots = dataclasses.replace(wide, boot_delay=60.0)
+    assert roll_bound([1] + [0] * 19, slow_boots) == capacity_bound([1] + [0] * 19, slow_boots) == (3 + 20 * 60) / 10
+    # more slots never raise the bound; one slot is the one-at-a-time roll
+    pods = [3, 0, 1, 2, 2, 5]
+    bounds = [roll_bound(pods, dataclasses.replace(SIM, max_unavailable=m)) for m in (1, 2, 3, 6, 10)]
+    assert bounds == sorted(bounds, reverse=True)
+    assert bounds[0] == sum(SIM.node_bound(k) for k in pods)
+    assert roll_bound([], SIM) == 0.0
+
+
 def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_roll_end() -> None:
-    nodes = stretches([("a", 2, 10.0, 15.0), ("b", 0, 21.0, 21.5)], roll_end=27.0, simulation=SIM)
-    assert [(n.node, n.drain_seconds, n.replace_seconds) for n in nodes] == [("a", 5.0, 6.0), ("b", 0.5, 5.5)]
+    nodes = stretches([(("a",), 2, 10.0, 15.0), (("b", "c"), 0, 21.0, 21.5)], roll_end=27.0, simulation=SIM)
+    assert [(n.nodes, n.drain_seconds, n.replace_seconds) for n in nodes] == [
+        (("a",), 5.0, 6.0),
+        (("b", "c"), 0.5, 5.5),
+    ]
     assert [(n.drain_overhead, n.replace_overhead) for n in nodes] == [(1.0, 1.0), (0.5, 0.5)]
 
 
 class _History:
     """Events of one execution with ids, previous ids and timestamps (seconds after T0)."""
 
-    def __init__(self, arn: str, execution_input: dict[str, Any]):
+    def __init__(self, arn: str, execution_input: dict[str, Any], started: float = 0.0):
         self.arn, self.events = arn, []
-        self.add(0.0, "ExecutionStarted", executionStartedEventDetails={"input": json.dumps(execution_input)})
+        self.add(started, "ExecutionStarted", executionStartedEventDetails={"input": json.dumps(execution_input)})
 
     def add(self, at: float, kind: str, previous: int | None = None, **details: Any) -> int:
         event_id = len(self.events) + 1
@@ -120,3 +153,32 @@ def test_trace_reads_calls_waits_and_each_nodes_drain_across_child_executions() 
     assert (drain.passes, drain.parks, drain.evicted, drain.forced) == (2, 1, 2, 1)
     assert drain.lambda_seconds == pytest.approx(5.75)  # passes and the park's function, not its wait
     assert run.executions["child"] == (start, start + 10.0)
+
+
+def test_batches_are_the_plans_replace_decisions_and_the_chain_the_roll_executions() -> None:
+    parent = _History("parent", {"cluster_id": "c"})
+    for child in ("roll-1", "roll-2"):
+        output = json.dumps({"ExecutionArn": child})
+        parent.add(1.0, "TaskSubmitted", taskSubmittedEventDetails={"resourceType": "states", "output": output})
+    first = _History("roll-1", {"pool": {"node_pool": "workers"}}, started=0.9)
+    first.call(1.0, 1.5, {"step": "plan"}, {"action": "replace", "replace": [{"node": "n1"}, {"node": "n2"}]})
+    first.call(1.5, 3.0, _drain("n2"), {"done": True, "evicted": ["ns/a"]})
+    first.call(1.6, 4.0, _drain("n1"), {"done": True, "evicted": ["ns/b", "ns/c"]})
+    first.call(9.0, 9.5, {"step": "plan"}, {"action": "continue", "spent": 3})
+    first.add(9.6, "ExecutionSucceeded")
+    second = _History("roll-2", {"pool": {"node_pool": "workers"}}, started=9.7)
+    second.call(10.0, 10.5, {"step": "plan"}, {"action": "replace", "replace": [{"node": "n3"}]})
+    second.call(10.5, 12.0, _drain("n3"), {"done": True, "evicted": []})
+    second.call(18.0, 18.5, {"step": "plan"}, {"action": "done"})
+    second.add(19.0, "ExecutionSucceeded")
+    histories = run_histories(_Sfn(parent, first, second), "parent")
+    run = trace(histories)
+
+    grouped = batches(run.calls, node_drains(run.calls))
+    assert [[d.node for d in batch] for batch in grouped] == [["n1", "n2"], ["n3"]]  # the plan's order
+    assert [sum(d.evicted for d in batch) for batch in grouped] == [3, 0]
+    chain = roll_chain(histories, run)
+    assert [(e.arn, e.events, e.nodes, e.handed_over) for e in chain] == [
+        ("roll-1", len(first.events), 2, True),
+        ("roll-2", len(second.events), 1, False),
+    ]

@@ -13,7 +13,7 @@ from clm.kube.nodes import LAST_PROGRESS
 from clm.kube.settings import DrainSettings
 from clm.timestamps import format_time
 from tests.unit.test_kube_client import RecordedTransport, response
-from tests.unit.test_kube_eviction import NOW, cordoned_node, recorded_v1
+from tests.unit.test_kube_eviction import NOW, cordoned_node, recorded_v1, too_many_requests
 from tests.unit.test_kube_pods import make_pod
 
 WEB = {"app": "web"}
@@ -129,3 +129,30 @@ def test_a_pod_gone_before_its_eviction_has_the_node_listed_again_soon() -> None
     pods = [make_pod("web-1", labels=WEB)]  # its eviction is answered 404: deleted meanwhile
     result = one_pass(node(pods, [budget(allowed=1)], NOW))
     assert (result["done"], result["evicted"], result["blocked"], result["wait_seconds"]) == (False, [], [], 1)
+
+
+def test_a_budget_that_just_started_refusing_is_settling_not_parked_on() -> None:
+    """A sibling drain's eviction: the evicted pod gone, its replacement not created yet, every pod left healthy
+    (an integer minAvailable counts the pods that exist). The budget opens within seconds: no park for days."""
+    pods = [make_pod("web-1", labels=WEB)]
+    just_refusing = budget()
+    condition = {"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods"}
+    just_refusing["status"]["conditions"] = [
+        {**condition, "lastTransitionTime": format_time(NOW - timedelta(seconds=2))}
+    ]
+    result = one_pass(node(pods, [just_refusing], NOW - timedelta(seconds=5)), HOUR_GRACE)
+    assert (result["wait_seconds"], result["park"]) == (1, None)
+    steady = budget()
+    steady["status"]["conditions"] = [{**condition, "lastTransitionTime": format_time(NOW - timedelta(minutes=5))}]
+    result = one_pass(node(pods, [steady], NOW - timedelta(seconds=5)), HOUR_GRACE)
+    assert result["park"] is not None
+
+
+def test_a_budget_listed_open_that_refused_the_eviction_is_settling_not_parked_on() -> None:
+    """Another drain of the batch took the budget's one disruption between this pass's list and its eviction."""
+    pods = [make_pod("web-1", labels=WEB)]
+    transport = node(pods, [budget(allowed=1, healthy=4, expected=4)], NOW - timedelta(seconds=5))
+    transport.recordings[("POST", "/api/v1/namespaces/app/pods/web-1/eviction")] = [too_many_requests("web")]
+    result = one_pass(transport, HOUR_GRACE)
+    assert [b["pdb"] for b in result["blocked"]] == ["app/web"]
+    assert (result["wait_seconds"], result["park"]) == (1, None)

@@ -167,7 +167,7 @@ def test_budgets_match_only_their_namespace():
 @pytest.mark.parametrize(
     ("pdb", "blocks", "settling"),
     [
-        (make_pdb("p", {}, allowed=1), False, False),
+        (make_pdb("p", {}, allowed=1), False, True),  # allowed as listed: a refusal after is another eviction taking it
         (make_pdb("p", {}, allowed=0, healthy=3, expected=3, desired=3), True, False),  # maxUnavailable 0: steady
         (make_pdb("p", {}, allowed=0, healthy=2, expected=3), True, True),  # a replacement is coming up
         (make_pdb("p", {}, allowed=0, healthy=3, expected=3, disrupted=1), True, True),  # an eviction in flight

@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
+import threading
 import zipfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
@@ -120,3 +123,28 @@ def test_subprocess_mode_needs_a_moto_server(sandbox_aws: boto3.Session) -> None
     lambda_invoke.set_mode("subprocess")
     with pytest.raises(ClientError, match="Lambda function child: subprocess mode needs moto running as a server"):
         invoke(sandbox_aws, "child", {})
+
+
+MEETING = """
+import sys
+
+
+def handler(event, context):
+    sys.clm_test_barrier.wait(timeout=10)  # both calls inside their handler at once, or neither returns
+    return __name__
+"""
+
+
+def test_calls_of_one_function_run_at_once_each_in_a_warm_container_of_its_own(
+    sandbox_aws: boto3.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Lambda scales out: a Map state's iterations calling one function are not queued behind each other."""
+    create_function(sandbox_aws, "wide", {"main.py": MEETING})
+    monkeypatch.setattr(sys, "clm_test_barrier", threading.Barrier(2), raising=False)
+    with ThreadPoolExecutor(2) as pool:
+        responses = list(pool.map(lambda _: invoke(sandbox_aws, "wide", {}), range(2)))
+    assert [r.get("FunctionError") for r in responses] == [None, None]
+    modules = {json.loads(r["Payload"]) for r in responses}
+    assert len(modules) == 2  # two containers, each its own import of the handler
+    monkeypatch.setattr(sys, "clm_test_barrier", threading.Barrier(1))
+    assert json.loads(invoke(sandbox_aws, "wide", {})["Payload"]) in modules  # then a warm one is reused

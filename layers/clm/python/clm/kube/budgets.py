@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from clm.kube.selectors import selector_matches
+from clm.timestamps import parse_time, utc_now
+
+# A budget whose DisruptionAllowed condition changed this recently may be between an eviction and the replacement
+# pod's creation (see Budget.settling): it is not parked on.
+RECENT_CHANGE = timedelta(seconds=30)
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
@@ -27,6 +33,7 @@ class Budget:
     expected_pods: int
     disrupted_pods: int
     up_to_date: bool
+    just_changed: bool = False  # whether disruptions became allowed or refused within RECENT_CHANGE
 
     @property
     def key(self) -> str:
@@ -35,11 +42,23 @@ class Budget:
 
     @property
     def settling(self) -> bool:
-        """Whether the budget is expected to change soon on its own: pods coming up or going, or not processed.
+        """Whether the budget is expected to change soon on its own: pods coming up or going, not processed, or
+        just changed.
 
-        A budget blocked with every pod healthy (maxUnavailable 0, minAvailable = replicas) is not settling.
+        A budget blocked with every pod healthy (maxUnavailable 0, minAvailable = replicas) is not settling. But
+        drains running at once (a batch's nodes) take disruptions from each other: a budget listed as allowing
+        disruptions that then refused an eviction was just used by another drain; and a budget with an integer
+        minAvailable counts the pods that exist, so between another drain's eviction and the ReplicaSet creating
+        the replacement every pod left may be healthy and the budget look blocked for good, though it opens within
+        seconds. A steady block has been refusing for a while (the DisruptionAllowed condition, Kubernetes 1.21+).
         """
-        return self.current_healthy < self.expected_pods or self.disrupted_pods > 0 or not self.up_to_date
+        return (
+            self.current_healthy < self.expected_pods
+            or self.disrupted_pods > 0
+            or not self.up_to_date
+            or self.disruptions_allowed > 0
+            or self.just_changed
+        )
 
     @property
     def blocks(self) -> bool:
@@ -60,8 +79,8 @@ class Budget:
         )
 
     @classmethod
-    def from_object(cls, pdb: dict[str, Any], api_version: str) -> Budget:
-        """From a PDB object as served by `api_version` (policy/v1 or policy/v1beta1)."""
+    def from_object(cls, pdb: dict[str, Any], api_version: str, now: datetime | None = None) -> Budget:
+        """From a PDB object as served by `api_version` (policy/v1 or policy/v1beta1), observed at `now`."""
         meta, spec, status = pdb["metadata"], pdb.get("spec") or {}, pdb.get("status") or {}
         return cls(
             namespace=meta.get("namespace", ""),
@@ -74,14 +93,24 @@ class Budget:
             expected_pods=int(status.get("expectedPods", 0)),
             disrupted_pods=len(status.get("disruptedPods") or {}),
             up_to_date=int(status.get("observedGeneration", 0)) >= int(meta.get("generation", 0)),
+            just_changed=_changed_since(status, (now or utc_now()) - RECENT_CHANGE),
         )
 
 
-def list_budgets(kube: KubeClient, namespace: str = "") -> tuple[list[Budget], str]:
-    """Every PDB (of one namespace, or all), with the list's resourceVersion for a watch."""
+def _changed_since(status: dict[str, Any], since: datetime) -> bool:
+    """Whether the DisruptionAllowed condition changed after `since`."""
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "DisruptionAllowed" and condition.get("lastTransitionTime"):
+            return parse_time(condition["lastTransitionTime"]) > since
+    return False
+
+
+def list_budgets(kube: KubeClient, namespace: str = "", now: datetime | None = None) -> tuple[list[Budget], str]:
+    """Every PDB (of one namespace, or all) as at `now` (default: the clock), with the list's resourceVersion for a
+    watch."""
     resource = kube.discovery.pdb_resource()
     listed = kube.request("GET", resource.path(namespace))
-    budgets = [Budget.from_object(item, resource.api_version) for item in listed.get("items") or []]
+    budgets = [Budget.from_object(item, resource.api_version, now) for item in listed.get("items") or []]
     return budgets, listed.get("metadata", {}).get("resourceVersion", "")
 
 

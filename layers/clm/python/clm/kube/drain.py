@@ -328,7 +328,7 @@ class _Drainer:
 def _observe(kube: KubeClient, node: str, clock: _PassClock, pool: ThreadPoolExecutor) -> _Observation:
     """The node's pods and every budget, listed together."""
     at = clock.now()
-    budgets = pool.submit(list_budgets, kube)
+    budgets = pool.submit(list_budgets, kube, now=at)
     listed = kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
     observation = _Observation(
         sort_node_pods(listed.get("items") or []),
