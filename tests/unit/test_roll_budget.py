@@ -43,3 +43,8 @@ def test_the_budget_is_a_deployment_setting():
         steps_per_execution({"CLM_ROLL_STEPS_PER_EXECUTION": "x"})
     with pytest.raises(SettingsError, match="at least 2"):
         steps_per_execution({"CLM_ROLL_STEPS_PER_EXECUTION": "1"})
+
+
+def test_each_drain_pass_after_a_nodes_first_is_a_step():
+    assert spent({**REPLACE_TWO, "passes": [1, 4]}) == 7 + 3
+    assert spent({**REPLACE_TWO, "passes": [1, 1]}) == 7

@@ -1,10 +1,11 @@
 """How much work one roll-node-pool execution does before it hands the roll over to a successor.
 
 Step Functions fails an execution at 25,000 history events, and a roll logs about 40 per node: a pool of a few
-hundred nodes cannot be rolled by one execution. So an execution counts its steps (each plan, and each node it
-took out of service) and, once the budget is spent and the pool is not done, answers `continue` instead of
-acting: it ends, and the provision workflow starts the next execution, which observes the pool afresh. The count
-lives only in the execution's own payload; nothing about the pool is carried over.
+hundred nodes cannot be rolled by one execution. So an execution counts its steps (each plan, each node it took
+out of service, and each drain pass after a node's first: a pass is a Task, a Choice and a Wait, ~9 events) and,
+once the budget is spent and the pool is not done, answers `continue` instead of acting: it ends, and the
+provision workflow starts the next execution, which observes the pool afresh. The count lives only in the
+execution's own payload; nothing about the pool is carried over.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 from clm.workflow.settings import SettingsError
 
 STEPS_VARIABLE = "CLM_ROLL_STEPS_PER_EXECUTION"
-# ~3.5 steps and ~40 history events per node rolled one at a time: about 85 nodes, ~3,500 events per execution,
-# which leaves most of the 25,000 for the drain passes of the nodes of the last round.
+# A step logs at most ~16 history events (a plan and its Wait: 9; a node: its first pass, its terminate and its Map
+# iteration: ~14; a further pass: 9), so 300 steps are at most ~5,000 events: about 130 nodes rolled one at a
+# time, and most of the 25,000 left for the drain passes of the last batch, which the budget cannot interrupt.
 DEFAULT_STEPS = 300
 CONTINUE = "continue"
 
@@ -35,10 +37,12 @@ def steps_per_execution(environ: Mapping[str, str] = os.environ) -> int:
 
 
 def spent(previous: Mapping[str, Any] | None) -> int:
-    """The steps spent once the plan after `previous` (this execution's last decision, if any) is made."""
+    """The steps spent once the plan after `previous` (this execution's last decision, if any) is made: a replace
+    decision's nodes, and the drain passes each took beyond its first (`passes`, one count a node)."""
     if not previous:
         return 1
-    return int(previous.get("spent", 0)) + 1 + len(previous.get("replace") or [])
+    extra = sum(max(int(count or 0) - 1, 0) for count in previous.get("passes") or [])
+    return int(previous.get("spent", 0)) + 1 + len(previous.get("replace") or []) + extra
 
 
 def within_budget(decision: dict[str, Any], previous: Mapping[str, Any] | None, budget: int) -> dict[str, Any]:

@@ -190,17 +190,19 @@ def scale(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, replacement}` -> one drain pass over the replacement's node (cordons it first)."""
+    """`{cluster_id, rendering, replacement, passes}` -> one drain pass over the replacement's node (cordons it
+    first), with the passes this execution has made over it counting this one (the budget counts them)."""
     from clm.kube.drain import drain_pass
     from clm.kube.settings import DrainSettings
 
+    passes = int(event.get("passes") or 0) + 1
     node = event["replacement"].get("node")
     if not node:
-        return {"node": None, "done": True, "wait_seconds": 0}
+        return {"node": None, "done": True, "wait_seconds": 0, "passes": passes}
     cluster = rendering(event["rendering"]).cluster
     settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
     with kube_client(cluster) as kube:
-        return drain_pass(kube, node, settings)
+        return {**drain_pass(kube, node, settings), "passes": passes}
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
