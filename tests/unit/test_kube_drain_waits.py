@@ -19,11 +19,11 @@ from tests.unit.test_kube_pods import make_pod
 WEB = {"app": "web"}
 
 
-def budget(*, allowed: int = 0, healthy: int = 3, expected: int = 3) -> dict[str, Any]:
+def budget(*, allowed: int = 0, healthy: int = 3, expected: int = 3, version: str = "7") -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": "app", "generation": 1},
+        "metadata": {"name": "web", "namespace": "app", "generation": 1, "resourceVersion": version},
         "spec": {"minAvailable": 3, "selector": {"matchLabels": WEB}},
         "status": {
             "observedGeneration": 1,
@@ -52,8 +52,11 @@ def node(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], drain_start:
     )
 
 
-def one_pass(transport: RecordedTransport, settings: DrainSettings | None = None) -> dict[str, Any]:
-    return drain_pass(KubeClient(transport, "c1"), "n1", settings or DrainSettings(), now=NOW, budget_seconds=0)
+def one_pass(
+    transport: RecordedTransport, settings: DrainSettings | None = None, seen: dict[str, str] | None = None
+) -> dict[str, Any]:
+    kube = KubeClient(transport, "c1")
+    return drain_pass(kube, "n1", settings or DrainSettings(), now=NOW, budget_seconds=0, seen=seen)
 
 
 @pytest.mark.parametrize(
@@ -109,10 +112,23 @@ def test_a_blocked_pod_is_looked_at_again_just_before_the_force_rules_allow() ->
 
 @pytest.mark.parametrize(("drain_age", "wait"), [(3, 1), (55, 6), (1000, 30)])
 def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_is_young(drain_age: int, wait: int) -> None:
+    """A budget that has not changed since the previous pass (a replacement that does not come up): the back-off
+    grows with the drain's age, up to the poll interval."""
     pods = [make_pod("web-1", labels=WEB)]
     settling = budget(healthy=2, expected=3)  # a replacement is starting
-    result = one_pass(node(pods, [settling], NOW - timedelta(seconds=drain_age)))
-    assert result["wait_seconds"] == wait
+    result = one_pass(node(pods, [settling], NOW - timedelta(seconds=drain_age)), seen={"app/web": "7"})
+    assert (result["wait_seconds"], result["budgets_seen"]) == (wait, {"app/web": "7"})
+
+
+def test_a_settling_budget_that_moved_since_the_previous_pass_is_looked_at_again_soon() -> None:
+    """A batch's drains taking turns on one budget: however long this drain has waited for its turn, the budget
+    changed since its previous pass (another drain evicted through it), so it opens again within seconds."""
+    pods = [make_pod("web-1", labels=WEB)]
+    moved = budget(healthy=2, expected=3, version="9")
+    result = one_pass(node(pods, [moved], NOW - timedelta(seconds=1000)), seen={"app/web": "7"})
+    assert (result["wait_seconds"], result["budgets_seen"]) == (1, {"app/web": "9"})
+    result = one_pass(node(pods, [moved], NOW - timedelta(seconds=1000)))  # the drain's first pass here
+    assert result["wait_seconds"] == 1
 
 
 def test_a_settling_budget_is_looked_at_again_soon_while_the_drain_progresses() -> None:

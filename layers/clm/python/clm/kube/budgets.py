@@ -34,6 +34,7 @@ class Budget:
     disrupted_pods: int
     up_to_date: bool
     just_changed: bool = False  # whether disruptions became allowed or refused within RECENT_CHANGE
+    version: str = ""  # metadata.resourceVersion: changes with every status update (a pod's health, a disruption)
 
     @property
     def key(self) -> str:
@@ -94,6 +95,7 @@ class Budget:
             disrupted_pods=len(status.get("disruptedPods") or {}),
             up_to_date=int(status.get("observedGeneration", 0)) >= int(meta.get("generation", 0)),
             just_changed=_changed_since(status, (now or utc_now()) - RECENT_CHANGE),
+            version=str(meta.get("resourceVersion", "")),
         )
 
 

@@ -12,7 +12,9 @@ watches, never on long waits:
 - only terminating pods left: until shortly before the last one's grace period ends (exact for pods
   this pass evicted, from the deletion timestamp's whole seconds otherwise);
 - blocked by a settling budget: a second, growing with the time since the drain last evicted or deleted a
-  pod (kept on the node) up to the poll interval;
+  pod (kept on the node) up to the poll interval; but a second (after a short watch) while the budget moves
+  (its resourceVersion differs from the one the previous pass saw: a batch's other drains are evicting through
+  it, so it opens again within seconds, however long this drain has waited for its turn);
 - blocked only by budgets that will not change on their own (every pod healthy): until shortly before
   the force rules allow. When that is longer than the poll interval, the pass also returns `park`
   ({seconds, since: when it listed the pods}): the workflow parks the drain for that long, unless a
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -117,6 +119,7 @@ class _Drainer:
         deadline: float,
         pool: ThreadPoolExecutor,
         eviction_version: str,
+        seen: Mapping[str, str],
     ):
         self.kube, self.node, self.settings, self.clock, self.deadline = kube, node, settings, clock, deadline
         self.drain_start, self.last_forced = drain.drain_start, drain.last_forced
@@ -128,6 +131,8 @@ class _Drainer:
         self.blocked: list[_Blocked] = []
         self.evicted_at: dict[str, datetime] = {}  # uid -> when this pass evicted it
         self.settle_watch_ends: float | None = None  # monotonic end of the watch on a settling budget
+        self.seen = seen  # blocking budget -> its resourceVersion, as the previous pass saw it
+        self.versions: dict[str, str] = {}  # the same, as this pass last saw it
 
     def observe(self) -> _Observation:
         return _observe(self.kube, self.node, self.clock, self.pool)
@@ -135,6 +140,7 @@ class _Drainer:
     def evict(self, observation: _Observation) -> bool:
         """Evict every pod no budget is known to refuse; remember the blocked ones. True if any went."""
         self.blocked, candidates = [], []
+        self.versions = {b.key: b.version for b in observation.budgets}
         for pod in observation.pods.evictable:
             refusing = [b for b in budgets_for(pod, observation.budgets) if b.blocks]
             if refusing and phase(pod) != "Pending":  # the server evicts pending pods regardless of budgets
@@ -230,8 +236,12 @@ class _Drainer:
             return (evicted_at + timedelta(seconds=float(grace)) - now).total_seconds()
         return ((deletion_deadline(pod) or now) - now).total_seconds() + STAMP_PRECISION
 
+    def _moving(self) -> bool:
+        """Whether a settling budget blocking the node changed since the previous pass (or is new to it)."""
+        return any(b.settling and b.pdb and self.seen.get(b.pdb) != self.versions.get(b.pdb) for b in self.blocked)
+
     def _next_for_blocked(self, now: datetime, mono: float) -> tuple[float | None, int]:
-        age = (now - max(self.progress_at, self.drain_start)).total_seconds()
+        age = 0.0 if self._moving() else (now - max(self.progress_at, self.drain_start)).total_seconds()
         backoff = min(self.settings.poll_interval, max(SETTLING_WAIT, age / 10))
         wakes: list[float] = []
         waits: list[int] = []
@@ -291,6 +301,7 @@ class _Drainer:
             "left_behind": _listed([pod_key(p) for p in observation.overdue]),
             "drain_start": format_time(self.drain_start),
             "park": None,
+            "budgets_seen": {b.pdb: self.versions.get(b.pdb, "") for b in self.blocked[:MAX_LISTED] if b.pdb},
         }
         if not done and wait_seconds > self.settings.poll_interval and self.parks():
             result["park"] = {"seconds": wait_seconds, "since": format_time(observation.at)}
@@ -350,14 +361,15 @@ def drain_pass(
     *,
     now: datetime | None = None,
     budget_seconds: float = PASS_BUDGET,
+    seen: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One drain pass over `node`, bounded by about `budget_seconds` (plus one last round of requests).
 
-    `now` is the pass's start in wall time (default: the clock); force rules use it. Returns a small
-    JSON-able dict: {node, done, wait_seconds, evicted, forced, blocked: [{pod, reason, pdb}],
-    terminating, left_behind, drain_start, park: {seconds, since} when the drain may park, else null}; lists
-    hold at most MAX_LISTED names. A node that no longer exists is done
-    ({"node", "done": true, "gone": true, "wait_seconds": 0}).
+    `now` is the pass's start in wall time (default: the clock); force rules use it. `seen` is the previous
+    pass's `budgets_seen`. Returns a small JSON-able dict: {node, done, wait_seconds, evicted, forced, blocked:
+    [{pod, reason, pdb}], terminating, left_behind, drain_start, park: {seconds, since} when the drain may park,
+    else null, budgets_seen: {pdb: resourceVersion} of the blocking budgets}; lists hold at most MAX_LISTED names.
+    A node that no longer exists is done ({"node", "done": true, "gone": true, "wait_seconds": 0}).
     """
     clock = _PassClock(now)
     deadline = time.monotonic() + budget_seconds
@@ -369,5 +381,5 @@ def drain_pass(
             drain = cordon(kube, node, clock.now(), settings.taint_effect)
         except NodeNotFound:
             return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
-        drainer = _Drainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result())
+        drainer = _Drainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result(), seen or {})
         return drainer.run(first.result())

@@ -190,19 +190,21 @@ def scale(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, replacement, passes}` -> one drain pass over the replacement's node (cordons it
-    first), with the passes this execution has made over it counting this one (the budget counts them)."""
+    """`{cluster_id, rendering, replacement, previous}` -> one drain pass over the replacement's node (cordons it
+    first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the passes this
+    execution has made over the node counting this one (the execution's budget counts them)."""
     from clm.kube.drain import drain_pass
     from clm.kube.settings import DrainSettings
 
-    passes = int(event.get("passes") or 0) + 1
+    previous = event.get("previous") or {}
+    passes = int(previous.get("passes") or 0) + 1
     node = event["replacement"].get("node")
     if not node:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes}
     cluster = rendering(event["rendering"]).cluster
     settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
     with kube_client(cluster) as kube:
-        return {**drain_pass(kube, node, settings), "passes": passes}
+        return {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
