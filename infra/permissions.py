@@ -34,6 +34,7 @@ NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
 KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
+ETCD_KEY_ALIAS = "alias/etcd-cluster"  # clm.render.account_lookups.ETCD_KEY_ALIAS (CLM's etcd key)
 STACK_READ = [
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResources",
@@ -93,6 +94,22 @@ def grant_lookups(function: ClmFunction) -> None:
         ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"],
         ["*"],
         reason="EC2 Describe calls support no resource-level permissions",
+    )
+
+
+def grant_account_lookups(function: ClmFunction) -> None:
+    """What templates ask ACM and KMS at render (clm.render.account_lookups): the issued certificates, to choose
+    `load_balancer_certificate`, and the key ARN behind `alias/etcd-cluster` (DescribeKey through that alias
+    only). Read-only."""
+    stack = Stack.of(function)
+    function.allow(["acm:ListCertificates"], ["*"], reason="acm:ListCertificates supports no resource-level permission")
+    certificates = stack.format_arn(service="acm", resource="certificate", resource_name="*")
+    function.allow(["acm:DescribeCertificate"], [certificates], reason="any issued certificate may match the host")
+    function.allow(
+        ["kms:DescribeKey"],
+        [stack.format_arn(service="kms", resource="key", resource_name="*")],
+        {"StringEquals": {"kms:RequestAlias": ETCD_KEY_ALIAS}},
+        reason="the key is named by its alias only (kms:RequestAlias)",
     )
 
 

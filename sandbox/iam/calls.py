@@ -145,6 +145,11 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
     if call.prefix == "s3" and call.key is None:
         known |= {f"s3:{name}" for name in S3_LIST_KEYS}
         context.update({f"s3:{name}": value for name, value in call.params.items() if name in S3_LIST_KEYS})
+    if call.prefix == "kms":  # the alias a request named its key by (AWS: "kms:RequestAlias")
+        known.add("kms:requestalias")
+        named = str(call.params.get("KeyId") or "")
+        if "alias/" in named:
+            context["kms:requestalias"] = "alias/" + named.split("alias/", 1)[1]
     if call.prefix == "cloudformation":
         known |= {"cloudformation:rolearn", "aws:requesttag/", "aws:tagkeys"}
         if call.params.get("RoleARN"):
@@ -254,4 +259,5 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "NetworkInterfaceId": lambda call: call.params.get("NetworkInterfaceId"),
     "VolumeId": lambda call: call.params.get("VolumeId"),
     "InstanceId": lambda call: call.params.get("InstanceId"),
+    "CertificateId": _arn_part("CertificateArn", ":certificate/", 0),
 }

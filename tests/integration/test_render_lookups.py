@@ -1,8 +1,9 @@
 """CLM's EC2-backed template functions in the deployed workflow, IAM enforced: a component calling `ami_id` (CLM's
 amiID: DescribeImages by name and owner), `instance_type_memory_quantity` / `instance_type_cpu_quantity`
-(DescribeInstanceTypes) and the network values (DescribeVpcs, DescribeSubnets: the default VPC's zones and CIDR)
-renders in the run function with the grants infra/ gives it, and the cluster gets what EC2 says; a name EC2 does
-not know fails the run with a problem naming the file and line."""
+(DescribeInstanceTypes), the network values (DescribeVpcs, DescribeSubnets: the default VPC's zones and CIDR),
+`values.load_balancer_certificate` (ACM) and `values.etcd_kms_key_arn` (KMS, through alias/etcd-cluster) renders in
+the run function with the grants infra/ gives it, and the cluster gets what AWS says; a name EC2 does not know
+fails the run with a problem naming the file and line."""
 
 from __future__ import annotations
 
@@ -28,16 +29,24 @@ data:
   cpu: {{{{ scale_quantity(instance_type_cpu_quantity("m5.large"), 0.5) | yaml }}}}
   zones: {{{{ values.availability_zones | join(",") | yaml }}}}
   cidr: {{{{ values.vpc_ipv4_cidr | yaml }}}}
+  certificate: {{{{ values.load_balancer_certificate | yaml }}}}
+  etcd_key: {{{{ values.etcd_kms_key_arn | yaml }}}}
 """
+PRIVATE_CA = f"arn:aws:acm-pca:eu-central-1:{ACCOUNT}:certificate-authority/clm-test"  # moto issues these at once
 
 
-def test_the_run_function_looks_up_images_and_instance_types_for_templates(
+def test_the_run_function_looks_up_what_templates_ask_aws(
     deployment: Deployment, nodes: object, kube_api: k8s.ApiClient
 ) -> None:
     ec2 = deployment.session.client("ec2")
     source = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
     image = ec2.create_image(InstanceId=source, Name=IMAGE)["ImageId"]
     ec2.terminate_instances(InstanceIds=[source])
+    acm, kms = deployment.session.client("acm"), deployment.session.client("kms")
+    acm.request_certificate(DomainName="*.example.org", CertificateAuthorityArn=PRIVATE_CA)
+    certificate = acm.request_certificate(DomainName="*.sandbox.example.org", CertificateAuthorityArn=PRIVATE_CA)
+    etcd_key = kms.create_key()["KeyMetadata"]
+    kms.create_alias(AliasName="alias/etcd-cluster", TargetKeyId=etcd_key["KeyId"])
     s3 = deployment.session.client("s3")
     bucket = deployment.outputs["ConfigBucketName"]
     s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.encode())
@@ -59,13 +68,18 @@ def test_the_run_function_looks_up_images_and_instance_types_for_templates(
             "cpu": "1",
             "zones": ",".join(sorted(zones)),
             "cidr": vpc["CidrBlock"],
+            "certificate": certificate["CertificateArn"],  # the most specific for kube-1.sandbox.example.org
+            "etcd_key": etcd_key["Arn"],
         }
-        looked_up = {j.action for j in record.judged() if j.action.startswith("ec2:Describe") and not j.refused}
+        looked_up = {j.action for j in record.judged() if not j.refused}
         assert {
             "ec2:DescribeImages",
             "ec2:DescribeInstanceTypes",
             "ec2:DescribeVpcs",
             "ec2:DescribeSubnets",
+            "acm:ListCertificates",
+            "acm:DescribeCertificate",
+            "kms:DescribeKey",
         } <= looked_up
 
         known = len(deployment.executions(deployment.provision))

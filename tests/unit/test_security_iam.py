@@ -25,6 +25,7 @@ UNSCOPABLE_ACTIONS = {
     "types",
     "sts:GetCallerIdentity": "STS API reference: GetCallerIdentity needs no permission and names no resource",
     "cloudformation:ListStacks": "Service Authorization Reference, CloudFormation: ListStacks lists no resource types",
+    "acm:ListCertificates": "Service Authorization Reference, ACM: ListCertificates lists no resource types",
     "states:SendTaskSuccess": "Service Authorization Reference, Step Functions: SendTaskSuccess lists no resource "
     "types (the sandbox refused the grant scoped to the roll state machine)",
     "dynamodb:ListStreams": "Service Authorization Reference, DynamoDB: ListStreams lists no resource types (CDK's "

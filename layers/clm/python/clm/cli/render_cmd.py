@@ -31,6 +31,7 @@ def render(
     """
     from clm.config.channels import ConfigSources
     from clm.registry.clusters_yaml import load_clusters
+    from clm.render.account_lookups import AccountLookups
     from clm.render.artefacts import rendered_files, summary
     from clm.render.lookups import Ec2Lookups
     from clm.render.renderer import Renderer
@@ -47,11 +48,12 @@ def render(
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     decrypt = KmsDecrypter(lambda: cli.client("kms"), None)  # `aws:kms:` items: your credentials
     lookups = Ec2Lookups(lambda: cli.client("ec2"))  # images, instance types: asked if a template needs them
+    account = AccountLookups(lambda: cli.client("acm"), lambda: cli.client("kms"))  # only if a template names them
     rows = []
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in renderers:
-            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), decrypt, lookups)
+            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), decrypt, lookups, account)
         renderer = renderers[channels]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from clm.render.origins import INERT
@@ -23,7 +24,7 @@ def _plain(value: Any) -> Any:
         return str(strip_marks(value))
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a value the renderer could not compute raises its reason here
         return {_plain(key): _plain(item) for key, item in value.items()}
     return value
 

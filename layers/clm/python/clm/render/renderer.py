@@ -42,6 +42,7 @@ from clm.yamlutil import error_line, error_reason
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
+    from clm.render.account_lookups import AccountLookups
     from clm.render.environment import TemplateEnvironment
     from clm.render.lookups import Ec2Lookups
 
@@ -126,16 +127,25 @@ class _Source:
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
-    def __init__(self, tree: ConfigTree, decrypt: Decrypter | None = None, lookups: Ec2Lookups | None = None):
+    def __init__(
+        self,
+        tree: ConfigTree,
+        decrypt: Decrypter | None = None,
+        lookups: Ec2Lookups | None = None,
+        account: AccountLookups | None = None,
+    ):
         """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
         `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
-        fail and node pools have no `values.InstanceInfo`."""
+        fail and node pools have no `values.InstanceInfo`. `account` answers ACM and KMS
+        (clm.render.account_lookups: the load balancer certificate, the etcd key); without it, those fail."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
         self._decrypt = decrypt
         self._lookups = lookups
+        self._account = account
+        self._named: dict[str, bool] = {}
         combined = bool(tree.layers)
         self._sources = [
             _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files, lookups))
@@ -251,6 +261,10 @@ class Renderer:
             computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
         except ValueError as exc:
             computed["hosted_zone"] = Unavailable(str(exc))
+        if self._account is not None:
+            from clm.render.account_lookups import account_values
+
+            computed.update(account_values(self._account, cluster.api_server_url, self._names))
         if self._lookups is None:
             return computed, items
         try:
@@ -262,6 +276,13 @@ class Renderer:
         computed.update(zones, vpc_ipv4_cidr=cidr)
         fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
         return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
+
+    def _names(self, name: str) -> bool:
+        """Whether a file of the configuration mentions `name` (so its value is worth a lookup)."""
+        if name not in self._named:
+            needle = name.encode()
+            self._named[name] = any(needle in text for part in self.tree.parts() for text in part.tree.files.values())
+        return self._named[name]
 
     def _pool_values(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> dict[str, Any]:
         """The values CLM adds for a node-pool stack (provisioner/node_pools.go provisionNodePool)."""

@@ -8,6 +8,7 @@ from typing import Any
 from clm.config.tree import ConfigTree
 from clm.model import Cluster
 from clm.render import stored
+from clm.render.account_lookups import AccountLookups
 from clm.render.artefacts import summary
 from clm.render.lookups import Ec2Lookups
 from clm.render.renderer import RenderedCluster, Renderer
@@ -31,15 +32,16 @@ def render_to_s3(
     cluster: Cluster,
     decrypt: Decrypter | None = None,
     lookups: Ec2Lookups | None = None,
+    account: AccountLookups | None = None,
 ) -> dict[str, Any]:
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
     decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored), `lookups` answers what
-    templates ask EC2 (images, instance types).
+    templates ask EC2 (images, instance types), `account` what they ask ACM and KMS.
 
     Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
     Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
-    rendered = Renderer(tree, decrypt, lookups).render(cluster)
+    rendered = Renderer(tree, decrypt, lookups, account).render(cluster)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     return {

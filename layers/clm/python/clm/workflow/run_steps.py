@@ -62,6 +62,7 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
+    from clm.render.account_lookups import AccountLookups
     from clm.render.lookups import Ec2Lookups
     from clm.render.secrets import KmsDecrypter, keys_from_env
     from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
@@ -71,7 +72,8 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
     tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
     decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))  # only the keys the deployment names
     lookups = Ec2Lookups(lambda: client("ec2"))  # amiID, instance types: asked only if a template needs them
-    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt, lookups)
+    account = AccountLookups(lambda: client("acm"), lambda: client("kms"))  # only if a template names them
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt, lookups, account)
 
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:
