@@ -111,6 +111,6 @@ def test_outside_a_rendering_a_duplicate_key_is_still_refused() -> None:
 def test_a_key_overriding_a_merged_one_is_no_duplicate() -> None:
     """YAML merge keys (`<<`): a key set beside the merge overrides the merged one, as yaml.v2 does; no warning."""
     warnings: list[str] = []
-    text = "kind: X\nmetadata: {name: x}\nbase: &b {k: 1, j: 2}\nover: {<<: *b, k: 3}\n"
+    text = "apiVersion: v1\nkind: X\nmetadata: {name: x}\nbase: &b {k: 1, j: 2}\nover: {<<: *b, k: 3}\n"
     [manifest] = split_manifests(text, "f.yaml", warnings=warnings)
     assert manifest.body["over"] == {"k": 3, "j": 2} and warnings == []
