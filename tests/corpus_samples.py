@@ -12,8 +12,16 @@ and bench/render.py.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
 
 from clm.config.tree import ConfigTree
 from clm.migrate.tree import migrate_tree
@@ -90,3 +98,24 @@ def stack_bodies(rendered: RenderedCluster) -> dict[str, str]:
     bodies = {"cluster stack": rendered.cluster_stack.body}
     bodies.update({f"node pool {name}": stack.body for name, stack in sorted(rendered.node_pool_stacks.items())})
     return bodies
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The samples rendered on in-process moto: its EC2 client, the images registered (name -> id), the renderings."""
+
+    ec2: Any
+    images: dict[str, str]
+    rendered: dict[str, RenderedCluster]
+
+
+@contextmanager
+def samples_on_moto(files: dict[str, bytes]) -> Iterator[Samples]:
+    """In-process moto (fake credentials, running as the images' owner) with the images registered and both samples
+    rendered from `files`; the environment is restored after."""
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "MOTO_ACCOUNT_ID": IMAGE_OWNER}
+    with mock.patch.dict(os.environ, env), mock_aws():
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        ec2 = boto3.client("ec2", region_name=REGION)
+        images = register_images(ec2)
+        yield Samples(ec2, images, render_samples(files, ec2))
