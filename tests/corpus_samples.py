@@ -87,9 +87,14 @@ def sample_clusters(ec2: Any) -> dict[str, Cluster]:
     }
 
 
+def sample_renderer(files: dict[str, bytes], ec2: Any) -> Renderer:
+    """A renderer of the translated corpus whose lookups ask `ec2`."""
+    return Renderer(ConfigTree(version="v", files=files, source="corpus"), lookups=Ec2Lookups(lambda: ec2))
+
+
 def render_samples(files: dict[str, bytes], ec2: Any) -> dict[str, RenderedCluster]:
     """Every sample cluster rendered from the translated corpus with one renderer, by provider."""
-    renderer = Renderer(ConfigTree(version="v", files=files, source="corpus"), lookups=Ec2Lookups(lambda: ec2))
+    renderer = sample_renderer(files, ec2)
     return {provider: renderer.render(cluster, NOT_COMPUTED) for provider, cluster in sample_clusters(ec2).items()}
 
 
