@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from clm.cli import run_history
 from clm.errors import RenderError
 from clm.render.artefacts import summary
 from clm.render.manifests import split_manifests
@@ -116,6 +117,10 @@ def test_a_duplicate_key_in_a_manifest_keeps_the_last_value_with_a_warning(rende
     [container] = deployment.body["spec"]["template"]["spec"]["containers"]
     assert container["env"] == [{"name": "AWS_REGION", "value": "eu-central-1"}]  # the second `env`
     assert summary(aws)["warnings"] == aws.warnings and summary(aws)["warning_count"] == 1
+    line, style = run_history._render(
+        {}, summary(eks)
+    )  # the render step's result, as `clm provision --follow` shows it
+    assert style == "yellow" and "; 2 warning(s): cluster/manifests/cluster-lifecycle-controller/" in line
 
 
 def test_every_stack_passes_cfn_lint(rendered: dict[str, RenderedCluster]) -> None:
