@@ -1,5 +1,6 @@
 """Every object the translated corpus renders for the two sample clusters (tests/corpus_samples.py), applied with
-server-side apply in dry run (dryRun=All, field manager `clm`) on the sandbox's real kube-apiserver 1.20.
+CLM's server-side apply (clm.kube.apply) in dry run (dryRun=All, field manager `clm`), object by object, on the
+sandbox's real kube-apiserver 1.20.
 
 Eligible: the object's group/version/kind is served by that server (discovery). The corpus's own Namespaces and
 CustomResourceDefinitions are applied for real first (and removed after), so that objects in those namespaces and
@@ -14,14 +15,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from clm.kube.apply import FIELD_MANAGER
-from clm.kube.client import APPLY_PATCH, KubeClient
+from clm.kube.apply import apply_manifests
+from clm.kube.client import KubeClient
 from clm.kube.crds import CRD_PATH, crd_api_versions, crd_status, is_crd
-from clm.kube.errors import KubeApiError
+from clm.kube.errors import ApplyError
 from clm.render.manifests import Manifest
 from clm.render.renderer import RenderedCluster
 from tests.corpus_samples import migrated_files, samples_on_moto
@@ -79,18 +79,13 @@ def objects_of(result: RenderedCluster) -> list[Manifest]:
     ]
 
 
-def apply(kube: KubeClient, manifest: Manifest, dry_run: bool) -> str:
-    """Server-side apply one object as clm.kube.apply does; its path. KubeApiError when refused."""
+def install(kube: KubeClient, manifest: Manifest) -> str:
+    """Apply a cluster-scoped object for real with CLM's apply (clm.kube.apply); its path, to delete it after.
+    ApplyError when refused."""
+    apply_manifests(kube, [manifest])  # a CRD not established yet: `done` False, waited for below
     resource = kube.discovery.resource(manifest.body["apiVersion"], manifest.kind)
-    assert resource is not None
-    namespace = (manifest.namespace or "default") if resource.namespaced else ""
-    body: dict[str, Any] = manifest.body
-    if namespace and not manifest.namespace:
-        body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
-    path = resource.path(namespace, manifest.name)
-    query = {"fieldManager": FIELD_MANAGER, "force": True, "dryRun": "All" if dry_run else None}
-    kube.exchange("PATCH", path, query=query, body=body, content_type=APPLY_PATCH, retries=1)
-    return path
+    assert resource is not None and not resource.namespaced
+    return resource.path(name=manifest.name)
 
 
 @pytest.fixture
@@ -104,13 +99,13 @@ def installed(kube: KubeClient, rendered: dict[str, RenderedCluster]) -> Iterato
     try:
         for name, manifest in namespaces.items():
             if kube.get(f"/api/v1/namespaces/{name}") is None:
-                created.append(apply(kube, manifest, dry_run=False))
+                created.append(install(kube, manifest))
         for name, manifest in crds.items():
             assert kube.get(f"{CRD_PATH}/{name}") is None, f"CRD {name} exists already: not the corpus's to remove"
             try:
-                created.append(apply(kube, manifest, dry_run=False))
-            except KubeApiError as exc:
-                refused[name] = f"{exc.status} {exc.reason}"
+                created.append(install(kube, manifest))
+            except ApplyError as exc:
+                refused[name] = str(exc)
         deadline = time.monotonic() + CRD_WAIT
         while not all(crd_status(kube, name)[0] for name in crds if name not in refused):
             assert time.monotonic() < deadline, "the corpus's CRDs were not established in time"
@@ -138,12 +133,11 @@ def test_dry_run_apply_accepts_every_object_the_server_serves(
                 not_served[f"{api_version} {manifest.kind}"] += 1
                 continue
             try:
-                apply(kube, manifest, dry_run=True)
-                accepted += 1
-            except KubeApiError as exc:
+                report = apply_manifests(kube, [manifest], dry_run=True)  # CLM's apply, one object at a time
+                accepted += report.count("created") + report.count("configured")
+            except ApplyError as exc:
                 name = f"{manifest.namespace}/{manifest.name}" if manifest.namespace else manifest.name
-                answer = f"{manifest.file}: {exc.status} {exc.reason}"
-                refusals.setdefault(f"{manifest.kind} {name}", {})[provider] = answer
+                refusals.setdefault(f"{manifest.kind} {name}", {})[provider] = str(exc)
         eligible = len(objects) - sum(not_served.values())
         print(f"{provider}: {accepted}/{eligible} accepted ({len(objects)} objects; not served: {dict(not_served)})")
     for name, answers in refusals.items():
