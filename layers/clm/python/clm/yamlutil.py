@@ -50,20 +50,37 @@ class SafeLoader(_FastSafeLoader):
 class _LineLoader(SafeLoader):
     """SafeLoader that builds LineDict/LineList and refuses duplicate keys."""
 
+    duplicates: list[tuple[int, str]] | None = None  # when a list: duplicates are recorded, the last value kept
+
+
+class _LastValueLoader(_LineLoader):
+    """_LineLoader that keeps the last value of a duplicate key, as yaml.v2 does (sigs.k8s.io/yaml, non-strict:
+    what kubectl and CLM decode manifests with), and records (line, key) of each duplicate."""
+
+    def __init__(self, stream: str | bytes):
+        super().__init__(stream)
+        self.duplicates = []
+
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     result = LineDict()
     result.line = node.start_mark.line + 1
     result.key_lines = {}
+    explicit = {id(key_node) for key_node, _ in node.value}  # a key set here may override a merged (`<<`) one
     loader.flatten_mapping(node)
+    seen: set[Hashable] = set()
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, Hashable):  # a complex key (`? [a, b]`); PyYAML's own loader refuses it too
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
             )
-        if key in result:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        if key in seen:
+            if loader.duplicates is None:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            loader.duplicates.append((key_node.start_mark.line + 1, str(key)))
+        if id(key_node) in explicit:
+            seen.add(key)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[str(key)] = key_node.start_mark.line + 1
     return result
@@ -114,9 +131,22 @@ def plain(value: Any) -> Any:
     return value
 
 
-def load_all_with_lines(text: str | bytes) -> list[Any]:
-    """Parse a multi-document YAML stream into LineDict/LineList values, keeping empty documents."""
-    return list(yaml.load_all(text, Loader=_LineLoader))
+def load_all_with_lines(text: str | bytes, duplicates: list[tuple[int, str]] | None = None) -> list[Any]:
+    """Parse a multi-document YAML stream into LineDict/LineList values, keeping empty documents.
+
+    A key twice in one mapping is a YAML error, unless `duplicates` is given: then the last value is kept (as
+    yaml.v2 in kubectl does) and (line, key) of each duplicate is appended to it."""
+    if duplicates is None:
+        return list(yaml.load_all(text, Loader=_LineLoader))
+    loader = _LastValueLoader(text)
+    try:
+        documents = []
+        while loader.check_data():
+            documents.append(loader.get_data())
+    finally:
+        loader.dispose()
+    duplicates.extend(loader.duplicates or [])
+    return documents
 
 
 def scalar_text(value: Any) -> str:

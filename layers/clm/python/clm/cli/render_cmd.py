@@ -8,7 +8,7 @@ import click
 
 from clm.cli.context import CliContext
 from clm.cli.options import config_option, pass_cli, registry_file_option
-from clm.cli.output import emit
+from clm.cli.output import emit, print_warning
 from clm.errors import ClusterNotFound
 
 
@@ -63,6 +63,8 @@ def render(
                 (folder / relative).parent.mkdir(parents=True, exist_ok=True)
                 (folder / relative).write_text(content)
         facts = summary(rendered)
+        for warning in rendered.warnings:
+            print_warning(f"{cluster_id}: {warning}")
         rows.append(
             {
                 "cluster": cluster_id,

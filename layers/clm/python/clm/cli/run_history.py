@@ -224,9 +224,13 @@ def _begin(_: dict[str, Any], plan: dict[str, Any]) -> StepLine:
 
 def _render(_: dict[str, Any], rendering: dict[str, Any]) -> StepLine:
     pools = ", ".join(rendering.get("node_pools", [])) or "none"
-    return (
+    text = (
         f"Render: version {rendering.get('version')} ({rendering.get('manifests', 0)} manifests; node pools: {pools})"
-    ), ""
+    )
+    warnings = rendering.get("warnings") or []
+    if warnings:  # e.g. a manifest's duplicate key: rendered as kubectl would, never silent
+        return f"{text}; {rendering.get('warning_count', len(warnings))} warning(s): {_listed(warnings)}", "yellow"
+    return text, ""
 
 
 def _start_stack(_: dict[str, Any], started: dict[str, Any]) -> StepLine:

@@ -8,6 +8,8 @@ from clm.render.manifests import Manifest
 from clm.render.renderer import RenderedCluster
 from clm.yamlutil import dump
 
+MAX_WARNINGS = 20  # listed in a summary (a workflow payload); the count says how many there were
+
 
 def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
     """Relative path -> content for every artefact of a rendered cluster, in apply order."""
@@ -44,4 +46,6 @@ def summary(rendered: RenderedCluster) -> dict[str, object]:
         "components": [c.name for c in rendered.components],
         "manifests": rendered.manifest_count,
         "deletions": {"pre_apply": len(rendered.deletions.pre_apply), "post_apply": len(rendered.deletions.post_apply)},
+        "warnings": rendered.warnings[:MAX_WARNINGS],
+        "warning_count": len(rendered.warnings),
     }

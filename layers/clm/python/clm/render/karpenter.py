@@ -32,8 +32,10 @@ def render_provisioners(
     cluster: Cluster,
     pool: NodePool,
     values: Mapping[str, Any],
+    warnings: list[str] | None = None,
 ) -> list[Manifest]:
-    """The Kubernetes objects of a Karpenter pool; RenderError (naming file and line) when they are invalid."""
+    """The Kubernetes objects of a Karpenter pool; RenderError (naming file and line) when they are invalid.
+    Duplicate keys: see split_manifests (`warnings`)."""
     file = PROVISIONERS.format(profile=pool.profile)
     if file not in files:
         raise RenderError(
@@ -44,4 +46,4 @@ def render_provisioners(
     userdata = USERDATA.format(profile=pool.profile)
     if userdata in files:
         context["values"][USERDATA_VALUE] = env.render(userdata, context, cluster.id)
-    return split_manifests(env.render(file, context, cluster.id), file, cluster.id)
+    return split_manifests(env.render(file, context, cluster.id), file, cluster.id, warnings)

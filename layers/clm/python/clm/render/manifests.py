@@ -49,12 +49,20 @@ def _document_problem(doc: Any) -> str | None:
     return None
 
 
-def split_manifests(text: str, file: str, cluster_id: str | None = None) -> list[Manifest]:
-    """Parse a multi-document YAML file; empty documents are dropped, others must be objects."""
+def split_manifests(
+    text: str, file: str, cluster_id: str | None = None, warnings: list[str] | None = None
+) -> list[Manifest]:
+    """Parse a multi-document YAML file; empty documents are dropped, others must be objects.
+
+    A key twice in one mapping is refused, unless `warnings` is given: then, as kubectl and CLM decode manifests
+    (yaml.v2, non-strict), the last value is used and a warning naming file, line and key is appended to it."""
+    duplicates: list[tuple[int, str]] | None = None if warnings is None else []
     try:
-        documents = load_all_with_lines(text)
+        documents = load_all_with_lines(text, duplicates)
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
+    for line, key in duplicates or []:
+        warnings.append(f"{file}:{line}: duplicate key {key!r}: the last value is used, as kubectl does")
     result = []
     for index, doc in enumerate(documents, start=1):
         if doc is None:

@@ -86,6 +86,8 @@ class RenderedCluster:
     node_pool_manifests: dict[str, list[Manifest]] = field(default_factory=dict)
     # Config items decrypted for the templates: name -> the `aws:kms:` value they had (clm.render.secrets).
     encrypted_items: dict[str, str] = field(default_factory=dict)
+    # What rendered but deserves a look, each naming file and line (a manifest's duplicate key: the last is used).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def manifest_count(self) -> int:
@@ -205,11 +207,12 @@ class Renderer:
         view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items))
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
+        warnings: list[str] = []
         node_pool_stacks = {
             pool.name: self._node_pool_stack(view, seen, values) for pool, seen in pools if not pool.is_karpenter
         }
         node_pool_manifests = {
-            pool.name: render_provisioners(self._env, self.tree.files, self.tree.source, view, seen, values)
+            pool.name: render_provisioners(self._env, self.tree.files, self.tree.source, view, seen, values, warnings)
             for pool, seen in pools
             if pool.is_karpenter
         }
@@ -226,7 +229,7 @@ class Renderer:
                         m
                         for path in paths
                         for m in split_manifests(
-                            source.render(path, context, cluster.id), source.prefix + path, cluster.id
+                            source.render(path, context, cluster.id), source.prefix + path, cluster.id, warnings
                         )
                     ],
                 )
@@ -235,6 +238,7 @@ class Renderer:
             deletions=self._deletions(context, cluster.id),
             node_pool_manifests=node_pool_manifests,
             encrypted_items=encrypted,
+            warnings=warnings,
         )
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:

@@ -31,6 +31,7 @@ def dumps(rendered: RenderedCluster) -> str:
         "components": [{"name": c.name, "manifests": _manifests(c.manifests)} for c in rendered.components],
         "deletions": rendered.deletions.to_dict(),
         "node_pool_manifests": {pool: _manifests(items) for pool, items in rendered.node_pool_manifests.items()},
+        "warnings": rendered.warnings,
     }
     return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
@@ -54,6 +55,7 @@ def loads(text: str | bytes) -> RenderedCluster:
         node_pool_manifests={
             pool: _load_manifests(items) for pool, items in document.get("node_pool_manifests", {}).items()
         },
+        warnings=document.get("warnings", []),
     )
 
 

@@ -1,0 +1,126 @@
+"""Sample clusters of Zalando's registry format for the translated corpus (../shared/corpus/kubernetes-on-aws),
+rendered with CLM's values from EC2 (moto): one per provider CLM supports, shared by unit and integration tests
+and bench/render.py.
+
+- zalando-aws: CLM manages masters and etcd; a pool of each profile (master-default, worker-splitaz,
+  worker-combined on arm64, worker-karpenter), Karpenter off (config-defaults.yaml's default).
+- zalando-eks: CLM's ZalandoEKSProvisioner manages neither master pools nor the etcd stack (EKS is the control
+  plane), so no master pool; the registry holds what CLM's EKS creation hook writes back (eks_endpoint,
+  eks_certificate_authority_data, eks_oidc_issuer_url); Karpenter pools on, so provisioners.yaml and the
+  z-karpenter component render too. The corpus (2024-10) does not branch on the provider itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+
+from clm.config.tree import ConfigTree
+from clm.migrate.tree import migrate_tree
+from clm.model import Cluster, NodePool
+from clm.render.lookups import Ec2Lookups
+from clm.render.renderer import RenderedCluster, Renderer
+from tests.unit.test_migrate_corpus import IMAGES, PEM_ITEMS, REGISTRY_ITEMS
+from tests.unit.test_render_lookups import OWNER, register_image
+
+# Values CLM computes that the renderer does not yet (ACM, KMS, the cluster stack, the node bootstrap files).
+NOT_COMPUTED: dict[str, Any] = {
+    "load_balancer_certificate": "arn:aws:acm:eu-central-1:123456789012:certificate/c",
+    "etcd_kms_key_arn": "arn:aws:kms:eu-central-1:123456789012:key/k",
+    "ClusterStackOutputs": {"EtcdEncryptionKey": "k"},
+    "UserData": "user-data",
+    "S3GeneratedFilesPath": "s3://bucket/files",
+}
+ACCOUNT = "123456789012"
+REGION = "eu-central-1"
+IMAGE_OWNER = OWNER
+# What CLM's EKS creation hook writes to the registry from DescribeCluster (provisioner/zalando_eks.go).
+EKS_ITEMS = {
+    "eks_endpoint": "https://0123456789ABCDEF0123456789ABCDEF.gr7.eu-central-1.eks.amazonaws.com",
+    "eks_certificate_authority_data": PEM_ITEMS["etcd_client_ca_cert"],
+    "eks_oidc_issuer_url": "https://oidc.eks.eu-central-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
+    "karpenter_pools_enabled": "true",
+}
+WORKER_POOLS = (
+    NodePool("default-worker", "worker-splitaz", 3, 9, ["m5.large", "m5.xlarge"]),
+    NodePool("arm-worker", "worker-combined", 1, 3, ["m6g.large"]),
+    NodePool("karpenter", "worker-karpenter", 0, 10, ["default-for-karpenter"]),
+)
+MASTER_POOL = NodePool("default-master", "master-default", 2, 2, ["m5.large"])
+
+
+def migrated_files(dest: Path, corpus: Path) -> dict[str, bytes]:
+    """`clm migrate` of the corpus into `dest`: translated path -> text."""
+    report = migrate_tree(corpus, dest)
+    return {name: (dest / name).read_bytes() for name in report.translated}
+
+
+def register_images(ec2: Any) -> dict[str, str]:
+    """The images config-defaults.yaml names, registered on moto in their owner's account (the caller runs moto as
+    IMAGE_OWNER: MOTO_ACCOUNT_ID): name -> image id."""
+    return {name: register_image(ec2, name) for name in IMAGES}
+
+
+def _cluster(name: str, provider: str, items: dict[str, str], pools: list[NodePool]) -> Cluster:
+    return Cluster(
+        f"aws:{ACCOUNT}:{REGION}:{name}", name, f"aws:{ACCOUNT}", REGION, provider,
+        alias=name, environment="production", api_server_url=f"https://{name}.example.org",
+        config_items=items, node_pools=pools,
+    )  # fmt: skip
+
+
+def sample_clusters(ec2: Any) -> dict[str, Cluster]:
+    """The zalando-aws and zalando-eks samples (by provider), in the default VPC of moto's `ec2`."""
+    [vpc] = ec2.describe_vpcs()["Vpcs"]
+    items = dict.fromkeys(REGISTRY_ITEMS, "eA==") | PEM_ITEMS | {"vpc_id": vpc["VpcId"]}
+    return {
+        "zalando-aws": _cluster("kube-1", "zalando-aws", items, [MASTER_POOL, *WORKER_POOLS]),
+        "zalando-eks": _cluster("kube-eks-1", "zalando-eks", items | EKS_ITEMS, list(WORKER_POOLS)),
+    }
+
+
+def sample_renderer(files: dict[str, bytes], ec2: Any) -> Renderer:
+    """A renderer of the translated corpus whose lookups ask `ec2`."""
+    return Renderer(ConfigTree(version="v", files=files, source="corpus"), lookups=Ec2Lookups(lambda: ec2))
+
+
+def render_samples(files: dict[str, bytes], ec2: Any) -> dict[str, RenderedCluster]:
+    """Every sample cluster rendered from the translated corpus with one renderer, by provider."""
+    renderer = sample_renderer(files, ec2)
+    return {provider: renderer.render(cluster, NOT_COMPUTED) for provider, cluster in sample_clusters(ec2).items()}
+
+
+def stack_bodies(rendered: RenderedCluster) -> dict[str, str]:
+    """Every stack body of a rendering, by a readable name."""
+    bodies = {"cluster stack": rendered.cluster_stack.body}
+    bodies.update({f"node pool {name}": stack.body for name, stack in sorted(rendered.node_pool_stacks.items())})
+    return bodies
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The samples rendered on in-process moto: its EC2 client, the images registered (name -> id), the renderings."""
+
+    ec2: Any
+    images: dict[str, str]
+    rendered: dict[str, RenderedCluster]
+
+
+@contextmanager
+def samples_on_moto(files: dict[str, bytes]) -> Iterator[Samples]:
+    """In-process moto (fake credentials, running as the images' owner) with the images registered and both samples
+    rendered from `files`; the environment is restored after."""
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "MOTO_ACCOUNT_ID": IMAGE_OWNER}
+    with mock.patch.dict(os.environ, env), mock_aws():
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        ec2 = boto3.client("ec2", region_name=REGION)
+        images = register_images(ec2)
+        yield Samples(ec2, images, render_samples(files, ec2))
