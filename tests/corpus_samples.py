@@ -26,15 +26,14 @@ from moto import mock_aws
 from clm.config.tree import ConfigTree
 from clm.migrate.tree import migrate_tree
 from clm.model import Cluster, NodePool
+from clm.render.account_lookups import AccountLookups
 from clm.render.lookups import Ec2Lookups
 from clm.render.renderer import RenderedCluster, Renderer
 from tests.unit.test_migrate_corpus import IMAGES, PEM_ITEMS, REGISTRY_ITEMS
 from tests.unit.test_render_lookups import OWNER, register_image
 
-# Values CLM computes that the renderer does not yet (ACM, KMS, the cluster stack, the node bootstrap files).
+# Values CLM computes that the renderer does not yet (the cluster stack's outputs, the node bootstrap files).
 NOT_COMPUTED: dict[str, Any] = {
-    "load_balancer_certificate": "arn:aws:acm:eu-central-1:123456789012:certificate/c",
-    "etcd_kms_key_arn": "arn:aws:kms:eu-central-1:123456789012:key/k",
     "ClusterStackOutputs": {"EtcdEncryptionKey": "k"},
     "UserData": "user-data",
     "S3GeneratedFilesPath": "s3://bucket/files",
@@ -88,8 +87,21 @@ def sample_clusters(ec2: Any) -> dict[str, Cluster]:
 
 
 def sample_renderer(files: dict[str, bytes], ec2: Any) -> Renderer:
-    """A renderer of the translated corpus whose lookups ask `ec2`."""
-    return Renderer(ConfigTree(version="v", files=files, source="corpus"), lookups=Ec2Lookups(lambda: ec2))
+    """A renderer of the translated corpus whose lookups ask `ec2` and moto's ACM and KMS in its region."""
+    tree = ConfigTree(version="v", files=files, source="corpus")
+    account = AccountLookups(lambda: boto3.client("acm", region_name=REGION), lambda: boto3.client("kms", REGION))
+    return Renderer(tree, lookups=Ec2Lookups(lambda: ec2), account=account)
+
+
+def register_account_values() -> tuple[str, str]:
+    """An issued ACM certificate for the samples' API servers (*.example.org) and CLM's etcd key behind
+    alias/etcd-cluster, on moto: their ARNs."""
+    acm, kms = boto3.client("acm", region_name=REGION), boto3.client("kms", region_name=REGION)
+    authority = f"arn:aws:acm-pca:{REGION}:{ACCOUNT}:certificate-authority/samples"  # moto issues these at once
+    certificate = acm.request_certificate(DomainName="*.example.org", CertificateAuthorityArn=authority)
+    key = kms.create_key()["KeyMetadata"]
+    kms.create_alias(AliasName="alias/etcd-cluster", TargetKeyId=key["KeyId"])
+    return certificate["CertificateArn"], key["Arn"]
 
 
 def render_samples(files: dict[str, bytes], ec2: Any) -> dict[str, RenderedCluster]:
@@ -107,11 +119,14 @@ def stack_bodies(rendered: RenderedCluster) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Samples:
-    """The samples rendered on in-process moto: its EC2 client, the images registered (name -> id), the renderings."""
+    """The samples rendered on in-process moto: its EC2 client, the images registered (name -> id), the renderings,
+    the certificate and etcd key the renderings name."""
 
     ec2: Any
     images: dict[str, str]
     rendered: dict[str, RenderedCluster]
+    certificate: str  # the ACM certificate's ARN
+    etcd_key: str  # the etcd KMS key's ARN
 
 
 @contextmanager
@@ -123,4 +138,5 @@ def samples_on_moto(files: dict[str, bytes]) -> Iterator[Samples]:
         os.environ.pop("AWS_ENDPOINT_URL", None)
         ec2 = boto3.client("ec2", region_name=REGION)
         images = register_images(ec2)
-        yield Samples(ec2, images, render_samples(files, ec2))
+        certificate, etcd_key = register_account_values()
+        yield Samples(ec2, images, render_samples(files, ec2), certificate, etcd_key)

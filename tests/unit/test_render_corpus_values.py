@@ -71,6 +71,10 @@ def test_the_corpus_renders_for_both_sample_clusters(samples: Samples) -> None:
     aws, eks = rendered["zalando-aws"], rendered["zalando-eks"]
 
     assert aws.cluster.config_items["etcd_ami"] == images[IMAGES[0]]  # amiID in config-defaults.yaml
+    listeners = [
+        r["Properties"] for r in aws.cluster_stack.template["Resources"].values() if "Certificates" in r["Properties"]
+    ]
+    assert listeners and all(p["Certificates"] == [{"CertificateArn": samples.certificate}] for p in listeners)
     machine_image = {
         provider: {
             name: stack.template["Mappings"]["Images"]["eu-central-1"]["MachineImage"]
