@@ -91,7 +91,7 @@ def test_a_failed_deletion_is_an_error_naming_the_stack_and_its_resource(clients
         sweep_ingress_stacks(cfn, CLUSTER_ID, role, check=True)
     message = str(failed.value)
     assert message.startswith(f"cluster {CLUSTER_ID}: stack kube-ing-a: DELETE_FAILED: resource Role (AWS::IAM::Role)")
-    assert "is not authorized to perform: sqs:" in message
+    assert "is not authorized to perform: iam:DeleteRole" in message
 
 
 @pytest.mark.parametrize(
