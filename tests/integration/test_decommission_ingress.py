@@ -11,14 +11,12 @@ import dataclasses
 import json
 from typing import Any
 
-import boto3
 import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox.iam import record
-from clm_sandbox.iam.principals import role_session
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import REGION, Deployment, provisioned, register_example_cluster, the_run
+from tests.integration.deployment import Deployment, as_role, provisioned, register_example_cluster, the_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -108,13 +106,7 @@ def create_ingress_stack(deployment: Deployment) -> str:
     iam.put_role_policy(
         RoleName="kube-ingress-aws-controller", PolicyName="ingress", PolicyDocument=json.dumps(CONTROLLER_POLICY)
     )
-    credentials = role_session(role["Role"]["Arn"], "kube-ingress-aws-controller", REGION)
-    controller = boto3.Session(
-        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=credentials["AWS_SESSION_TOKEN"],
-        region_name=REGION,
-    ).client("cloudformation")
+    controller = as_role(role["Role"]["Arn"], "kube-ingress-aws-controller").client("cloudformation")
     parameters = {
         "LoadBalancerSchemeParameter": "internet-facing",
         "LoadBalancerSecurityGroupParameter": outputs["NodeSecurityGroup"],
