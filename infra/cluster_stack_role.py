@@ -6,7 +6,8 @@ of that itself, iam:CreateRole included, on any stack it can touch. With this ro
 stacks and passes this one role to CloudFormation (iam:PassRole conditioned on cloudformation.amazonaws.com).
 
 What the role may do covers the reference configuration (examples/config: VPC, subnets, security group, node
-role and instance profile, launch template, auto scaling group): every permission the CloudFormation resource
+role and instance profile, launch template, auto scaling group) and deleting kube-ingress-aws-controller's stacks
+(infra.ingress_stack_deletes): every permission the CloudFormation resource
 schemas' create, update and delete handlers of those types list, except the omissions in `OMITTED` with their
 reasons (checked by tests/unit/test_cluster_stack_role.py against the schemas cfn-lint ships). Configurations that
 deploy more attach managed policies through context `clm:clusterStackPolicyArns` (a list or a comma-separated
@@ -30,6 +31,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.cluster_role_boundary import BOUNDARY_EXPORT, CLUSTER_ROLE_PATH, PATH_EXPORT, ClusterRoleBoundary
+from infra.ingress_stack_deletes import WILDCARDS, ingress_resources, ingress_statements
 from infra.nag import acknowledge_wildcards
 
 EC2_DESCRIBE = [
@@ -227,12 +229,13 @@ class ClusterStackRole(Construct):
                 for index, arn in enumerate(extra_policy_arns)
             ],
         )
-        for statement in _statements(stack, role_path, boundary_arn):
+        for statement in [*_statements(stack, role_path, boundary_arn), *ingress_statements(stack)]:
             self.role.add_to_principal_policy(statement)
         CfnOutput(stack, "ClusterRolePath", value=role_path, export_name=PATH_EXPORT)
         CfnOutput(stack, "ClusterRoleBoundaryArn", value=boundary_arn, export_name=BOUNDARY_EXPORT)
         roles, profiles = _under_path(stack, role_path)
-        acknowledge_wildcards(self, ["*"], "EC2 and auto scaling Describe calls support no resource-level permissions")
+        acknowledge_wildcards(self, ["*"], "EC2, auto scaling and ELBv2 Describe calls support no resource scoping")
+        acknowledge_wildcards(self, ingress_resources(stack), WILDCARDS)
         acknowledge_wildcards(
             self,
             [*_ec2_resources(stack), _groups(stack)],

@@ -7,7 +7,9 @@ Scoping notes:
   on every stack it creates (clm.stacks.names; the ownership tag `kubernetes.io/cluster/<id>` holds the cluster
   id, and a condition key cannot hold a wildcard). It creates stacks only with that tag, and creates, updates and
   deletes them only with the ClusterStackRole passed (`cloudformation:RoleArn`), never with its own rights nor
-  with a role a stack was given elsewhere.
+  with a role a stack was given elsewhere. The one kind of stack it did not create that it may delete (at
+  decommission, clm.stacks.ingress): kube-ingress-aws-controller's load balancer stacks, tagged
+  `kubernetes:application=kube-ingress-aws-controller`, and only with the ClusterStackRole.
 - Auto scaling: IAM condition keys cannot hold a wildcard tag key (`kubernetes.io/cluster/*`), so changes are
   allowed on groups carrying the fixed tag `node-pool`, which every node-pool stack has (clm.stacks.names;
   CloudFormation copies stack tags to the group).
@@ -35,6 +37,8 @@ MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
 KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
 ETCD_KEY_ALIAS = "alias/etcd-cluster"  # clm.render.account_lookups.ETCD_KEY_ALIAS (CLM's etcd key)
+INGRESS_APP_TAG = "kubernetes:application"  # clm.stacks.names.INGRESS_APP_TAG
+INGRESS_CONTROLLER = "kube-ingress-aws-controller"  # clm.stacks.names.INGRESS_CONTROLLER
 STACK_READ = [
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResources",
@@ -54,6 +58,7 @@ RENDERINGS = "renderings are content-addressed objects under renderings/"
 LIST_STACKS = "cloudformation:ListStacks supports no resource-level permissions (node-pool stacks are found by name)"
 STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
 OWNED_STACKS = f"{STACKS}; changes only to stacks tagged {MANAGED_BY_TAG}, with the ClusterStackRole"
+INGRESS_STACKS = f"the ingress controller names its stacks; only those tagged {INGRESS_APP_TAG}={INGRESS_CONTROLLER}"
 UNSCOPED_READS = [
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeTags",
@@ -181,6 +186,11 @@ def grant_stacks(
         reason=OWNED_STACKS,
     )
     function.allow(["cloudformation:UpdateTerminationProtection"], stacks, {"Null": owned}, reason=OWNED_STACKS)
+    ingress = {f"aws:ResourceTag/{INGRESS_APP_TAG}": INGRESS_CONTROLLER}  # decommission (clm.stacks.ingress)
+    function.allow(["cloudformation:DeleteStack"], stacks, {"StringEquals": {**role, **ingress}}, reason=INGRESS_STACKS)
+    function.allow(
+        ["cloudformation:UpdateTerminationProtection"], stacks, {"StringEquals": ingress}, reason=INGRESS_STACKS
+    )
     function.allow(["cloudformation:ListStacks"], ["*"], reason=LIST_STACKS)  # the pools step
     function.allow(
         ["iam:PassRole"],

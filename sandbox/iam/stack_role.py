@@ -122,7 +122,10 @@ def handler_permissions(region: str, resource_type: str, operation: str) -> tupl
 
 def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], physical_id: str) -> str:
     """The resource's ARN as its type's create action names it: names from the properties, the physical id,
-    ``*`` for what is not assigned yet."""
+    ``*`` for what is not assigned yet; a physical id that is an ARN (load balancers, listeners, target groups) is
+    the resource's."""
+    if physical_id.startswith("arn:"):
+        return physical_id
     primary = _primary_action(stack.region_name, resource_type)
     formats = catalog.arn_formats(primary) if primary else ()
     arn_format = _own_format(formats, resource_type)

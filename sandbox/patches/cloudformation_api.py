@@ -1,7 +1,8 @@
 """CloudFormation API calls moto 5.2.5 lacks or gets wrong, for the stacks CLM creates, updates and deletes.
 
 - ``UpdateTerminationProtection`` and ``ContinueUpdateRollback`` exist (moto raises NotImplementedError).
-- ``DeleteStack`` refuses a stack with termination protection on, as CloudFormation does.
+- ``DeleteStack`` refuses a stack with termination protection on, as CloudFormation does, uses the ``RoleARN`` it
+  is given, and fails the stack (``DELETE_FAILED``) when a resource cannot be deleted (cloudformation_operations).
 - ``CreateStack`` and ``UpdateStack`` succeed when a resource fails and the stack rolls back, with events naming
   the resource and the reason; updates change what really changed, in dependency order; ``UpdateStack`` is
   refused while the stack is busy or broken, and answers "No updates are to be performed." when nothing changes
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from clm_sandbox.patches import cloudformation_operations, cloudformation_updates
-from clm_sandbox.patches._patching import original, replace
+from clm_sandbox.patches._patching import replace
 
 
 def install() -> None:
@@ -24,7 +25,8 @@ def install() -> None:
     cloudformation_updates.install()
     replace(CloudFormationBackend, "create_stack", cloudformation_operations.create_stack)
     replace(CloudFormationBackend, "update_stack", cloudformation_operations.update_stack)
-    replace(CloudFormationBackend, "delete_stack", _delete_stack)
+    replace(CloudFormationBackend, "delete_stack", cloudformation_operations.delete_stack)
+    replace(CloudFormationResponse, "delete_stack", _delete_stack_call)
     for name, handler in (
         ("update_termination_protection", _update_termination_protection),
         ("continue_update_rollback", _continue_update_rollback),
@@ -33,17 +35,14 @@ def install() -> None:
             setattr(CloudFormationResponse, name, handler)
 
 
-def _delete_stack(self: Any, name_or_stack_id: str) -> None:
-    """moto's delete_stack, refused while the stack's termination protection is on."""
-    from moto.cloudformation.exceptions import ValidationError
-    from moto.cloudformation.models import CloudFormationBackend
+def _delete_stack_call(self: Any) -> Any:
+    """The DeleteStack call with its RoleARN (moto drops it)."""
+    from moto.core.responses import EmptyResult
 
-    for stack in self.stacks.values():
-        if name_or_stack_id in (stack.name, stack.stack_id) and stack.enable_termination_protection:
-            raise ValidationError(
-                message=f"Stack [{stack.name}] cannot be deleted while TerminationProtection is enabled"
-            )
-    original(CloudFormationBackend, "delete_stack")(self, name_or_stack_id)
+    cloudformation_operations.delete_stack(
+        self.cloudformation_backend, self._get_param("StackName"), self._get_param("RoleARN")
+    )
+    return EmptyResult()
 
 
 def _update_termination_protection(self: Any) -> Any:

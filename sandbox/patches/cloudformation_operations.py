@@ -8,6 +8,9 @@ while resources are deployed becomes the stack's failure:
 - create: ``CREATE_IN_PROGRESS`` -> (``X CREATE_FAILED`` reason) -> ``ROLLBACK_IN_PROGRESS`` ("The following
   resource(s) failed to create: [X]. ...") -> created resources deleted -> ``ROLLBACK_COMPLETE`` (or
   ``ROLLBACK_FAILED`` when a deletion fails). A rolled back stack has no resources and no outputs.
+- delete: ``DELETE_IN_PROGRESS`` -> resources deleted, dependents first, each handler's calls judged against the
+  role the call passes (moto ignores DeleteStack's RoleARN and judges nothing) -> ``DELETE_COMPLETE``, or
+  ``DELETE_FAILED`` ("The following resource(s) failed to delete: [X].") keeping the stack and what is left.
 - update: ``UPDATE_IN_PROGRESS`` -> resources updated in dependency order -> ``UPDATE_COMPLETE_CLEANUP_IN_PROGRESS``
   -> removed resources deleted -> ``UPDATE_COMPLETE``; on a failure ``UPDATE_ROLLBACK_IN_PROGRESS`` -> the previous
   template and parameters deployed again -> ``UPDATE_ROLLBACK_COMPLETE`` (``UPDATE_ROLLBACK_FAILED`` when that fails
@@ -113,6 +116,36 @@ def update_stack(
     if tags is not None:
         stack.tags = tags
     return stack
+
+
+def delete_stack(backend: Any, name_or_stack_id: str, role_arn: str | None = None) -> None:
+    """DeleteStack: the resources deleted dependents first, each judged against the stack's service role (the one
+    the call passes, kept as the stack's from now on, as CloudFormation does; else the one it was last given);
+    ``DELETE_FAILED`` naming the resources that could not be deleted, or the stack gone. No stack: nothing."""
+    stack = next((s for s in backend.stacks.values() if name_or_stack_id in (s.name, s.stack_id)), None)
+    if stack is None:
+        return
+    if stack.enable_termination_protection:
+        raise ValidationError(message=f"Stack [{stack.name}] cannot be deleted while TerminationProtection is enabled")
+    if role_arn:
+        stack.role_arn = role_arn
+    _status(stack, "DELETE_IN_PROGRESS", "User Initiated")
+    resources_map = stack.resource_map
+    templates = resources_map._resource_json_map
+    names = [n for n in cloudformation_resources.deployed(resources_map) if _deleted_with_stack(templates.get(n))]
+    failed = remove(resources_map, removal_order(templates, names))
+    if failed:
+        reason = f"The following resource(s) failed to delete: [{', '.join(failed)}]."
+        _status(stack, "DELETE_FAILED", reason, failure=True)
+        return
+    _withdraw_exports(backend, stack)
+    _status(stack, "DELETE_COMPLETE")
+    backend.stacks.pop(stack.stack_id)
+    backend.deleted_stacks[stack.stack_id] = stack
+
+
+def _deleted_with_stack(resource: dict[str, Any] | None) -> bool:
+    return (resource or {}).get("DeletionPolicy") != "Retain"
 
 
 def continue_update_rollback(backend: Any, name: str) -> Any:

@@ -195,6 +195,19 @@ class HealthyPods(threading.Thread):
         self.join()
 
 
+def as_role(role_arn: str, session_name: str) -> boto3.Session:
+    """A session of the role whose calls the sandbox judges against the role's policies (as AWS would)."""
+    from clm_sandbox.iam.principals import role_session
+
+    credentials = role_session(role_arn, session_name, REGION)
+    return boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        region_name=REGION,
+    )
+
+
 def instances(session: boto3.Session) -> set[str]:
     groups = session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     return {instance["InstanceId"] for group in groups for instance in group["Instances"]}

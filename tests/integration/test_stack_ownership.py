@@ -7,13 +7,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from clm_sandbox.iam import record
-from clm_sandbox.iam.principals import role_session
-from tests.integration.deployment import REGION, Deployment, register_example_cluster
+from tests.integration.deployment import Deployment, as_role, register_example_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -72,13 +70,7 @@ def test_the_stacks_functions_role_alone_may_not_change_a_stack_without_clms_tag
     lambdas = deployment.session.client("lambda")
     [function] = [f for f in lambdas.list_functions()["Functions"] if "-StacksFunction" in f["FunctionName"]]
     cluster_stack_role = function["Environment"]["Variables"]["CLM_CLOUDFORMATION_ROLE_ARN"]
-    credentials = role_session(function["Role"], "ownership-test", REGION)
-    cfn = boto3.Session(
-        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=credentials["AWS_SESSION_TOKEN"],
-        region_name=REGION,
-    ).client("cloudformation")
+    cfn = as_role(function["Role"], "ownership-test").client("cloudformation")
     cfn.describe_stacks(StackName=FOREIGN)  # reading is allowed: the session is the function's
     # Everything the function's own requests carry (the ClusterStackRole, CLM's tag in the request): only the
     # stack's missing clm:managed-by tag is wrong.

@@ -16,7 +16,7 @@ from clm.cli.context import CliContext
 from clm.cli.executions import new_events
 from clm.cli.follow import follow, report
 from clm.cli.run_cmd import follow_run
-from clm.cli.run_history import End, HistoryReader, Line
+from clm.cli.run_history import STEP_LINES, End, HistoryReader, Line
 from tests.unit.test_cli_helpers import KUBE_1, TABLE, clm  # noqa: F401  (the `clm` fixture)
 
 HISTORY = Path(__file__).with_name("test_cli_follow_history.json")
@@ -360,4 +360,22 @@ def test_an_interrupted_follow_says_the_run_goes_on(clm, capsys):  # noqa: F811
     assert exited.value.code == 130
     assert capsys.readouterr().out == (
         f"stopped following; execution 3710bb43-d2fe-4a6d-9015-deec6b2300a0 goes on (see `clm status {KUBE_1}`)\n"
+    )
+
+
+def test_a_decommission_names_the_cluster_stack_and_the_ingress_controllers_stacks():
+    pools = {"pools": [{"node_pool": "default-worker", "removing": True}], "cluster_stack": "kube-1"}
+    assert STEP_LINES["DecommissionPools"]({}, pools) == (
+        "Node pools: default-worker (delete), cluster stack kube-1 (delete)",
+        "",
+    )
+    deleting = {"deleting": ["kube-ing-a", "kube-ing-b"], "left": ["team-data"], "done": False}
+    assert STEP_LINES["DeleteIngressStacks"]({}, deleting) == (
+        "IngressStacks: deleting kube-ing-a, kube-ing-b",
+        "yellow",
+    )
+    done = {"deleting": [], "left": ["team-data"], "done": True}
+    assert STEP_LINES["CheckIngressStacks"]({}, done) == (
+        "IngressStacks: none left; foreign stacks left alone: team-data",
+        "",
     )

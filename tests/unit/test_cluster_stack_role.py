@@ -22,6 +22,7 @@ from clm.registry.clusters_yaml import load_clusters
 from clm.render.cfn_yaml import load_template
 from clm.render.renderer import Renderer
 from infra.cluster_stack_role import OMITTED
+from infra.ingress_stack_deletes import INGRESS_STACK_TYPES
 from tests.unit.iam_actions import allowing, as_list
 from tests.unit.test_infra import DEFAULTS, policy_statements, synthesized
 
@@ -93,6 +94,22 @@ def test_the_role_allows_every_handler_permission_of_the_examples_stacks(role_st
     assert not missing, (
         f"{example}: the ClusterStackRole does not allow (grant, or omit with the reason):\n" + "\n".join(missing)
     )
+
+
+def test_the_role_allows_every_delete_handler_permission_of_the_ingress_controllers_stacks(role_statements):
+    """Decommission deletes kube-ingress-aws-controller's load balancer stacks with the role (clm.stacks.ingress);
+    CLM never creates nor updates them, so only the delete handlers count."""
+    needed = [
+        (resource_type, action)
+        for resource_type in INGRESS_STACK_TYPES
+        for handler, action in handler_permissions("eu-central-1", resource_type)
+        if handler == "delete"
+    ]
+    assert {action for _, action in needed} >= {"elasticloadbalancing:DeleteLoadBalancer", "cloudwatch:DeleteAlarms"}
+    assert [f"{kind}: {action}" for kind, action in needed if not allowing(role_statements, action)] == []
+    created = {action for kind in INGRESS_STACK_TYPES for h, action in handler_permissions("eu-central-1", kind)}
+    not_deleting = {"elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:ModifyListener"} & created
+    assert not_deleting and not any(allowing(role_statements, action) for action in not_deleting)
 
 
 def test_every_omission_is_of_a_permission_the_examples_need_and_the_role_does_not_grant(role_statements):

@@ -381,14 +381,24 @@ def test_stacks_function_changes_only_stacks_tagged_managed_by_clm_and_only_with
     assert permissions.MANAGED_BY_TAG == names.MANAGED_BY_TAG == "clm:managed-by"  # the tag CLM writes
     owned = {"aws:ResourceTag/clm:managed-by": "false"}
     requested = {"aws:RequestTag/clm:managed-by": "false"}
+    # The one kind of stack CLM did not create that it may delete: kube-ingress-aws-controller's (decommission).
+    assert (permissions.INGRESS_APP_TAG, permissions.INGRESS_CONTROLLER) == (
+        names.INGRESS_APP_TAG,
+        names.INGRESS_CONTROLLER,
+    )
+    ingress = {"aws:ResourceTag/kubernetes:application": "kube-ingress-aws-controller"}
     expected = {
-        "cloudformation:CreateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": requested},
-        "cloudformation:UpdateStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned | requested},
-        "cloudformation:DeleteStack": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
-        "cloudformation:ContinueUpdateRollback": {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
-        "cloudformation:UpdateTerminationProtection": {"Null": owned},
+        "cloudformation:CreateStack": [{"StringEquals": {"cloudformation:RoleArn": role}, "Null": requested}],
+        "cloudformation:UpdateStack": [{"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned | requested}],
+        "cloudformation:DeleteStack": [
+            {"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned},
+            {"StringEquals": {"cloudformation:RoleArn": role} | ingress},
+        ],
+        "cloudformation:ContinueUpdateRollback": [{"StringEquals": {"cloudformation:RoleArn": role}, "Null": owned}],
+        "cloudformation:UpdateTerminationProtection": [{"Null": owned}, {"StringEquals": ingress}],
     }
-    assert {action: statement_for(statements, action).get("Condition") for action in expected} == expected
+    granted = {action: [s.get("Condition") for s in statements if action in actions_of([s])] for action in expected}
+    assert granted == expected
     unconditioned = actions_of([s for s in statements if "Condition" not in s])
     assert {a for a in unconditioned if a.startswith("cloudformation:")} == {  # reads only
         "cloudformation:DescribeStacks",

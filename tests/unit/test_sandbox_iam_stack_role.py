@@ -112,3 +112,53 @@ def test_resource_arns_as_the_types_create_call_names_them() -> None:
         f"arn:aws:iam::{ACCOUNT}:instance-profile/clm/*"
     )
     assert resource_arn(stack, "AWS::IAM::Role", {"Path": "/clm/"}, "") == f"arn:aws:iam::{ACCOUNT}:role/clm/*"
+
+
+def load_balancer_stack(aws: boto3.Session) -> None:
+    """A stack as kube-ingress-aws-controller creates one (a load balancer, its target group and listener), made
+    without a service role: CloudFormation acts with its creator's rights."""
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=f"{REGION}{az}")["Subnet"]["SubnetId"]
+        for i, az in enumerate("ab")
+    ]
+    template = {"Resources": {
+        "LB": {"Type": "AWS::ElasticLoadBalancingV2::LoadBalancer", "Properties": {"Subnets": subnets}},
+        "TG": {"Type": "AWS::ElasticLoadBalancingV2::TargetGroup",
+               "Properties": {"Port": 9999, "Protocol": "HTTP", "VpcId": vpc}},
+        "HTTPListener": {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {
+            "LoadBalancerArn": {"Ref": "LB"}, "Port": 80, "Protocol": "HTTP",
+            "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "TG"}}]}},
+    }}  # fmt: skip
+    aws.client("cloudformation").create_stack(StackName="kube-ing-1", TemplateBody=yaml.safe_dump(template))
+
+
+def test_delete_stack_acts_with_the_role_it_passes_and_fails_the_stack_on_a_refusal(sandbox_aws: boto3.Session) -> None:
+    load_balancer_stack(sandbox_aws)
+    cfn, elbv2 = sandbox_aws.client("cloudformation"), sandbox_aws.client("elbv2")
+    role = stack_role(sandbox_aws, "*")  # iam:* only
+    record.clear()
+    cfn.delete_stack(StackName="kube-ing-1", RoleARN=role)
+    [stack] = cfn.describe_stacks(StackName="kube-ing-1")["Stacks"]
+    assert (stack["StackStatus"], stack["RoleARN"]) == ("DELETE_FAILED", role)
+    events = cfn.describe_stack_events(StackName="kube-ing-1")["StackEvents"]
+    failed = {e["LogicalResourceId"]: e.get("ResourceStatusReason") for e in events if "FAILED" in e["ResourceStatus"]}
+    assert sorted(failed) == ["HTTPListener", "LB", "TG", "kube-ing-1"]  # the resources, and the stack itself
+    refused = "AWSCloudFormation is not authorized to perform: elasticloadbalancing:DeleteListener"
+    assert refused in failed["HTTPListener"]
+    assert stack["StackStatusReason"] == failed["kube-ing-1"]
+    # dependents first: the listener refers to both
+    assert stack["StackStatusReason"] == "The following resource(s) failed to delete: [HTTPListener, TG, LB]."
+    assert len(elbv2.describe_load_balancers()["LoadBalancers"]) == 1
+
+    elb = {"Effect": "Allow", "Action": ["elasticloadbalancing:*"], "Resource": "*"}
+    sandbox_aws.client("iam").put_role_policy(
+        RoleName="cfn", PolicyName="elb", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [elb]})
+    )
+    cfn.delete_stack(StackName="kube-ing-1")  # again, with the role the stack now has
+    assert cfn.describe_stacks(StackName=stack["StackId"])["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE"
+    assert elbv2.describe_load_balancers()["LoadBalancers"] == []
+    assert elbv2.describe_target_groups()["TargetGroups"] == []
+    judged = {(j.action, j.outcome) for j in record.judged() if j.session == "AWSCloudFormation"}
+    assert ("elasticloadbalancing:DeleteLoadBalancer", "allowed") in judged

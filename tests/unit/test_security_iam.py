@@ -23,6 +23,8 @@ UNSCOPABLE_ACTIONS = {
     "ec2:Describe*": "EC2 API reference, resource-level permissions: Describe actions support no resource types",
     "autoscaling:Describe*": "Service Authorization Reference, Amazon EC2 Auto Scaling: Describe* list no resource "
     "types",
+    "elasticloadbalancing:Describe*": "Service Authorization Reference, Elastic Load Balancing V2: Describe* list "
+    "no resource types (the delete handlers of the ingress controller's stacks read back with them)",
     "sts:GetCallerIdentity": "STS API reference: GetCallerIdentity needs no permission and names no resource",
     "cloudformation:ListStacks": "Service Authorization Reference, CloudFormation: ListStacks lists no resource types",
     "acm:ListCertificates": "Service Authorization Reference, ACM: ListCertificates lists no resource types",

@@ -265,6 +265,8 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
 
 def _pools(_: dict[str, Any], pools: dict[str, Any]) -> StepLine:
     items = pools.get("pools", [])
+    if pools.get("cluster_stack"):  # a decommission: the cluster stack is deleted after the pools
+        items = [*items, {"stack_name": pools["cluster_stack"], "removing": True}]
     if not items:
         return "Node pools: none", ""
     described = []
@@ -318,6 +320,13 @@ def _delete_stack(_: dict[str, Any], deleting: dict[str, Any]) -> StepLine:
     return f"DeleteStack {deleting.get('stack_name')}: {deleting.get('action')}", ""
 
 
+def _ingress_stacks(_: dict[str, Any], swept: dict[str, Any]) -> StepLine:
+    if swept.get("done"):
+        left = swept.get("left") or []
+        return "IngressStacks: none left" + (f"; foreign stacks left alone: {_listed(left)}" if left else ""), ""
+    return f"IngressStacks: deleting {_listed(swept.get('deleting', []))}", "yellow"
+
+
 def _succeed(_: dict[str, Any], done: dict[str, Any]) -> StepLine:
     if done.get("action") == "decommission":
         return "Succeed: cluster decommissioned", "green"
@@ -349,6 +358,10 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "Resume": _named("Resume: auto scaling processes resumed"),
     "DeletePoolStack": _delete_stack,
     "CheckDelete": _check_stack,
+    "DeleteIngressStacks": _ingress_stacks,
+    "CheckIngressStacks": _ingress_stacks,
+    "DeleteClusterStack": _delete_stack,
+    "CheckClusterStack": _check_stack,
     "Succeed": _succeed,
     "RecordFailure": _record_failure,
 }

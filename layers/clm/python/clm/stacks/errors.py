@@ -61,10 +61,10 @@ class StackNotOwned(StackError):
 
     asl_name = "StackNotOwned"
 
-    def __init__(self, cluster_id: str, stack_name: str, missing: list[str]):
+    def __init__(self, cluster_id: str, stack_name: str, missing: list[str], what: str = "CLM's stack of the cluster"):
         self.missing = missing
         super().__init__(
-            f"the stack of this name is not CLM's stack of the cluster (it lacks the tags {', '.join(missing)}); "
+            f"the stack of this name is not {what} (it lacks the tags {', '.join(missing)}); "
             "CLM does not change it: rename the stack or the cluster's local_id, or tag the stack if it is the "
             "cluster's",
             cluster_id,

@@ -27,6 +27,10 @@ MAIN_STACK_TAG = "cluster-lifecycle-controller.zalando.org/main-stack"
 MANAGED_BY_TAG = "clm:managed-by"
 MANAGED_BY = "clm"
 OWNED = "owned"
+# kube-ingress-aws-controller tags the stacks of its load balancers so (aws/cf.go createStack, with its default
+# --controller-id); a decommission deletes them (CLM deletes every stack tagged with the cluster: clm.stacks.ingress).
+INGRESS_APP_TAG = "kubernetes:application"
+INGRESS_CONTROLLER = "kube-ingress-aws-controller"
 _FORBIDDEN = re.compile(r"[^A-Za-z0-9-]")  # stack names are [A-Za-z][A-Za-z0-9-]*
 
 
@@ -73,6 +77,11 @@ def _node_pool_stack_suffix(cluster_id: str) -> str:
 def owned_tags(cluster_id: str) -> dict[str, str]:
     """The tags every stack of the cluster carries and is checked for: the cluster's ownership tag and CLM's."""
     return {cluster_tag_key(cluster_id): OWNED, MANAGED_BY_TAG: MANAGED_BY}
+
+
+def ingress_tags(cluster_id: str) -> dict[str, str]:
+    """The tags of a stack kube-ingress-aws-controller made for the cluster's load balancers."""
+    return {cluster_tag_key(cluster_id): OWNED, INGRESS_APP_TAG: INGRESS_CONTROLLER}
 
 
 def cluster_stack_tags(cluster_id: str) -> dict[str, str]:

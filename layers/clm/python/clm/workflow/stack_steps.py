@@ -49,14 +49,15 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
 
     Provision: every registry pool is rolled (pools_to_roll), then the stacks of removed pools are drained and
     deleted, then the nodes of removed Karpenter pools are drained and their objects deleted.
-    Decommission: every node-pool stack, then the cluster stack, is deleted without draining.
+    Decommission: every node-pool stack is deleted without draining; `cluster_stack` names the cluster stack, deleted
+    after them and after the ingress controller's stacks (ingress_stacks).
     """
     settings = Settings.from_env()
     cluster = DynamoRegistry(client("dynamodb"), settings.registry_table).get(event["cluster_id"])
     cfn = client("cloudformation")
     if event.get("decommission"):
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
-        return {"pools": [*items, _pool("", cluster_stack_name(cluster), True, False)]}
+        return {"pools": items, "cluster_stack": cluster_stack_name(cluster)}
     ensure_not_blocked(cluster, "before rolling the node pools")
     rolled = [
         _pool(pool.name, "", False, True, karpenter=True)
@@ -107,6 +108,17 @@ def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
     return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"], _role()).to_dict()
 
 
+def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, check}` -> decommission, after the node-pool stacks: start deleting the stacks
+    kube-ingress-aws-controller made for the cluster's load balancers (clm.stacks.ingress), with CloudFormation's
+    service role; `done` once none is left, `left` the cluster's other foreign stacks. With `check`, a failed
+    deletion raises StackFailed naming the stack."""
+    from clm.stacks.ingress import sweep_ingress_stacks
+
+    cfn = client("cloudformation")
+    return sweep_ingress_stacks(cfn, event["cluster_id"], _role(), check=bool(event.get("check"))).to_dict()
+
+
 def clean_up(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> after a decommission deleted the stacks: delete the VPC CNI's leaked network interfaces and,
     when the cluster's config item remove_volumes is "true" (CLM's --remove-volumes), its volumes (VolumesInUse while
@@ -139,6 +151,7 @@ STEPS = {
     "check_stack": check_stack,
     "pools": pools,
     "delete_stack": delete_stack,
+    "ingress_stacks": ingress_stacks,
     "clean_up": clean_up,
     "terminate_karpenter": terminate_karpenter,
 }

@@ -1,0 +1,73 @@
+"""The stacks kube-ingress-aws-controller made for a cluster's load balancers, deleted when the cluster is.
+
+CLM's Decommission (provisioner/clusterpy.go) deletes every stack tagged `kubernetes.io/cluster/<id>=owned` except
+the main stack (node-pool stacks and the controller's load balancer stacks alike, all at once, listed again until
+none is left), then the main stack: the load balancers sit in the cluster stack's subnets and security groups and
+would block its deletion. Here the workflow deletes the node-pool stacks, then these, then the cluster stack.
+
+Only the controller's stacks (tagged also `kubernetes:application=kube-ingress-aws-controller`) are deleted: they are
+the only stacks CLM did not create that the stacks function's IAM lets it delete. Any other stack tagged with the
+cluster and not CLM's is left as it is and reported (`left`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from clm.stacks.delete import start_delete
+from clm.stacks.errors import StackFailed
+from clm.stacks.events import first_failure
+from clm.stacks.names import MANAGED_BY, MANAGED_BY_TAG, OWNED, cluster_tag_key, ingress_tags
+from clm.stacks.ownership import ensure_ingress, has_tags
+from clm.stacks.status import DELETED, is_in_progress
+
+DELETE_FAILED = "DELETE_FAILED"
+
+
+@dataclass(frozen=True)
+class IngressSweep:
+    """The controller's stacks of the cluster still being deleted, and the foreign stacks left alone."""
+
+    deleting: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        """No controller's stack is left."""
+        return not self.deleting
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for Step Functions payloads."""
+        return {**asdict(self), "done": self.done}
+
+
+def cluster_stacks(cfn: Any, cluster_id: str) -> list[dict[str, Any]]:
+    """Every live stack tagged `kubernetes.io/cluster/<id>=owned`, as DescribeStacks returns it (every page)."""
+    wanted = {cluster_tag_key(cluster_id): OWNED}
+    return [
+        stack
+        for page in cfn.get_paginator("describe_stacks").paginate()
+        for stack in page["Stacks"]
+        if stack["StackStatus"] != DELETED and has_tags(stack, wanted)
+    ]
+
+
+def sweep_ingress_stacks(cfn: Any, cluster_id: str, role_arn: str | None, *, check: bool) -> IngressSweep:
+    """Start deleting every controller's stack of the cluster not being deleted (with the ClusterStackRole, as CLM's
+    own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its resource (without
+    `check`, a failed deletion is started again)."""
+    deleting, left = [], []
+    for stack in cluster_stacks(cfn, cluster_id):
+        name, status = stack["StackName"], stack["StackStatus"]
+        if has_tags(stack, {MANAGED_BY_TAG: MANAGED_BY}):
+            continue  # CLM's own stacks: deleted by their own steps
+        if not has_tags(stack, ingress_tags(cluster_id)):
+            left.append(name)
+            continue
+        if check and status == DELETE_FAILED:
+            raise StackFailed(cluster_id, name, status, first_failure(cfn, stack), stack.get("StackStatusReason", ""))
+        busy = is_in_progress(status)  # e.g. an update of the controller's: deleted once it settles
+        if busy or start_delete(cfn, name, cluster_id, role_arn, ensure=ensure_ingress).action != "absent":
+            deleting.append(name)
+    return IngressSweep(sorted(deleting), sorted(left))
