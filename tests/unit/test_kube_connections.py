@@ -67,14 +67,16 @@ def test_a_warm_container_reuses_the_client_without_describing_again(aws, eks, d
     assert first.transport.server == eks.rstrip("/") and bearer(first).startswith("Bearer k8s-aws-v1.")
 
 
-def test_a_kept_client_expires_and_is_closed(aws, eks, describes, monkeypatch):
+def test_a_kept_client_expires_and_is_replaced_without_closing_it_under_a_request(aws, eks, describes, monkeypatch):
+    """Another thread may be mid-request on the expired client (the sandbox's warm containers share this module):
+    it is left to the garbage collector, not closed."""
     first = kept(aws, eks_cluster(eks))
     closed = []
     monkeypatch.setattr(first.transport, "close", lambda: closed.append(True))
     now = connections.time.monotonic()
     monkeypatch.setattr(connections.time, "monotonic", lambda: now + connections.MAX_AGE + 1)
     second = kept(aws, eks_cluster(eks))
-    assert second is not first and closed == [True] and describes == ["prod-eks", "prod-eks"]
+    assert second is not first and closed == [] and describes == ["prod-eks", "prod-eks"]
 
 
 def test_a_registry_change_of_api_server_url_never_sends_the_kept_token_elsewhere(aws, eks, describes):
@@ -83,7 +85,7 @@ def test_a_registry_change_of_api_server_url_never_sends_the_kept_token_elsewher
     with pytest.raises(KubeAuthError) as caught:
         kept(aws, eks_cluster(ELSEWHERE))
     assert ELSEWHERE in str(caught.value) and describes == ["prod-eks", "prod-eks"]
-    # The old entry was dropped (and closed): going back connects afresh.
+    # The old entry was dropped: going back connects afresh.
     assert kept(aws, eks_cluster(eks)) is not first and describes == ["prod-eks"] * 3
 
 

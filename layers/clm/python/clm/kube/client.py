@@ -180,8 +180,8 @@ class KubeClient:
         with self._renewing:  # evictions run in parallel: one renewal for all the refused
             if self.transport is transport:
                 log.info("%s refused the kept credentials; connecting again", transport.server)
-                self.transport = self.renew()
-                transport.close()
+                self.transport = self.renew()  # the old one is left to the garbage collector: another thread may be
+                # mid-request on it, and closing a pooled connection under it fails that request
         return self.transport.send(method, path, params, content_type, body, timeout)
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> dict[str, Any] | None:

@@ -60,7 +60,7 @@ def kept_client(cluster: Cluster, session: Callable[[], Any], principal: str) ->
         if kept is not None and time.monotonic() - kept.made_at < MAX_AGE:
             kept.client.discovery.revalidate()
             return kept.client
-        _drop(lambda k: k[0] == cluster.id and k[-1] == principal)
+        _drop(lambda k: k[0] == cluster.id and k[-1] == principal, close=False)
     boto_session = session()
     client = connect_cluster(cluster, boto_session)
     client.renew = lambda: connect_cluster(cluster, boto_session).transport
@@ -69,12 +69,19 @@ def kept_client(cluster: Cluster, session: Callable[[], Any], principal: str) ->
     return client
 
 
-def _drop(which: Callable[[Key], bool]) -> None:
+def _drop(which: Callable[[Key], bool], *, close: bool) -> None:
+    """Drop the kept clients `which` selects; close them only when nothing can be using them. A client replaced
+    while kept (too old, its registry entry changed) may be mid-request in another thread: the sandbox runs a
+    function's warm containers as threads of one process, sharing this module. It is left to the garbage
+    collector: closing its pooled connections under a request fails that request (the 200-node roll's drains
+    failed so, MAX_AGE into the roll)."""
     for key in [k for k in _kept if which(k)]:
-        _kept.pop(key).client.close()
+        dropped = _kept.pop(key).client
+        if close:
+            dropped.close()
 
 
 def forget() -> None:
     """Close and drop every kept client (tests and benchmarks: a cold container)."""
     with _lock:
-        _drop(lambda _: True)
+        _drop(lambda _: True, close=True)
