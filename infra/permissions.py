@@ -89,14 +89,16 @@ def grant_run(
     )
 
 
-def grant_node_files(function: ClmFunction, bucket: s3.IBucket) -> None:
+def grant_node_files(function: ClmFunction, bucket: s3.IBucket, artefacts: s3.IBucket) -> None:
     """Node pools' bootstrap files (clm.render.node_files): the cluster stack's outputs (DescribeStacks), the
-    archives' upload (HeadObject first: ListBucket makes a missing one answer 404, not 403), and KMS Encrypt with
-    the keys the cluster stacks made only (CloudFormation copies the stack's tag clm:managed-by onto them)."""
+    archives' upload and the run's node-pool rendering (HeadObject first: ListBucket makes a missing object answer
+    404, not 403), and KMS Encrypt with the keys the cluster stacks made only (CloudFormation copies the stack's tag
+    clm:managed-by onto them)."""
     function.function.add_environment(NODE_FILES_BUCKET_ENV, bucket.bucket_name)
     function.allow(["cloudformation:DescribeStacks"], [_stacks(function)], reason=STACKS)
     function.allow(["s3:GetObject", "s3:PutObject"], [bucket.arn_for_objects("*")], reason=NODE_FILES)
-    function.allow(["s3:ListBucket"], [bucket.bucket_arn])
+    function.allow(["s3:ListBucket"], [bucket.bucket_arn, artefacts.bucket_arn])
+    function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
     keys = Stack.of(function).format_arn(service="kms", resource="key", resource_name="*")
     function.allow(
         ["kms:Encrypt"],

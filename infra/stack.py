@@ -159,7 +159,7 @@ class ClmStack(Stack):
         permissions.grant_decrypt(self.functions["run"], context.decrypt_key_arns)
         permissions.grant_lookups(self.functions["run"])
         permissions.grant_account_lookups(self.functions["run"])
-        permissions.grant_node_files(self.functions["run"], self.node_files.bucket)
+        permissions.grant_node_files(self.functions["run"], self.node_files.bucket, artefacts)
         permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
         permissions.grant_kube(self.functions["kube"], table, artefacts, context.kube_secret_prefix)
         permissions.grant_roll(self.functions["roll"], table, artefacts, context.kube_secret_prefix)

@@ -68,14 +68,17 @@ def stack_stages(cluster: Cluster, pools: list[str], *, render_node_pools: bool 
     one stage are deployed together. With `render_node_pools`, the node-pool stages first render their stacks
     again with the cluster stack's outputs (:func:`render_node_pools`)."""
     masters = [pool for pool in pools if cluster.node_pool(pool).is_master]
-    rerender = {"render_node_pools": True} if render_node_pools else {}
     stages = [
-        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False},
-        {"stacks": [{"node_pool": pool} for pool in masters], "wait_for_api_server": True, **rerender},
+        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False, "render_node_pools": False},
+        {
+            "stacks": [{"node_pool": pool} for pool in masters],
+            "wait_for_api_server": True,
+            "render_node_pools": render_node_pools,
+        },
         {
             "stacks": [{"node_pool": pool} for pool in pools if pool not in masters],
             "wait_for_api_server": False,
-            **rerender,
+            "render_node_pools": render_node_pools,
         },
     ]
     return [stage for stage in stages if stage["stacks"]]
