@@ -32,8 +32,10 @@ from infra.context import ClmContext
 from infra.functions import ClmFunction
 
 DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
+NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # clm.workflow.run_steps.NODE_FILES_BUCKET_ENV
 NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM's, provisioner/node_pools.go)
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
+MANAGED_BY = "clm"  # clm.stacks.names.MANAGED_BY
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
 KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
 ETCD_KEY_ALIAS = "alias/etcd-cluster"  # clm.render.account_lookups.ETCD_KEY_ALIAS (CLM's etcd key)
@@ -55,6 +57,7 @@ ASG_CHANGES = [
 ]
 _COLON = ArnFormat.COLON_RESOURCE_NAME
 RENDERINGS = "renderings are content-addressed objects under renderings/"
+NODE_FILES = "node pools' archives are content-addressed objects under <cluster local id>/<master|worker>/"
 LIST_STACKS = "cloudformation:ListStacks supports no resource-level permissions (node-pool stacks are found by name)"
 STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
 OWNED_STACKS = f"{STACKS}; changes only to stacks tagged {MANAGED_BY_TAG}, with the ClusterStackRole"
@@ -88,6 +91,25 @@ def grant_run(
         ["states:SendTaskSuccess"],
         ["*"],
         reason="states:SendTaskSuccess supports no resource-level permission (the task token names the task)",
+    )
+
+
+def grant_node_files(function: ClmFunction, bucket: s3.IBucket, artefacts: s3.IBucket) -> None:
+    """Node pools' bootstrap files (clm.render.node_files): the cluster stack's outputs (DescribeStacks), the
+    archives' upload and the run's node-pool rendering (HeadObject first: ListBucket makes a missing object answer
+    404, not 403), and KMS Encrypt with the keys the cluster stacks made only (CloudFormation copies the stack's tag
+    clm:managed-by onto them)."""
+    function.function.add_environment(NODE_FILES_BUCKET_ENV, bucket.bucket_name)
+    function.allow(["cloudformation:DescribeStacks"], [_stacks(function)], reason=STACKS)
+    function.allow(["s3:GetObject", "s3:PutObject"], [bucket.arn_for_objects("*")], reason=NODE_FILES)
+    function.allow(["s3:ListBucket"], [bucket.bucket_arn, artefacts.bucket_arn])
+    function.allow(["s3:GetObject"], [artefacts.arn_for_objects(f"{RENDERINGS_PREFIX}*")], reason=RENDERINGS)
+    keys = Stack.of(function).format_arn(service="kms", resource="key", resource_name="*")
+    function.allow(
+        ["kms:Encrypt"],
+        [keys],
+        {"StringEquals": {f"aws:ResourceTag/{MANAGED_BY_TAG}": MANAGED_BY}},
+        reason=f"the cluster stacks' keys, tagged {MANAGED_BY_TAG}={MANAGED_BY} by CloudFormation",
     )
 
 

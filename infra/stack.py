@@ -19,6 +19,7 @@ from infra.context import ClmContext
 from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunction
 from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
+from infra.node_files import NodeFilesBucket
 from infra.registry import RegistryTable
 from infra.triggers import ReconcileTriggers, RegistryTrigger
 from infra.workflow import Workflow, definition_file
@@ -37,6 +38,7 @@ class ClmStack(Stack):
         self.config = ConfigStore(self, "Config")
         self.config_source = ConfigSource(self, "ConfigSource", self.config.bucket, context)
         self.artefacts = ArtefactBucket(self, "Artefacts")
+        self.node_files = NodeFilesBucket(self, "NodeFiles")
         self.bus = events.EventBus(self, "Bus", event_bus_name=BUS_NAME)
         self.cluster_stack_role = ClusterStackRole(
             self,
@@ -139,6 +141,7 @@ class ClmStack(Stack):
         CfnOutput(self, "ConfigBucketName", value=self.config.bucket.bucket_name)
         CfnOutput(self, "ConfigSourceUri", value=self.config_source.uri)
         CfnOutput(self, "ArtefactBucketName", value=self.artefacts.bucket.bucket_name)
+        CfnOutput(self, "NodeFilesBucketName", value=self.node_files.bucket.bucket_name)
         CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
         CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
@@ -156,6 +159,7 @@ class ClmStack(Stack):
         permissions.grant_decrypt(self.functions["run"], context.decrypt_key_arns)
         permissions.grant_lookups(self.functions["run"])
         permissions.grant_account_lookups(self.functions["run"])
+        permissions.grant_node_files(self.functions["run"], self.node_files.bucket, artefacts)
         permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
         permissions.grant_kube(self.functions["kube"], table, artefacts, context.kube_secret_prefix)
         permissions.grant_roll(self.functions["roll"], table, artefacts, context.kube_secret_prefix)

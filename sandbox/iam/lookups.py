@@ -58,6 +58,17 @@ def kms_key_id(account: str, region: str, key: str) -> str | None:
         return None
 
 
+def kms_key(account: str, region: str, key_id: str) -> Found:
+    """The KMS key of that id, with its tags."""
+    from moto.kms.models import kms_backends
+
+    backend: Any = kms_backends[account][region]
+    if key_id not in backend.keys:
+        return Found()
+    tags = backend.list_resource_tags(key_id).get("Tags") or []
+    return Found(backend.keys[key_id].arn, {tag["TagKey"]: tag["TagValue"] for tag in tags})
+
+
 def ciphertext_key_id(blob: bytes) -> str | None:
     """The id of the key that made a moto KMS ciphertext (moto's own blob layout; AWS's names the key too)."""
     from moto.kms.utils import _deserialize_ciphertext_blob

@@ -178,9 +178,15 @@ def _resolve(resource_json: dict[str, Any], resources_map: Any) -> dict[str, Any
 
 
 def _tag(resources_map: Any, logical_id: str, resource: Any) -> None:
-    """CloudFormation's tags (and the stack's) on an EC2 resource."""
+    """CloudFormation's tags (and the stack's) on an EC2 resource; the stack's on a KMS key (which IAM conditions
+    of the stack's owner may name: aws:ResourceTag)."""
     from moto.ec2.models import ec2_backends
     from moto.ec2.models.core import TaggedEC2Resource
+    from moto.kms.models import Key, kms_backends
+
+    if isinstance(resource, Key) and resources_map.tags:
+        backend = kms_backends[resources_map._account_id][resources_map._region_name]
+        backend.tag_resource(resource.id, dict(resources_map.tags))
 
     if isinstance(resource, TaggedEC2Resource):
         tags = {

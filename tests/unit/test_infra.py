@@ -329,11 +329,15 @@ def test_run_function_permissions(default):
     # machine is refused by AWS, and by the sandbox's IAM enforcement); the task token names the task.
     woken = statement_for(statements, "states:SendTaskSuccess")
     assert (woken["Action"], woken["Resource"]) == ("states:SendTaskSuccess", "*")
-    put = statement_for(statements, "s3:PutObject")
-    assert put["Resource"]["Fn::Join"][1][-1] == "/renderings/*"
+    puts = [s for s in statements if "s3:PutObject" in actions_of([s])]
+    assert sorted(json.dumps(put["Resource"]["Fn::Join"][1][-1]) for put in puts) == ['"/*"', '"/renderings/*"']
     listing = statement_for(statements, "s3:ListBucketVersions")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["config/*"]}}
-    assert not {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
+    # Node files (clm.render.node_files): the cluster stack's outputs only, no change to any stack, no IAM.
+    cloudformation = {action for action in actions_of(statements) if action.startswith(("cloudformation:", "iam:"))}
+    assert cloudformation == {"cloudformation:DescribeStacks"}
+    encrypt = statement_for(statements, "kms:Encrypt")
+    assert encrypt["Condition"] == {"StringEquals": {"aws:ResourceTag/clm:managed-by": "clm"}}
     # What templates ask EC2 at render (clm.render.lookups): read-only, unscoped by AWS; nothing else of EC2.
     looked_up = statement_for(statements, "ec2:DescribeImages")
     lookups = ["ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeVpcs"]
@@ -594,6 +598,7 @@ def test_outputs(default):
     assert set(raw["Outputs"]) == {
         "RegistryTableName",
         "ConfigBucketName",
+        "NodeFilesBucketName",
         "ConfigSourceUri",
         "ArtefactBucketName",
         "ProvisionStateMachineArn",

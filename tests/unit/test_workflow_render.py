@@ -48,8 +48,12 @@ def test_stack_stages_are_clms_order_masters_then_the_api_server_then_workers(ex
     ]
     stages = stack_stages(dataclasses.replace(cluster, node_pools=pools), ["a-workers", "b-workers", "z-masters"])
     assert stages == [
-        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False},
-        {"stacks": [{"node_pool": "z-masters"}], "wait_for_api_server": True},
-        {"stacks": [{"node_pool": "a-workers"}, {"node_pool": "b-workers"}], "wait_for_api_server": False},
+        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False, "render_node_pools": False},
+        {"stacks": [{"node_pool": "z-masters"}], "wait_for_api_server": True, "render_node_pools": False},
+        {
+            "stacks": [{"node_pool": "a-workers"}, {"node_pool": "b-workers"}],
+            "wait_for_api_server": False,
+            "render_node_pools": False,
+        },
     ]
     assert [stage["wait_for_api_server"] for stage in stack_stages(cluster, [worker.name])] == [False, False]

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from clm.render.account_lookups import AccountLookups
     from clm.render.environment import TemplateEnvironment
     from clm.render.lookups import Ec2Lookups
+    from clm.render.node_files import FilesStore
 
 ROOT = "cluster/"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
@@ -135,11 +136,14 @@ class Renderer:
         decrypt: Decrypter | None = None,
         lookups: Ec2Lookups | None = None,
         account: AccountLookups | None = None,
+        files_store: FilesStore | None = None,
     ):
         """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
         `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
         fail and node pools have no `values.InstanceInfo`. `account` answers ACM and KMS
-        (clm.render.account_lookups: the load balancer certificate, the etcd key); without it, those fail."""
+        (clm.render.account_lookups: the load balancer certificate, the etcd key); without it, those fail.
+        `files_store` stores node pools' bootstrap archives (clm.render.node_files); without it, only their paths
+        are computed."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
@@ -147,6 +151,7 @@ class Renderer:
         self._decrypt = decrypt
         self._lookups = lookups
         self._account = account
+        self._files_store = files_store
         self._named: dict[str, bool] = {}
         combined = bool(tree.layers)
         self._sources = [
@@ -313,7 +318,23 @@ class Renderer:
                 f"node pool {pool.name!r} uses profile {pool.profile!r}, but {file} is not in {self.tree.source}",
                 cluster_id=cluster.id,
             )
-        return self._stack(file, {"cluster": cluster, "node_pool": pool, "values": values}, cluster.id)
+        context = {"cluster": cluster, "node_pool": pool, "values": values}
+        return self._stack(file, {**context, "values": self._node_values(cluster, pool, context)}, cluster.id)
+
+    def _node_values(self, cluster: Cluster, pool: NodePool, context: dict[str, Any]) -> dict[str, Any]:
+        """The pool's values with CLM's `S3GeneratedFilesPath` and `UserData` where its profile has files.yaml or
+        userdata.yaml (clm.render.node_files)."""
+        from clm.render import node_files
+
+        account = cluster.account_id
+        store = self._files_store or node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
+        facts = (cluster.local_id, node_files.pool_kind(pool.is_master), cluster.region, account)
+        profile_dir = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
+
+        def render(path: str, context: dict[str, Any]) -> str:
+            return self._env.render(path, context, cluster.id)
+
+        return node_files.node_values(render, self.tree.files, profile_dir, context, store, facts)
 
     def _stack(self, file: str, context: dict[str, Any], cluster_id: str) -> RenderedStack:
         body = self._env.render(file, context, cluster_id)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable
 from typing import Any
 
 from clm.config.tree import ConfigTree
+from clm.errors import ClmError
 from clm.model import Cluster
 from clm.render import stored
 from clm.render.account_lookups import AccountLookups
 from clm.render.artefacts import summary
 from clm.render.lookups import Ec2Lookups
-from clm.render.renderer import RenderedCluster, Renderer
+from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, PendingOutputs
+from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
 from clm.render.secrets import Decrypter
 
 PREFIX = "renderings/"
@@ -33,36 +37,106 @@ def render_to_s3(
     decrypt: Decrypter | None = None,
     lookups: Ec2Lookups | None = None,
     account: AccountLookups | None = None,
+    outputs: dict[str, str] | None = None,
+    files_store: FilesStore | None = None,
 ) -> dict[str, Any]:
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
     decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored), `lookups` answers what
-    templates ask EC2 (images, instance types), `account` what they ask ACM and KMS.
+    templates ask EC2 (images, instance types), `account` what they ask ACM and KMS; `outputs` are the cluster
+    stack's current outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs),
+    `files_store` where node pools' archives would go (only their paths are computed here).
 
     Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
     Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
-    rendered = Renderer(tree, decrypt, lookups, account).render(cluster)
+    values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
+    rendered = Renderer(tree, decrypt, lookups, account, files_store).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
+    rerender = needs_cluster_outputs(tree, cluster)
     return {
         "rendering": key,
         **summary(rendered),
-        "stack_stages": stack_stages(cluster, sorted(rendered.node_pool_stacks)),
+        "stack_stages": stack_stages(cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender),
         "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or rendered.cluster.karpenter_pools_enabled],
     }
 
 
-def stack_stages(cluster: Cluster, pools: list[str]) -> list[dict[str, Any]]:
+def stack_stages(cluster: Cluster, pools: list[str], *, render_node_pools: bool = False) -> list[dict[str, Any]]:
     """The stacks in CLM's order (provisioner/clusterpy.go provision): the cluster stack, then the master pools'
     stacks (profile contains "master") and a wait for the API server, then the worker pools' stacks; the stacks of
-    one stage are deployed together."""
+    one stage are deployed together. With `render_node_pools`, the node-pool stages first render their stacks
+    again with the cluster stack's outputs (:func:`render_node_pools`)."""
     masters = [pool for pool in pools if cluster.node_pool(pool).is_master]
     stages = [
-        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False},
-        {"stacks": [{"node_pool": pool} for pool in masters], "wait_for_api_server": True},
-        {"stacks": [{"node_pool": pool} for pool in pools if pool not in masters], "wait_for_api_server": False},
+        {"stacks": [{"node_pool": ""}], "wait_for_api_server": False, "render_node_pools": False},
+        {
+            "stacks": [{"node_pool": pool} for pool in masters],
+            "wait_for_api_server": True,
+            "render_node_pools": render_node_pools,
+        },
+        {
+            "stacks": [{"node_pool": pool} for pool in pools if pool not in masters],
+            "wait_for_api_server": False,
+            "render_node_pools": render_node_pools,
+        },
     ]
     return [stage for stage in stages if stage["stacks"]]
+
+
+def needs_cluster_outputs(tree: ConfigTree, cluster: Cluster) -> bool:
+    """Whether a node pool's stack depends on the cluster stack: its profile has files.yaml or userdata.yaml, or a
+    template of it names the cluster stack's outputs."""
+    for pool in cluster.asg_pools:
+        folder = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
+        profile = {path: text for path, text in tree.files.items() if path.startswith(folder)}
+        if {folder + FILES, folder + USER_DATA} & profile.keys():
+            return True
+        if any(OUTPUTS_VALUE.encode() in text for text in profile.values()):
+            return True
+    return False
+
+
+def node_pools_key(rendering: str, outputs: dict[str, str]) -> str:
+    """The key of a run's node-pool rendering: its first rendering's with the cluster stack's outputs."""
+    text = json.dumps([rendering, outputs], sort_keys=True)
+    return f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+
+
+def render_node_pools(
+    s3: Any,
+    bucket: str,
+    rendering: str,
+    outputs: dict[str, str],
+    render: Callable[[FilesStore | None, dict[str, Any]], RenderedCluster],
+    files_store: FilesStore,
+) -> str:
+    """After the cluster stack: the run's rendering again with the stack's `outputs`, node pools' archives stored
+    through `files_store`, under :func:`node_pools_key` (an existing one is reused: the step is idempotent).
+    `render(files_store, values)` renders the cluster; its version must be the first rendering's (else the
+    configuration or the registry changed during the run: ConfigChanged)."""
+    key = node_pools_key(rendering, outputs)
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+        return key
+    except s3.exceptions.ClientError as exc:
+        if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
+            raise
+    first = load_rendering(s3, bucket, rendering)
+    rendered = render(files_store, {OUTPUTS_VALUE: outputs})
+    if rendered.version != first.version:
+        raise ConfigChanged(
+            f"cluster {first.cluster.id}: the configuration or the registry changed during the run "
+            f"(rendered {first.version}, now {rendered.version}); the next run provisions the new version"
+        )
+    s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
+    return key
+
+
+class ConfigChanged(ClmError):
+    """The configuration or the cluster changed between a run's renders: its node pools are left for the next run."""
+
+    asl_name = "ConfigChanged"
 
 
 def load_rendering(s3: Any, bucket: str, key: str) -> RenderedCluster:

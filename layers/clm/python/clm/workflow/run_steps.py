@@ -60,20 +60,73 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # where node pools' bootstrap archives go (nodes read it)
+
+
 def render(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components)."""
-    from clm.render.account_lookups import AccountLookups
-    from clm.render.lookups import Ec2Lookups
-    from clm.render.secrets import KmsDecrypter, keys_from_env
+    """`{cluster_id}` -> the key of the stored rendering and a summary (version, node pools, components); node-pool
+    stacks see the cluster stack's current outputs (placeholders before it exists)."""
     from clm.workflow.render_step import render_to_s3  # YAML and the renderer (Jinja2): this step's alone
 
     settings = Settings.from_env()
     cluster = _registry(settings).get(event["cluster_id"])
     tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-    decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))  # only the keys the deployment names
-    lookups = Ec2Lookups(lambda: client("ec2"))  # amiID, instance types: asked only if a template needs them
-    account = AccountLookups(lambda: client("acm"), lambda: client("kms"))  # only if a template names them
-    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, decrypt, lookups, account)
+    inputs = _render_inputs()
+    outputs = _cluster_outputs(cluster)
+    return render_to_s3(
+        client("s3"), settings.artefact_bucket, tree, cluster, *inputs, outputs=outputs, files_store=_files_store(False)
+    )
+
+
+def node_pools(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering}` -> `{rendering}`: after the cluster stack, the key of the run's rendering whose node
+    pools' stacks were rendered with its outputs and whose bootstrap archives are uploaded (idempotent)."""
+    from clm.render.renderer import Renderer
+    from clm.workflow.render_step import render_node_pools
+
+    settings = Settings.from_env()
+    cluster = _registry(settings).get(event["cluster_id"])
+    outputs = _cluster_outputs(cluster) or {}
+
+    def rendered(files_store: Any, values: dict[str, Any]) -> Any:
+        tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
+        return Renderer(tree, *_render_inputs(), files_store=files_store).render(cluster, values)
+
+    key = render_node_pools(
+        client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(True)
+    )
+    return {"rendering": key}
+
+
+def _render_inputs() -> tuple[Any, Any, Any]:
+    """What templates may ask AWS at render: decrypted config items (only with the keys the deployment names), EC2
+    (amiID, instance types, the network) and ACM/KMS, each asked only if a template needs it."""
+    from clm.render.account_lookups import AccountLookups
+    from clm.render.lookups import Ec2Lookups
+    from clm.render.secrets import KmsDecrypter, keys_from_env
+
+    decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))
+    return decrypt, Ec2Lookups(lambda: client("ec2")), AccountLookups(lambda: client("acm"), lambda: client("kms"))
+
+
+def _cluster_outputs(cluster: Any) -> dict[str, str] | None:
+    """The cluster stack's outputs (OutputKey -> OutputValue), None when it does not exist."""
+    from clm.stacks.cfn import describe_stack
+    from clm.stacks.names import cluster_stack_name
+
+    stack = describe_stack(client("cloudformation"), cluster_stack_name(cluster))
+    return None if stack is None else {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
+
+
+def _files_store(upload: bool) -> Any:
+    """Node pools' archives: uploaded to the deployment's node-files bucket, or only their paths computed (then,
+    without the setting, CLM's bucket of the cluster's account and region)."""
+    from clm.render.node_files import PlannedFiles, UploadedFiles
+
+    bucket = os.environ.get(NODE_FILES_BUCKET_ENV)
+    if not bucket:
+        return None
+    return UploadedFiles(bucket, client("s3"), lambda: client("kms")) if upload else PlannedFiles(bucket)
 
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:
@@ -97,4 +150,4 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     return {"cluster_id": event["cluster_id"], "problem": problem.title}
 
 
-STEPS = {"begin": begin, "render": render, "park": park, "succeed": succeed, "fail": fail}
+STEPS = {"begin": begin, "render": render, "node_pools": node_pools, "park": park, "succeed": succeed, "fail": fail}

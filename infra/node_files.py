@@ -1,0 +1,39 @@
+"""The node-files bucket: node pools' bootstrap archives (clm.render.node_files), which the nodes read.
+
+Named as CLM names it, `cluster-lifecycle-manager-<account>-<region>`, so that Zalando's cluster stacks, which let
+their node roles read that bucket, work unchanged. Only archives go here (their secrets KMS-encrypted with the
+cluster stacks' keys): never renderings, which stay in the artefact bucket that nodes cannot read.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.buckets import private_bucket
+from infra.nag import acknowledge
+
+OLD_VERSIONS_EXPIRE_DAYS = 30
+
+
+class NodeFilesBucket(Construct):
+    """Private, S3-encrypted (nodes read it with their own roles), TLS-only; archives are content-addressed and
+    never overwritten, old versions expire."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.bucket = private_bucket(
+            self,
+            "Bucket",
+            bucket_name=f"cluster-lifecycle-manager-{stack.account}-{stack.region}",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-old-versions",
+                    noncurrent_version_expiration=Duration.days(OLD_VERSIONS_EXPIRE_DAYS),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                )
+            ],
+        )
+        acknowledge(self, "S1", "only CLM's run function writes here; CloudTrail data events audit access if needed")
