@@ -90,7 +90,8 @@ def test_fail_records_the_problem(deployment: DynamoRegistry) -> None:
 
 def test_unknown_step_and_missing_settings_are_clear_errors(deployment, monkeypatch) -> None:
     with pytest.raises(
-        UnknownStep, match="function run has no step 'nope' \\(serves: begin, fail, park, render, succeed\\)"
+        UnknownStep,
+        match=r"function run has no step 'nope' \(serves: begin, fail, node_pools, park, render, succeed\)",
     ):
         call("nope", cluster_id="x")
     monkeypatch.delenv("CLM_ARTEFACT_BUCKET")

@@ -91,6 +91,38 @@ def test_manifest_hash_follows_the_sibling(example_tree, example_clusters):
     assert config_hash(example_tree) != config_hash(changed)
 
 
+def replaced(base: ConfigTree, files: dict[str, str]) -> ConfigTree:
+    """The tree with the files at these paths replaced."""
+    return ConfigTree(version="test", files={**base.files, **{p: t.encode() for p, t in files.items()}}, source="t")
+
+
+def test_a_hashed_template_may_hash_another_but_a_cycle_is_named(example_tree, example_clusters):
+    """As CLM's manifestHash: 01 hashes 02, which hashes 03; a template hashing one being rendered is a cycle."""
+    app = "cluster/manifests/example-app/"
+    namespace = example_tree.files[app + "01-namespace.yaml"].decode()
+    hashing = "# {{ manifest_hash('02-workload.yaml') }}\n"
+    nested = replaced(example_tree, {app + "01-namespace.yaml": hashing + namespace})
+    Renderer(nested).render(example_clusters[0])
+    cycle = replaced(nested, {app + "03-config.yaml": "# {{ manifest_hash('01-namespace.yaml') }}\n"})
+    error = render_error(cycle, example_clusters[0])
+    assert f"manifest_hash of {app}01-namespace.yaml is a cycle: " in error.message
+    assert f"01-namespace.yaml -> {app}02-workload.yaml -> {app}03-config.yaml -> {app}01-namespace.yaml" in (
+        error.message
+    )
+
+
+def test_a_stack_that_is_an_include_names_the_included_file_at_fault(example_tree, example_clusters):
+    """worker-spot's stack is `{% include %}` of worker-default's: a YAML error in what worker-default renders is
+    worker-default's, at its own line; one the includer makes around a sound include stays the includer's."""
+    default, spot = "cluster/node-pools/worker-default/stack.yaml", "cluster/node-pools/worker-spot/stack.yaml"
+    broken = example_tree.files[default].decode().replace("Resources:", "Resources: [", 1)
+    error = render_error(replaced(example_tree, {default: broken}), example_clusters[1])
+    assert error.file == default and "rendered template is not valid YAML/JSON" in error.message
+    assert error.line is not None
+    around = "[\n" + example_tree.files[spot].decode()
+    assert render_error(replaced(example_tree, {spot: around}), example_clusters[1]).file == spot
+
+
 def test_empty_documents_are_dropped(example_tree, example_clusters):
     tree = tree_with(
         example_tree,

@@ -103,7 +103,7 @@ class TemplateEnvironment:
         # What base64 encodes is a document of its own (user data: cloud-config, a script): its values are checked.
         self._env.globals["base64"] = self._env.filters["base64"] = _encoder(FUNCTIONS["base64"], self._unmark)
         self._env.globals["base64_decode"] = self._env.filters["base64_decode"] = decoding(FUNCTIONS["base64_decode"])
-        self._hashing = False
+        self._hashing: list[str] = []  # the templates manifest_hash is rendering, outermost first
 
     def _load(self, name: str) -> tuple[str, str, Any] | None:
         data = self._files.get(name)
@@ -142,17 +142,32 @@ class TemplateEnvironment:
     def _unmark(self, value: Any) -> Any:
         return self._splices.check(value, "", None) if isinstance(value, str) else value
 
+    def includes(self, name: str) -> list[str]:
+        """The templates `name` includes, imports or extends by a constant name."""
+        from jinja2 import meta
+
+        source = self._load(name)
+        if source is None:
+            return []
+        try:
+            found = meta.find_referenced_templates(self._env.parse(source[0], name, name))
+        except jinja2.TemplateSyntaxError:
+            return []
+        return [template for template in found if template]
+
     @jinja2.pass_context
     def _manifest_hash(self, context: jinja2.runtime.Context, relative: str) -> str:
-        """SHA-256 of a sibling template rendered with the same variables (not reentrant)."""
-        if self._hashing:
-            raise RuntimeError("manifest_hash cannot be used inside a template it hashes")
+        """SHA-256 of a sibling template rendered with the same variables; a template it hashes may hash others
+        (as CLM's manifestHash), but never one already being rendered (a cycle)."""
         path = posixpath.normpath(posixpath.join(posixpath.dirname(context.name or ""), relative))
-        self._hashing = True
+        chain = [*self._hashing, context.name or ""]
+        if path in chain:
+            raise RuntimeError(f"manifest_hash of {path} is a cycle: {' -> '.join([*chain, path])}")
+        self._hashing.append(context.name or "")
         try:
             rendered = self.render(path, dict(context.parent))
         finally:
-            self._hashing = False
+            self._hashing.pop()
         return hashlib.sha256(rendered.encode()).hexdigest()
 
 

@@ -341,9 +341,11 @@ class Renderer:
         try:
             template = load_template(body)
         except yaml.YAMLError as exc:
-            raise RenderError(
-                f"rendered template is not valid YAML/JSON: {error_reason(exc)}", file, error_line(exc), cluster_id
-            ) from None
+            from clm.render.include_blame import blame_include
+
+            at = blame_include(self._env, file, body, error_line(exc), context, _parses) or (file, error_line(exc))
+            reason = f"rendered template is not valid YAML/JSON: {error_reason(exc)}"
+            raise RenderError(reason, *at, cluster_id) from None
         if not isinstance(template, dict) or not isinstance(template.get("Resources"), dict):
             raise RenderError("rendered template has no Resources section", file, None, cluster_id)
         return RenderedStack(file=file, body=body, template=template)
@@ -357,3 +359,12 @@ class Renderer:
                 found = parse_deletions(text, source.prefix + DELETIONS, cluster_id)
                 result = Deletions(result.pre_apply + found.pre_apply, result.post_apply + found.post_apply)
         return result
+
+
+def _parses(text: str) -> bool:
+    """Whether a rendered stack template reads as YAML/JSON."""
+    try:
+        load_template(text)
+    except yaml.YAMLError:
+        return False
+    return True
