@@ -17,7 +17,15 @@ from clm.render.account_lookups import AccountLookups
 from clm.render.lookups import Ec2Lookups
 from clm.render.node_files import PlannedFiles, bucket_name
 from clm.render.renderer import RenderedCluster, Renderer
-from tests.corpus_samples import ACCOUNT, NOT_COMPUTED, REGION, migrated_files, sample_clusters, samples_on_moto
+from tests.corpus_samples import (
+    ACCOUNT,
+    NOT_COMPUTED,
+    REGION,
+    cfn_lint,
+    migrated_files,
+    sample_clusters,
+    samples_on_moto,
+)
 from tests.unit.test_migrate_corpus import CORPUS
 
 # cfn-lint errors in Zalando's own etcd template, reviewed: (rule, resource) -> why it stays. Anything else fails.
@@ -68,20 +76,8 @@ def test_the_corpus_etcd_stack_renders_for_zalando_aws_only(rendered) -> None:
 
 
 def test_the_corpus_etcd_stack_passes_cfn_lint(rendered) -> None:
-    from cfnlint.api import lint
-    from cfnlint.core import get_rules
-
     stack = rendered[0]["zalando-aws"].etcd_stack
-    errors, allowed, warnings = {}, set(), []
-    for match in lint(stack.body, rules=get_rules([], [], []), regions=[REGION]):
-        resource = match.path[1] if len(match.path) > 1 and match.path[0] == "Resources" else ""
-        where = f"line {match.linenumber}: {match.rule.id} {resource}"
-        if not match.rule.id.startswith("E"):
-            warnings.append(f"{where}: {match.message[:160]}")
-        elif (match.rule.id, resource) in CFN_LINT_ALLOWED:
-            allowed.add((match.rule.id, resource))
-        else:
-            errors[where] = match.message
+    errors, allowed, warnings = cfn_lint({"etcd stack": stack.body}, REGION, CFN_LINT_ALLOWED)
     print("\n".join(warnings))
     assert errors == {}
     assert allowed == set(CFN_LINT_ALLOWED)
