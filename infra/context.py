@@ -43,6 +43,7 @@ class ClmContext:
     max_running: int = 10
     decrypt_key_arns: tuple[str, ...] = ()
     roll_steps_per_execution: int = 300
+    manage_etcd_stack: bool = False  # CLM's --manage-etcd-stack: provision cluster/etcd/stack.yaml (zalando-aws)
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -71,6 +72,7 @@ class ClmContext:
             max_running=_number(node, "clm:maxRunning", defaults.max_running),
             decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
             roll_steps_per_execution=_number(node, "clm:rollStepsPerExecution", defaults.roll_steps_per_execution),
+            manage_etcd_stack=_flag(node, "clm:manageEtcdStack"),
         )
         context.check()
         return context
@@ -121,6 +123,16 @@ def _text(node: Any, key: str, default: str = "") -> str:
     if not isinstance(value, str):
         raise ContextError(f"{key}: expected a string, got {value!r}")
     return value.strip()
+
+
+def _flag(node: Any, key: str) -> bool:
+    """true/false, as JSON (cdk.json) or text (`cdk -c key=true`); absent: false."""
+    value = _raw(node, key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ContextError(f"{key}: expected true or false, got {value!r}")
 
 
 def _number(node: Any, key: str, default: int) -> int:

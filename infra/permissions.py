@@ -57,7 +57,7 @@ ASG_CHANGES = [
 ]
 _COLON = ArnFormat.COLON_RESOURCE_NAME
 RENDERINGS = "renderings are content-addressed objects under renderings/"
-NODE_FILES = "node pools' archives are content-addressed objects under <cluster local id>/<master|worker>/"
+NODE_FILES = "node pools' and etcd's archives are content-addressed objects under <local id>/<master|worker|etcd>/"
 LIST_STACKS = "cloudformation:ListStacks supports no resource-level permissions (node-pool stacks are found by name)"
 STACKS = "cluster stacks are named by local_id, so no name pattern covers them (see the module doc)"
 OWNED_STACKS = f"{STACKS}; changes only to stacks tagged {MANAGED_BY_TAG}, with the ClusterStackRole"

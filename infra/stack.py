@@ -16,6 +16,7 @@ from infra.cluster_stack_role import ClusterStackRole
 from infra.config_source import ConfigSource
 from infra.config_store import ConfigStore
 from infra.context import ClmContext
+from infra.etcd_permissions import grant_etcd_stack
 from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunction
 from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
@@ -161,5 +162,7 @@ class ClmStack(Stack):
         permissions.grant_account_lookups(self.functions["run"])
         permissions.grant_node_files(self.functions["run"], self.node_files.bucket, artefacts)
         permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
+        if context.manage_etcd_stack:
+            grant_etcd_stack(self.functions["run"], self.functions["stacks"])
         permissions.grant_kube(self.functions["kube"], table, artefacts, context.kube_secret_prefix)
         permissions.grant_roll(self.functions["roll"], table, artefacts, context.kube_secret_prefix)

@@ -117,6 +117,29 @@ def stack_bodies(rendered: RenderedCluster) -> dict[str, str]:
     return bodies
 
 
+def cfn_lint(
+    bodies: dict[str, str], region: str, reviewed: dict[tuple[str, str], str]
+) -> tuple[dict[str, str], set[tuple[str, str]], list[str]]:
+    """The pinned cfn-lint on each named template: the errors outside `reviewed` ((rule, resource) -> why), the
+    reviewed ones found, and the warnings, each located as `<name> line <n>: <rule> <resource>`."""
+    from cfnlint.api import lint
+    from cfnlint.core import get_rules
+
+    rules = get_rules([], [], [])
+    errors, allowed, warnings = {}, set(), []
+    for name, body in bodies.items():
+        for match in lint(body, rules=rules, regions=[region]):
+            resource = match.path[1] if len(match.path) > 1 and match.path[0] == "Resources" else ""
+            where = f"{name} line {match.linenumber}: {match.rule.id} {resource}"
+            if not match.rule.id.startswith("E"):
+                warnings.append(f"{where}: {match.message[:160]}")
+            elif (match.rule.id, resource) in reviewed:
+                allowed.add((match.rule.id, resource))
+            else:
+                errors[where] = match.message
+    return errors, allowed, warnings
+
+
 @dataclass(frozen=True)
 class Samples:
     """The samples rendered on in-process moto: its EC2 client, the images registered (name -> id), the renderings,

@@ -15,7 +15,7 @@ from clm.errors import RenderError
 from clm.render.artefacts import summary
 from clm.render.manifests import split_manifests
 from clm.render.renderer import RenderedCluster
-from tests.corpus_samples import Samples, migrated_files, samples_on_moto, stack_bodies
+from tests.corpus_samples import Samples, cfn_lint, migrated_files, samples_on_moto, stack_bodies
 from tests.unit.test_migrate_corpus import CORPUS, IMAGES
 
 # The corpus itself has a key twice in one mapping: kubectl and CLM (yaml.v2, non-strict) keep the last value;
@@ -130,22 +130,13 @@ def test_a_duplicate_key_in_a_manifest_keeps_the_last_value_with_a_warning(rende
 def test_every_stack_passes_cfn_lint(rendered: dict[str, RenderedCluster]) -> None:
     """The pinned cfn-lint on every rendered stack of both samples: no error outside the reviewed CFN_LINT_ALLOWED
     (each allowed one is still found: the list stays exact); warnings are printed (-s), not failures."""
-    from cfnlint.api import lint
-    from cfnlint.core import get_rules
-
-    rules = get_rules([], [], [])
     errors, allowed, warnings = {}, set(), []
     for provider, result in rendered.items():
-        for name, body in stack_bodies(result).items():
-            for match in lint(body, rules=rules, regions=[result.cluster.region]):
-                resource = match.path[1] if len(match.path) > 1 and match.path[0] == "Resources" else ""
-                where = f"{provider} {name} line {match.linenumber}: {match.rule.id} {resource}"
-                if not match.rule.id.startswith("E"):
-                    warnings.append(f"{where}: {match.message[:160]}")
-                elif (match.rule.id, resource) in CFN_LINT_ALLOWED:
-                    allowed.add((match.rule.id, resource))
-                else:
-                    errors[where] = match.message
+        bodies = {f"{provider} {name}": body for name, body in stack_bodies(result).items()}
+        found = cfn_lint(bodies, result.cluster.region, CFN_LINT_ALLOWED)
+        errors.update(found[0])
+        allowed |= found[1]
+        warnings += found[2]
     print("\n".join(warnings))
     assert errors == {}
     assert allowed == set(CFN_LINT_ALLOWED)

@@ -89,6 +89,8 @@ class RenderedCluster:
     encrypted_items: dict[str, str] = field(default_factory=dict)
     # What rendered but deserves a look, each naming file and line (a manifest's duplicate key: the last is used).
     warnings: list[str] = field(default_factory=list)
+    # CLM's etcd stack (clm.render.etcd), when the deployment manages it and the cluster has one.
+    etcd_stack: RenderedStack | None = None
 
     @property
     def manifest_count(self) -> int:
@@ -137,13 +139,15 @@ class Renderer:
         lookups: Ec2Lookups | None = None,
         account: AccountLookups | None = None,
         files_store: FilesStore | None = None,
+        etcd_store: FilesStore | None = None,
     ):
         """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
         `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
         fail and node pools have no `values.InstanceInfo`. `account` answers ACM and KMS
         (clm.render.account_lookups: the load balancer certificate, the etcd key); without it, those fail.
         `files_store` stores node pools' bootstrap archives (clm.render.node_files); without it, only their paths
-        are computed."""
+        are computed. `etcd_store` (the deployment manages CLM's etcd stack) stores the etcd files' archive
+        (clm.render.etcd); without it, no etcd stack is rendered."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
@@ -152,6 +156,7 @@ class Renderer:
         self._lookups = lookups
         self._account = account
         self._files_store = files_store
+        self._etcd_store = etcd_store
         self._named: dict[str, bool] = {}
         combined = bool(tree.layers)
         self._sources = [
@@ -244,6 +249,7 @@ class Renderer:
             node_pool_manifests=node_pool_manifests,
             encrypted_items=encrypted,
             warnings=warnings,
+            etcd_stack=self._etcd_stack(view, values),
         )
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:
@@ -335,6 +341,20 @@ class Renderer:
             return self._env.render(path, context, cluster.id)
 
         return node_files.node_values(render, self.tree.files, profile_dir, context, store, facts)
+
+    def _etcd_stack(self, cluster: Cluster, values: dict[str, Any]) -> RenderedStack | None:
+        """CLM's etcd stack, when the deployment manages it (clm.render.etcd)."""
+        from clm.render import etcd
+
+        if self._etcd_store is None or not etcd.has_etcd_stack(cluster.provider, self.tree.files):
+            return None
+
+        def render(path: str, context: dict[str, Any]) -> str:
+            return self._env.render(path, context, cluster.id)
+
+        context = {"cluster": cluster, "values": values}
+        values = etcd.etcd_values(render, self.tree.files, context, self._etcd_store, cluster.local_id)
+        return self._stack(etcd.ETCD_STACK, {**context, "values": values}, cluster.id)
 
     def _stack(self, file: str, context: dict[str, Any], cluster_id: str) -> RenderedStack:
         body = self._env.render(file, context, cluster_id)

@@ -32,6 +32,7 @@ def dumps(rendered: RenderedCluster) -> str:
         "deletions": rendered.deletions.to_dict(),
         "node_pool_manifests": {pool: _manifests(items) for pool, items in rendered.node_pool_manifests.items()},
         "warnings": rendered.warnings,
+        "etcd_stack": _stack(rendered.etcd_stack) if rendered.etcd_stack else None,
     }
     return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
@@ -56,6 +57,7 @@ def loads(text: str | bytes) -> RenderedCluster:
             pool: _load_manifests(items) for pool, items in document.get("node_pool_manifests", {}).items()
         },
         warnings=document.get("warnings", []),
+        etcd_stack=_load_stack(document["etcd_stack"]) if document.get("etcd_stack") else None,
     )
 
 

@@ -40,7 +40,7 @@ def start(
     stack = describe_stack(cfn, spec.name)
     if stack is None:
         return _create(cfn, s3, spec, template_bucket, role_arn)
-    ensure_owned(stack, spec.cluster_id)
+    ensure_owned(stack, spec.cluster_id, spec.owner_tags)
     status = stack["StackStatus"]
     if is_in_progress(status):
         return StartResult(spec.name, "waiting", status, stack["StackId"])
@@ -70,6 +70,7 @@ def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, rol
             Capabilities=spec.capabilities,
             Tags=spec.api_tags(),
             EnableTerminationProtection=True,
+            **({"StackPolicyBody": spec.policy} if spec.policy else {}),
         )
     except ClientError as exc:
         if error_code(exc) == "AlreadyExistsException":  # created by someone else since we looked
@@ -85,6 +86,8 @@ def _update(
     try:
         if not stack.get("EnableTerminationProtection"):
             cfn.update_termination_protection(StackName=stack_id, EnableTerminationProtection=True)
+        if spec.policy:
+            ensure_policy(cfn, stack_id, spec.policy)
         if _is_current(cfn, spec, stack):
             return StartResult(spec.name, "unchanged", status, stack_id)
         cfn.update_stack(
@@ -103,6 +106,20 @@ def _update(
             return StartResult(spec.name, "waiting", status, stack_id)
         raise StackRejected(spec.cluster_id, spec.name, "update", message) from None
     return StartResult(spec.name, "update_started", status, stack_id)
+
+
+def ensure_policy(cfn: Any, stack_id: str, policy: str) -> None:
+    """Give the stack `policy` unless it has it already (before an update, so that the update is held to it)."""
+    current = cfn.get_stack_policy(StackName=stack_id).get("StackPolicyBody") or ""
+    if _policy(current) != _policy(policy):
+        cfn.set_stack_policy(StackName=stack_id, StackPolicyBody=policy)
+
+
+def _policy(text: str) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text
 
 
 def _is_current(cfn: Any, spec: StackSpec, stack: dict[str, Any]) -> bool:

@@ -8,10 +8,11 @@ from clm.stacks.errors import StackNotOwned
 from clm.stacks.names import ingress_tags, owned_tags
 
 
-def ensure_owned(stack: dict[str, Any], cluster_id: str) -> None:
+def ensure_owned(stack: dict[str, Any], cluster_id: str, wanted: dict[str, str] | None = None) -> None:
     """Raise StackNotOwned unless `stack` (as DescribeStacks returns it) carries the tags every stack of the cluster
-    is created with (`kubernetes.io/cluster/<id>=owned`, `clm:managed-by=clm`); the error names each one missing."""
-    _ensure_tags(stack, cluster_id, owned_tags(cluster_id), "CLM's stack of the cluster")
+    is created with (`kubernetes.io/cluster/<id>=owned`, `clm:managed-by=clm`; `wanted` for a stack tagged
+    otherwise: the etcd stack, clm.stacks.etcd); the error names each one missing."""
+    _ensure_tags(stack, cluster_id, wanted or owned_tags(cluster_id), "CLM's stack of the cluster")
 
 
 def ensure_ingress(stack: dict[str, Any], cluster_id: str) -> None:

@@ -25,6 +25,8 @@ class StackSpec:
     parameters: dict[str, str]
     node_pool: str | None = None
     file: str = ""
+    owner_tags: dict[str, str] | None = None  # checked before a change; None: the cluster's (ownership.owned_tags)
+    policy: str = ""  # the stack policy (JSON) the stack keeps; "": none set
 
     @property
     def capabilities(self) -> list[str]:

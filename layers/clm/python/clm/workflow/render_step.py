@@ -39,36 +39,45 @@ def render_to_s3(
     account: AccountLookups | None = None,
     outputs: dict[str, str] | None = None,
     files_store: FilesStore | None = None,
+    etcd_store: FilesStore | None = None,
 ) -> dict[str, Any]:
     """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
     decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored), `lookups` answers what
     templates ask EC2 (images, instance types), `account` what they ask ACM and KMS; `outputs` are the cluster
     stack's current outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs),
-    `files_store` where node pools' archives would go (only their paths are computed here).
+    `files_store` where node pools' archives would go (only their paths are computed here), `etcd_store` where the
+    etcd stack's would (the deployment manages CLM's etcd stack: clm.render.etcd; None: it does not).
 
     Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
     Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
-    rendered = Renderer(tree, decrypt, lookups, account, files_store).render(cluster, values)
+    rendered = Renderer(tree, decrypt, lookups, account, files_store, etcd_store).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     rerender = needs_cluster_outputs(tree, cluster)
     return {
         "rendering": key,
         **summary(rendered),
-        "stack_stages": stack_stages(cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender),
+        "stack_stages": stack_stages(
+            cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender, etcd=rendered.etcd_stack is not None
+        ),
         "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or rendered.cluster.karpenter_pools_enabled],
     }
 
 
-def stack_stages(cluster: Cluster, pools: list[str], *, render_node_pools: bool = False) -> list[dict[str, Any]]:
-    """The stacks in CLM's order (provisioner/clusterpy.go provision): the cluster stack, then the master pools'
-    stacks (profile contains "master") and a wait for the API server, then the worker pools' stacks; the stacks of
-    one stage are deployed together. With `render_node_pools`, the node-pool stages first render their stacks
-    again with the cluster stack's outputs (:func:`render_node_pools`)."""
+def stack_stages(
+    cluster: Cluster, pools: list[str], *, render_node_pools: bool = False, etcd: bool = False
+) -> list[dict[str, Any]]:
+    """The stacks in CLM's order (provisioner/clusterpy.go provision): with `etcd`, CLM's etcd stack (its stage
+    first uploads the etcd files' archive: `etcd`), then the cluster stack, then the master pools' stacks (profile
+    contains "master") and a wait for the API server, then the worker pools' stacks; the stacks of one stage are
+    deployed together. With `render_node_pools`, the node-pool stages first render their stacks again with the
+    cluster stack's outputs (:func:`render_node_pools`)."""
     masters = [pool for pool in pools if cluster.node_pool(pool).is_master]
+    etcd_stage = {"stacks": [{"node_pool": "", "etcd": True}], "wait_for_api_server": False, "etcd": True}
     stages = [
+        *([etcd_stage] if etcd else []),
         {"stacks": [{"node_pool": ""}], "wait_for_api_server": False, "render_node_pools": False},
         {
             "stacks": [{"node_pool": pool} for pool in masters],
@@ -124,13 +133,33 @@ def render_node_pools(
             raise
     first = load_rendering(s3, bucket, rendering)
     rendered = render(files_store, {OUTPUTS_VALUE: outputs})
+    _ensure_unchanged(first, rendered)
+    s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
+    return key
+
+
+def upload_etcd_files(
+    s3: Any, bucket: str, rendering: str, render: Callable[[FilesStore], RenderedCluster], etcd_store: FilesStore
+) -> None:
+    """Before the etcd stack: its files' archive stored through `etcd_store` by `render(etcd_store)`, which renders
+    the cluster again; its etcd stack must be the first rendering's (else ConfigChanged), so that the stack deployed
+    names the archive uploaded."""
+    first = load_rendering(s3, bucket, rendering)
+    rendered = render(etcd_store)
+    _ensure_unchanged(first, rendered)
+    if first.etcd_stack is None or rendered.etcd_stack is None or rendered.etcd_stack.body != first.etcd_stack.body:
+        raise ConfigChanged(
+            f"cluster {first.cluster.id}: the etcd stack rendered differently from the run's first rendering (a "
+            "lookup's answer or the deployment's etcd setting changed); the next run provisions it"
+        )
+
+
+def _ensure_unchanged(first: RenderedCluster, rendered: RenderedCluster) -> None:
     if rendered.version != first.version:
         raise ConfigChanged(
             f"cluster {first.cluster.id}: the configuration or the registry changed during the run "
             f"(rendered {first.version}, now {rendered.version}); the next run provisions the new version"
         )
-    s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    return key
 
 
 class ConfigChanged(ClmError):

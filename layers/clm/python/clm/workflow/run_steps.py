@@ -61,6 +61,7 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
 
 
 NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # where node pools' bootstrap archives go (nodes read it)
+MANAGE_ETCD_ENV = "CLM_MANAGE_ETCD_STACK"  # "true": CLM's etcd stack is provisioned (CDK context clm:manageEtcdStack)
 
 
 def render(event: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +75,14 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
     inputs = _render_inputs()
     outputs = _cluster_outputs(cluster)
     return render_to_s3(
-        client("s3"), settings.artefact_bucket, tree, cluster, *inputs, outputs=outputs, files_store=_files_store(False)
+        client("s3"),
+        settings.artefact_bucket,
+        tree,
+        cluster,
+        *inputs,
+        outputs=outputs,
+        files_store=_files_store(False),
+        etcd_store=_etcd_store(False),
     )
 
 
@@ -96,6 +104,25 @@ def node_pools(event: dict[str, Any]) -> dict[str, Any]:
         client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(True)
     )
     return {"rendering": key}
+
+
+def etcd_files(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering}` -> `{}`: before the etcd stack, its files' archive uploaded (idempotent: the key is the
+    content's hash, an archive already there is not uploaded again)."""
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
+    from clm.render.renderer import Renderer
+    from clm.workflow.render_step import upload_etcd_files
+
+    settings = Settings.from_env()
+    cluster = _registry(settings).get(event["cluster_id"])
+
+    def rendered(etcd_store: Any) -> Any:
+        tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
+        renderer = Renderer(tree, *_render_inputs(), etcd_store=etcd_store)
+        return renderer.render(cluster, {OUTPUTS_VALUE: PendingOutputs()})  # the etcd stack reads no outputs
+
+    upload_etcd_files(client("s3"), settings.artefact_bucket, event["rendering"], rendered, _etcd_store(True))
+    return {}
 
 
 def _render_inputs() -> tuple[Any, Any, Any]:
@@ -129,6 +156,14 @@ def _files_store(upload: bool) -> Any:
     return UploadedFiles(bucket, client("s3"), lambda: client("kms")) if upload else PlannedFiles(bucket)
 
 
+def _etcd_store(upload: bool) -> Any:
+    """The etcd files' archive (clm.render.etcd) when the deployment manages CLM's etcd stack (CLM_MANAGE_ETCD_STACK
+    is "true"): uploaded to the node-files bucket, or only its path computed; None otherwise."""
+    if os.environ.get(MANAGE_ETCD_ENV) != "true":
+        return None
+    return _files_store(upload)
+
+
 def succeed(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, execution, plan, version}` -> record success (or decommissioned) and release the lock."""
     plan = run.RunPlan(**event["plan"])
@@ -150,4 +185,12 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     return {"cluster_id": event["cluster_id"], "problem": problem.title}
 
 
-STEPS = {"begin": begin, "render": render, "node_pools": node_pools, "park": park, "succeed": succeed, "fail": fail}
+STEPS = {
+    "begin": begin,
+    "render": render,
+    "node_pools": node_pools,
+    "etcd_files": etcd_files,
+    "park": park,
+    "succeed": succeed,
+    "fail": fail,
+}

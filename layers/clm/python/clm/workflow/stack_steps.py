@@ -22,14 +22,19 @@ from clm.workflow.update_block import ensure_not_blocked
 
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool?}` -> create or update the node pool's stack, or without a node pool
-    the cluster stack (a StartResult: follow its `next_step`)."""
+    """`{cluster_id, rendering, node_pool?, stack?}` -> create or update the node pool's stack, CLM's etcd stack
+    (`stack.etcd`), or else the cluster stack (a StartResult: follow its `next_step`)."""
     from clm.workflow.render_step import load_rendering  # YAML and the renderer's types: this step's alone
 
     settings = Settings.from_env()
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
     pool = event.get("node_pool")
-    spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
+    if (event.get("stack") or {}).get("etcd"):
+        from clm.stacks.etcd import etcd_stack_spec
+
+        spec = etcd_stack_spec(rendered)
+    else:
+        spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
     result = start(
         client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket, role_arn=_role()
     )
