@@ -11,7 +11,13 @@ from constructs import Construct
 from infra.context import ClmContext
 from infra.nag import acknowledge_wildcards
 
-CODECOMMIT_READ = ("codecommit:GetBranch", "codecommit:GetCommit", "codecommit:GetFolder", "codecommit:GetFile")
+CODECOMMIT_READ = (
+    "codecommit:GetBranch",
+    "codecommit:GetCommit",
+    "codecommit:GetFolder",
+    "codecommit:GetFile",
+    "codecommit:GetBlob",  # symbolic links: the blob holds the target's path
+)
 
 
 class ConfigSource(Construct):

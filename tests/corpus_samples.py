@@ -57,9 +57,10 @@ MASTER_POOL = NodePool("default-master", "master-default", 2, 2, ["m5.large"])
 
 
 def migrated_files(dest: Path, corpus: Path) -> dict[str, bytes]:
-    """`clm migrate` of the corpus into `dest`: translated path -> text."""
+    """`clm migrate` of the corpus into `dest`: translated path -> text, links read through (as an upload of the
+    tree to S3 reads them)."""
     report = migrate_tree(corpus, dest)
-    return {name: (dest / name).read_bytes() for name in report.translated}
+    return {name: (dest / name).read_bytes() for name in report.translated + report.linked}
 
 
 def register_images(ec2: Any) -> dict[str, str]:

@@ -258,9 +258,26 @@ def codecommit(aws):
 def test_codecommit_reads_every_file_at_the_head_commit(codecommit):
     source = CodeCommitSource(codecommit, REPOSITORY, "main")
     tree = source.fetch()
-    assert dict(tree.files) == {"README.md": b"# config\n", **REPO_FILES}  # the symbolic link is left out
+    # the symbolic link cluster/latest -> stack.yaml reads as its target, as CLM's git checkout reads it
+    assert dict(tree.files) == {"README.md": b"# config\n", **REPO_FILES, "cluster/latest": b"Resources: {}\n"}
     assert tree.version == source.version() == head(codecommit)
     assert tree.source == source.describe() == f"codecommit://{REPOSITORY}@main"
+
+
+def test_codecommit_follows_links_to_folders_and_leaves_out_dangling_ones(codecommit):
+    """As Zalando's profiles share files (worker-combined/files.yaml -> ../worker-splitaz/files.yaml)."""
+    puts = [
+        {"filePath": "cluster/node-pools/b/files.yaml", "fileContent": b"../a/files.yaml", "fileMode": "SYMLINK"},
+        {"filePath": "cluster/node-pools/a/files.yaml", "fileContent": b"files: []\n"},
+        {"filePath": "cluster/shared", "fileContent": b"manifests/coredns", "fileMode": "SYMLINK"},
+        {"filePath": "cluster/gone", "fileContent": b"../nowhere.yaml", "fileMode": "SYMLINK"},
+    ]
+    parent = head(codecommit)
+    codecommit.create_commit(repositoryName=REPOSITORY, branchName="main", parentCommitId=parent, putFiles=puts)
+    files = CodeCommitSource(codecommit, REPOSITORY, "main").fetch().files
+    assert files["cluster/node-pools/b/files.yaml"] == b"files: []\n"
+    assert files["cluster/shared/deployment.yaml"] == b"kind: Deployment\n"
+    assert "cluster/gone" not in files
 
 
 def test_codecommit_a_later_commit_changes_the_version(codecommit):
@@ -292,7 +309,11 @@ def test_codecommit_reads_one_commit_while_the_branch_moves(codecommit, aws):
     tree = source.fetch()
     assert moved
     assert tree.version == before
-    assert dict(tree.files) == {"README.md": b"# config\n", **REPO_FILES}
+    assert dict(tree.files) == {
+        "README.md": b"# config\n",
+        **REPO_FILES,
+        "cluster/latest": REPO_FILES["cluster/stack.yaml"],
+    }
     assert source.version() == moved[0]
 
 

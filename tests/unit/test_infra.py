@@ -627,6 +627,7 @@ def test_codecommit_vpc_and_retention_from_context(variant):
         "codecommit:GetCommit",
         "codecommit:GetFolder",
         "codecommit:GetFile",
+        "codecommit:GetBlob",
     }
     for folder in (*STEP_FOLDERS, "reconcile", "registry_events"):
         properties = function_named(raw, folder)[1]["Properties"]

@@ -52,6 +52,19 @@ def test_migrate_writes_the_tree_and_keeps_links(tmp_path: Path) -> None:
     assert again.exit_code == 2 and "is not empty" in again.output
 
 
+def test_gits_text_links_of_a_checkout_without_symlinks_are_links_too(tmp_path: Path) -> None:
+    """core.symlinks false: git writes a link as a file holding its target (Zalando's worker-combined/files.yaml
+    is `../worker-splitaz/files.yaml`). A one-line text that is not a path to a file of the tree stays a file."""
+    src, dest = tree(tmp_path / "src"), tmp_path / "dest"
+    (src / "cluster/node-pools/c").mkdir()
+    (src / "cluster/node-pools/c/stack.yaml").write_text("../a/stack.yaml")
+    (src / "cluster/node-pools/c/files.yaml").write_text("../a/no-such.yaml")
+    CliRunner().invoke(cli, ["migrate", str(src), str(dest)])
+    linked = dest / "cluster/node-pools/c/stack.yaml"
+    assert linked.is_symlink() and linked.read_text() == "Name: {{ node_pool.name }}\n"
+    assert not (dest / "cluster/node-pools/c/files.yaml").is_symlink()
+
+
 def test_a_template_go_would_refuse_is_an_error_with_file_and_line(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "cluster").mkdir(parents=True)

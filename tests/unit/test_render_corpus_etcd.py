@@ -6,7 +6,6 @@ errors. The zalando-eks sample gets none (CLM's EKS provisioner has no etcd stac
 from __future__ import annotations
 
 import dataclasses
-import posixpath
 from collections.abc import Iterator
 
 import boto3
@@ -34,22 +33,12 @@ BUCKET = {"etcd_s3_backup_bucket": "zalando-etcd-backup-kube-1"}
 CFN_LINT_ALLOWED: dict[tuple[str, str], str] = {}
 
 
-def resolve_links(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The corpus copy holds git's symlinks as text (worker-combined/files.yaml is `../worker-splitaz/files.yaml`):
-    each such file replaced by its target, as a git checkout (and CLM's channel) reads it."""
-    resolved = {}
-    for name, text in files.items():
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), text.decode(errors="replace").strip()))
-        resolved[name] = files.get(target, text) if len(text) < 200 and target != name else text
-    return resolved
-
-
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, RenderedCluster], str]]:
     """Both samples rendered with the etcd stack managed; and the etcd key's ARN."""
     if not CORPUS.is_dir():
         pytest.skip("the corpus (../shared/corpus/kubernetes-on-aws) is not here")
-    files = resolve_links(migrated_files(tmp_path_factory.mktemp("migrated-etcd"), CORPUS))
+    files = migrated_files(tmp_path_factory.mktemp("migrated-etcd"), CORPUS)
     with samples_on_moto(files) as samples:
         tree = ConfigTree(version="v", files=files, source="corpus")
         account = AccountLookups(lambda: boto3.client("acm", region_name=REGION), lambda: boto3.client("kms", REGION))

@@ -1,5 +1,10 @@
 """A CLM configuration tree translated file by file: templates (YAML files) translated, other files copied,
-symbolic links inside the tree kept as links; with a report of what was left marked and what is missing."""
+symbolic links inside the tree kept as links; with a report of what was left marked and what is missing.
+
+A symbolic link is a link of the file system, or git's link of a checkout without symlink support
+(core.symlinks false): a regular file whose whole content is a relative path, without a newline, to another file
+of the tree (Zalando's worker-combined/files.yaml is `../worker-splitaz/files.yaml`). Both become links in DEST,
+which a config source reads through (an S3 sync uploads the target's content; CLM's git checkout follows them)."""
 
 from __future__ import annotations
 
@@ -37,13 +42,14 @@ def migrate_tree(src: Path, dest: Path | None) -> TreeReport:
     for path in sorted(_files(src)):
         relative = path.relative_to(src).as_posix()
         target = dest / relative if dest is not None else None
-        if path.is_symlink() and path.resolve().is_relative_to(src.resolve()):
+        link = _link_target(path, src)
+        if link is not None:
             report.linked.append(relative)
             if target is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if target.is_symlink() or target.exists():
                     target.unlink()
-                target.symlink_to(os.readlink(path))
+                target.symlink_to(link)
             continue
         data = path.read_bytes()
         if not relative.endswith(TEMPLATE_SUFFIXES):
@@ -67,6 +73,25 @@ def migrate_tree(src: Path, dest: Path | None) -> TreeReport:
             report.fields.setdefault(name, []).append(relative)
         _write(target, translation.text.encode())
     return report
+
+
+MAX_TEXT_LINK = 1024  # bytes: git's link blobs are a path
+
+
+def _link_target(path: Path, src: Path) -> str | None:
+    """Where `path` links to inside `src` (a file-system link, or git's text link), None if it is no such link."""
+    if path.is_symlink():
+        return os.readlink(path) if path.resolve().is_relative_to(src.resolve()) else None
+    if path.is_dir() or path.stat().st_size > MAX_TEXT_LINK:
+        return None
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        return None
+    if not text or "\n" in text or text.startswith("/"):
+        return None
+    target = (path.parent / text).resolve()
+    return text if target != path.resolve() and target.is_file() and target.is_relative_to(src.resolve()) else None
 
 
 def _files(root: Path) -> list[Path]:
