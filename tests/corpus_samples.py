@@ -27,6 +27,7 @@ from clm.config.tree import ConfigTree
 from clm.migrate.tree import migrate_tree
 from clm.model import Cluster, NodePool
 from clm.render.account_lookups import AccountLookups
+from clm.render.inputs import RenderInputs
 from clm.render.lookups import Ec2Lookups
 from clm.render.renderer import RenderedCluster, Renderer
 from tests.unit.test_migrate_corpus import IMAGES, PEM_ITEMS, REGISTRY_ITEMS
@@ -91,7 +92,7 @@ def sample_renderer(files: dict[str, bytes], ec2: Any) -> Renderer:
     """A renderer of the translated corpus whose lookups ask `ec2` and moto's ACM and KMS in its region."""
     tree = ConfigTree(version="v", files=files, source="corpus")
     account = AccountLookups(lambda: boto3.client("acm", region_name=REGION), lambda: boto3.client("kms", REGION))
-    return Renderer(tree, lookups=Ec2Lookups(lambda: ec2), account=account)
+    return Renderer(tree, RenderInputs(lookups=Ec2Lookups(lambda: ec2), account=account))
 
 
 def register_account_values() -> tuple[str, str]:

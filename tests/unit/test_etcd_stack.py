@@ -15,6 +15,7 @@ import pytest
 
 from clm.errors import RenderError
 from clm.render import stored
+from clm.render.inputs import RenderInputs
 from clm.render.node_files import NodeFile, PlannedFiles
 from clm.render.renderer import Renderer
 from clm.stacks.deploy import start
@@ -52,7 +53,7 @@ def test_the_etcd_stack_renders_only_when_managed_for_zalando_aws_with_its_archi
 ) -> None:
     tree, cluster = etcd_tree(example_tree), example_clusters[0]
     store = Recorded("node-files")
-    rendered = Renderer(tree, etcd_store=store).render(cluster, {"ClusterStackOutputs": {"X": "y"}})
+    rendered = Renderer(tree, RenderInputs(etcd_store=store)).render(cluster, {"ClusterStackOutputs": {"X": "y"}})
     digest = hashlib.sha512(FILES.replace("{{ cluster.local_id | base64 }}", "a3ViZS0x").encode()).hexdigest()
     [(key, files, kms_key)] = store.calls  # type: ignore[attr-defined]
     assert key == f"kube-1/etcd/{digest}.userdata" and kms_key == "alias/etcd-cluster"
@@ -63,8 +64,12 @@ def test_the_etcd_stack_renders_only_when_managed_for_zalando_aws_with_its_archi
     assert stored.loads(stored.dumps(rendered)).etcd_stack == rendered.etcd_stack
     assert Renderer(tree).render(cluster).etcd_stack is None  # the setting off
     eks = dataclasses.replace(cluster, provider="zalando-eks")
-    assert Renderer(tree, etcd_store=store).render(eks).etcd_stack is None  # CLM's EKS provisioner has none
-    assert Renderer(example_tree, etcd_store=store).render(cluster).etcd_stack is None  # no etcd/stack.yaml
+    assert (
+        Renderer(tree, RenderInputs(etcd_store=store)).render(eks).etcd_stack is None
+    )  # CLM's EKS provisioner has none
+    assert (
+        Renderer(example_tree, RenderInputs(etcd_store=store)).render(cluster).etcd_stack is None
+    )  # no etcd/stack.yaml
 
 
 @pytest.mark.parametrize(
@@ -80,7 +85,7 @@ def test_a_broken_etcd_template_fails_the_render_naming_file_and_line(
 ) -> None:
     tree = etcd_tree(example_tree, **{path: text})
     with pytest.raises(RenderError, match=where):
-        Renderer(tree, etcd_store=PlannedFiles("b")).render(example_clusters[0])
+        Renderer(tree, RenderInputs(etcd_store=PlannedFiles("b"))).render(example_clusters[0])
 
 
 def test_the_etcd_stage_comes_before_the_cluster_stack(example_clusters) -> None:
@@ -92,7 +97,9 @@ def test_the_etcd_stage_comes_before_the_cluster_stack(example_clusters) -> None
 
 
 def etcd_spec(example_tree, cluster):  # type: ignore[no-untyped-def]
-    return etcd_stack_spec(Renderer(etcd_tree(example_tree), etcd_store=PlannedFiles("b")).render(cluster))
+    return etcd_stack_spec(
+        Renderer(etcd_tree(example_tree), RenderInputs(etcd_store=PlannedFiles("b"))).render(cluster)
+    )
 
 
 def test_the_spec_has_clms_name_tags_over_the_templates_owner_tags_and_policy(example_tree, example_clusters) -> None:

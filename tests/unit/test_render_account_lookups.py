@@ -13,6 +13,7 @@ import pytest
 
 from clm.config.tree import ConfigTree
 from clm.render.account_lookups import AccountLookups, Certificate, best_matching, prefix_glob
+from clm.render.inputs import RenderInputs
 from clm.render.renderer import Renderer
 
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)
@@ -111,7 +112,7 @@ def render_stack(aws: boto3.Session, text: str, api_url: str = "https://kube-1.e
     account = AccountLookups(acm, lambda: aws.client("kms"))
     tree = ConfigTree(version="v", files={"cluster/stack.yaml": text.encode()}, source="test")
     cluster = Cluster("c1", "kube-1", "aws:123456789012", "eu-central-1", "zalando-aws", api_server_url=api_url)
-    return Renderer(tree, account=account).render(cluster), acm
+    return Renderer(tree, RenderInputs(account=account)).render(cluster), acm
 
 
 def test_the_renderer_gives_templates_the_certificate_and_the_etcd_key(

@@ -13,6 +13,7 @@ import pytest
 
 from clm.config.tree import ConfigTree
 from clm.render.account_lookups import AccountLookups
+from clm.render.inputs import RenderInputs
 from clm.render.lookups import Ec2Lookups
 from clm.render.node_files import PlannedFiles, bucket_name
 from clm.render.renderer import RenderedCluster, Renderer
@@ -43,7 +44,9 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
         tree = ConfigTree(version="v", files=files, source="corpus")
         account = AccountLookups(lambda: boto3.client("acm", region_name=REGION), lambda: boto3.client("kms", REGION))
         store = PlannedFiles(bucket_name(ACCOUNT, REGION))
-        renderer = Renderer(tree, lookups=Ec2Lookups(lambda: samples.ec2), account=account, etcd_store=store)
+        renderer = Renderer(
+            tree, RenderInputs(lookups=Ec2Lookups(lambda: samples.ec2), account=account, etcd_store=store)
+        )
         clusters = {
             provider: dataclasses.replace(c, config_items={**c.config_items, **BUCKET})
             for provider, c in sample_clusters(samples.ec2).items()

@@ -14,6 +14,7 @@ from clm.config.tree import ConfigTree
 from clm.errors import RenderError
 from clm.model import Cluster, NodePool
 from clm.render.environment import TemplateEnvironment
+from clm.render.inputs import RenderInputs
 from clm.render.instance_types import MEBIBYTE, InstanceInfo, InstanceTypes
 from clm.render.lookups import Ec2Lookups
 from clm.render.renderer import Renderer
@@ -176,7 +177,7 @@ def test_the_renderer_gives_node_pools_their_instance_info(ec2: CountingEc2) -> 
         NodePool("arm", "worker-splitaz", 1, 3, ["m6g.xlarge"]),
         NodePool("d", "worker-splitaz", 1, 3, ["m5d.xlarge"]),
     ]
-    renderer = Renderer(_tree(), lookups=Ec2Lookups(lambda: ec2.client))
+    renderer = Renderer(_tree(), RenderInputs(lookups=Ec2Lookups(lambda: ec2.client)))
     rendered = renderer.render(_cluster(*pools))
     arm, local = (rendered.node_pool_stacks[name].template["Metadata"] for name in ("arm", "d"))
     assert arm == {"image": image, "arch": "arm64", "storage": 50 * 858993459, "t2": False, "memory": "8Gi"}
@@ -191,7 +192,7 @@ def test_a_pool_of_an_unknown_instance_type_fails_where_a_template_reads_its_inf
     register_image(ec2.client, "kuberuntu-1")
     pool = NodePool("odd", "worker-splitaz", 1, 3, ["m5.large", "invalid.type"])
     with pytest.raises(RenderError, match=r"node-pools/worker-splitaz/stack.yaml:4: .*unknown instance type"):
-        Renderer(_tree(), lookups=Ec2Lookups(lambda: ec2.client)).render(_cluster(pool))
+        Renderer(_tree(), RenderInputs(lookups=Ec2Lookups(lambda: ec2.client))).render(_cluster(pool))
     with pytest.raises(RenderError, match="the ec2 client is not available"):
         Renderer(_tree()).render(_cluster(dataclasses.replace(pool, instance_types=["m5.large"])))
 
@@ -201,7 +202,7 @@ def test_images_and_instance_types_are_asked_only_when_a_template_needs_them(
 ) -> None:
     """The example configuration reads no instance info nor image: rendering it with lookups describes only the
     network (once per VPC for the run, as CLM's Provision does)."""
-    renderer = Renderer(example_tree, lookups=Ec2Lookups(lambda: ec2.client))
+    renderer = Renderer(example_tree, RenderInputs(lookups=Ec2Lookups(lambda: ec2.client)))
     for cluster in example_clusters:
         renderer.render(cluster)
     assert ec2.calls == ["DescribeVpcs", "DescribeSubnets"]

@@ -9,6 +9,7 @@ import pytest
 from clm.config.tree import ConfigTree
 from clm.errors import RenderError
 from clm.model import Cluster, NodePool
+from clm.render.inputs import RenderInputs
 from clm.render.lookups import Ec2Lookups
 from clm.render.network_values import AzInfo, az_info, hosted_zone, select_subnets
 from clm.render.renderer import Renderer
@@ -92,7 +93,7 @@ def test_the_renderer_gives_templates_the_clusters_network(aws: boto3.Session) -
         NodePool("all", "worker-splitaz", 2, 4, ["m5.large"]),
         NodePool("one", "worker-splitaz", 1, 1, ["m5.large"], config_items={"availability_zones": "eu-central-1b"}),
     ]
-    rendered = Renderer(TREE, lookups=Ec2Lookups(lambda: ec2)).render(_cluster(*pools, vpc_id=vpc))
+    rendered = Renderer(TREE, RenderInputs(lookups=Ec2Lookups(lambda: ec2))).render(_cluster(*pools, vpc_id=vpc))
     assert rendered.cluster_stack.template["Metadata"] == {
         "cidr": "10.10.0.0/16",
         "zone": "example.org",
@@ -108,7 +109,7 @@ def test_the_default_vpc_and_its_subnets_fill_the_config_items_the_cluster_lacks
     chosen subnets, comma-separated); items the cluster has are kept."""
     ec2 = aws.client("ec2")
     [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
-    renderer = Renderer(TREE, lookups=Ec2Lookups(lambda: ec2))
+    renderer = Renderer(TREE, RenderInputs(lookups=Ec2Lookups(lambda: ec2)))
     items = renderer.render(_cluster()).cluster.config_items
     subnets = select_subnets(ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"])
     assert items["vpc_id"] == vpc["VpcId"]
@@ -120,7 +121,7 @@ def test_the_default_vpc_and_its_subnets_fill_the_config_items_the_cluster_lacks
 
 
 def test_a_network_ec2_cannot_describe_fails_only_the_templates_that_read_it(aws: boto3.Session) -> None:
-    renderer = Renderer(TREE, lookups=Ec2Lookups(lambda: aws.client("ec2")))
+    renderer = Renderer(TREE, RenderInputs(lookups=Ec2Lookups(lambda: aws.client("ec2"))))
     with pytest.raises(RenderError, match=r"cluster/stack\.yaml:2: error: cannot read the cluster's network: .*vpc-0"):
         renderer.render(_cluster(vpc_id="vpc-0"))
-    Renderer(PLAIN, lookups=Ec2Lookups(lambda: aws.client("ec2"))).render(_cluster(vpc_id="vpc-0"))
+    Renderer(PLAIN, RenderInputs(lookups=Ec2Lookups(lambda: aws.client("ec2")))).render(_cluster(vpc_id="vpc-0"))

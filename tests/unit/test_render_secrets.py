@@ -12,6 +12,7 @@ import pytest
 from clm.errors import RenderError
 from clm.render import stored
 from clm.render.artefacts import rendered_files
+from clm.render.inputs import RenderInputs
 from clm.render.renderer import Renderer
 from clm.render.secrets import KMS_PREFIX, KmsDecrypter, keys_from_env, scrub
 from clm.version import desired_version
@@ -48,7 +49,7 @@ def test_an_encrypted_item_is_decrypted_for_the_templates_and_stored_encrypted(k
     client, key, _ = kms
     value = encrypted(client, key)
     cluster = with_secret(example_clusters[1], value)
-    rendered = Renderer(secret_tree(example_tree), KmsDecrypter(lambda: client, [key])).render(cluster)
+    rendered = Renderer(secret_tree(example_tree), RenderInputs(KmsDecrypter(lambda: client, [key]))).render(cluster)
     configmap = next(m for c in rendered.components for m in c.manifests if m.name == "secret-test")
     assert configmap.body["data"] == {"password": SECRET}
     assert rendered.cluster.config_items["db_password"] == SECRET  # what later template-side code would see
@@ -72,7 +73,7 @@ def test_config_defaults_items_are_decrypted_too_and_pool_items_are_not(kms, exa
     default, batch = example_clusters[1].node_pools
     pools = [default, dataclasses.replace(batch, config_items={"token": pool_value})]
     kube2 = dataclasses.replace(example_clusters[1], node_pools=pools)
-    rendered = Renderer(tree, KmsDecrypter(lambda: client, [key])).render(kube2)
+    rendered = Renderer(tree, RenderInputs(KmsDecrypter(lambda: client, [key]))).render(kube2)
     assert rendered.cluster.config_items["db_password"] == SECRET
     assert rendered.cluster.node_pool("batch").config_items["token"] == pool_value
 
@@ -81,7 +82,7 @@ def test_a_key_the_deployment_does_not_name_is_refused(kms, example_tree, exampl
     client, key, other = kms
     cluster = with_secret(example_clusters[0], encrypted(client, other))
     with pytest.raises(RenderError) as info:
-        Renderer(secret_tree(example_tree), KmsDecrypter(lambda: client, [key])).render(cluster)
+        Renderer(secret_tree(example_tree), RenderInputs(KmsDecrypter(lambda: client, [key]))).render(cluster)
     message = str(info.value)
     assert cluster.id in message and "config item db_password" in message
     assert f"its key {other} is not one this deployment names ({key})" in message
@@ -100,7 +101,7 @@ def test_what_cannot_be_decrypted_is_named(kms, example_tree, example_clusters, 
     client = kms[0]
     cluster = with_secret(example_clusters[0], value)
     with pytest.raises(RenderError, match="config item db_password: cannot decrypt") as info:
-        Renderer(example_tree, KmsDecrypter(lambda: client, keys)).render(cluster)
+        Renderer(example_tree, RenderInputs(KmsDecrypter(lambda: client, keys))).render(cluster)
     assert reason in str(info.value) and info.value.cluster_id == cluster.id
 
 
@@ -119,7 +120,7 @@ def test_a_template_error_never_shows_the_plaintext(kms, example_tree, example_c
     failing = "x: {{ {}[cluster.config_items.db_password] }}"  # Jinja's error quotes the missing key
     for line in (raw, failing):
         with pytest.raises(RenderError) as info:
-            Renderer(secret_tree(example_tree, line), KmsDecrypter(lambda: client, [key])).render(cluster)
+            Renderer(secret_tree(example_tree, line), RenderInputs(KmsDecrypter(lambda: client, [key]))).render(cluster)
         assert "s3cret" not in str(info.value) and "<decrypted config item>" in str(info.value), str(info.value)
 
 

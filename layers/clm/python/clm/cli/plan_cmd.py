@@ -42,17 +42,13 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
     A template error stops with the file and line at fault, before CloudFormation is asked.
     """
     from clm.config.channels import ConfigSources
-    from clm.render.account_lookups import AccountLookups
-    from clm.render.lookups import Ec2Lookups
+    from clm.render.inputs import RenderInputs
     from clm.render.renderer import Renderer
-    from clm.render.secrets import KmsDecrypter
     from clm.stacks.plan import plan_stacks
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
-    decrypt, lookups = KmsDecrypter(lambda: cli.client("kms"), None), Ec2Lookups(lambda: cli.client("ec2"))
-    account = AccountLookups(lambda: cli.client("acm"), lambda: cli.client("kms"))
-    rendered = Renderer(tree, decrypt, lookups, account).render(cluster)
+    rendered = Renderer(tree, RenderInputs.from_aws(cli.client, None)).render(cluster)
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
     data = {

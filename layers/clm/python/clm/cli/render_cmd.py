@@ -31,11 +31,9 @@ def render(
     """
     from clm.config.channels import ConfigSources
     from clm.registry.clusters_yaml import load_clusters
-    from clm.render.account_lookups import AccountLookups
     from clm.render.artefacts import rendered_files, summary
-    from clm.render.lookups import Ec2Lookups
+    from clm.render.inputs import RenderInputs
     from clm.render.renderer import Renderer
-    from clm.render.secrets import KmsDecrypter
 
     if registry_file is not None:
         clusters = {c.id: c for c in load_clusters(registry_file.read_text(), source=str(registry_file))}
@@ -46,14 +44,12 @@ def render(
         if cluster_id not in clusters:
             raise ClusterNotFound(cluster_id)
     sources, renderers = ConfigSources(config_uri, cli.client), {}
-    decrypt = KmsDecrypter(lambda: cli.client("kms"), None)  # `aws:kms:` items: your credentials
-    lookups = Ec2Lookups(lambda: cli.client("ec2"))  # images, instance types: asked if a template needs them
-    account = AccountLookups(lambda: cli.client("acm"), lambda: cli.client("kms"))  # only if a template names them
+    inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
     rows = []
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in renderers:
-            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), decrypt, lookups, account)
+            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), inputs)
         renderer = renderers[channels]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)

@@ -33,19 +33,17 @@ from clm.render.config_items import (
     without_config_items,
 )
 from clm.render.deletions import Deletions, parse_deletions
+from clm.render.inputs import RenderInputs
 from clm.render.karpenter import render_provisioners
 from clm.render.manifests import Manifest, split_manifests
 from clm.render.origins import registry_view
-from clm.render.secrets import Decrypter, decrypt_items, scrub
+from clm.render.secrets import decrypt_items, scrub
 from clm.version import desired_version
 from clm.yamlutil import error_line, error_reason
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
-    from clm.render.account_lookups import AccountLookups
     from clm.render.environment import TemplateEnvironment
-    from clm.render.lookups import Ec2Lookups
-    from clm.render.node_files import FilesStore
 
 ROOT = "cluster/"
 CLUSTER_STACKS = (ROOT + "stack.yaml", ROOT + "cluster.yaml")
@@ -132,35 +130,22 @@ class _Source:
 class Renderer:
     """Renders clusters against one configuration tree; reuse it for many clusters."""
 
-    def __init__(
-        self,
-        tree: ConfigTree,
-        decrypt: Decrypter | None = None,
-        lookups: Ec2Lookups | None = None,
-        account: AccountLookups | None = None,
-        files_store: FilesStore | None = None,
-        etcd_store: FilesStore | None = None,
-    ):
-        """`decrypt` decrypts `aws:kms:` config items (clm.render.secrets.KmsDecrypter); without it they fail.
-        `lookups` answers what templates ask EC2 (clm.render.lookups: amiID, instance types); without it, those
-        fail and node pools have no `values.InstanceInfo`. `account` answers ACM and KMS
-        (clm.render.account_lookups: the load balancer certificate, the etcd key); without it, those fail.
-        `files_store` stores node pools' bootstrap archives (clm.render.node_files); without it, only their paths
-        are computed. `etcd_store` (the deployment manages CLM's etcd stack) stores the etcd files' archive
-        (clm.render.etcd); without it, no etcd stack is rendered."""
+    def __init__(self, tree: ConfigTree, inputs: RenderInputs | None = None):
+        """`inputs`: what templates may ask beyond the tree and the registry (clm.render.inputs); without them,
+        only the templates that need them fail."""
         # Jinja2 loads here, not with the module: the functions that only read renderings never pay for it.
         from clm.render.environment import TemplateEnvironment
 
         self.tree = tree
-        self._decrypt = decrypt
-        self._lookups = lookups
-        self._account = account
-        self._files_store = files_store
-        self._etcd_store = etcd_store
+        self.inputs = inputs or RenderInputs()
         self._named: dict[str, bool] = {}
         combined = bool(tree.layers)
         self._sources = [
-            _Source(f"{part.name}/" if combined else "", part.tree.files, TemplateEnvironment(part.tree.files, lookups))
+            _Source(
+                f"{part.name}/" if combined else "",
+                part.tree.files,
+                TemplateEnvironment(part.tree.files, self.inputs.lookups),
+            )
             for part in tree.parts()
         ]
         self._env = self._sources[0].env  # stacks and node pools: the main source's
@@ -198,7 +183,7 @@ class Renderer:
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
-        items, encrypted = decrypt_items(self.config_items(cluster), self._decrypt, cluster.id)
+        items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster.id)
         computed, items = self._cluster_values(cluster, items)
         try:
             return self._render(cluster, items, encrypted, {**computed, **(values or {})})
@@ -276,14 +261,14 @@ class Renderer:
             computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
         except ValueError as exc:
             computed["hosted_zone"] = Unavailable(str(exc))
-        if self._account is not None:
+        if self.inputs.account is not None:
             from clm.render.account_lookups import account_values
 
-            computed.update(account_values(self._account, cluster.api_server_url, self._names))
-        if self._lookups is None:
+            computed.update(account_values(self.inputs.account, cluster.api_server_url, self._names))
+        if self.inputs.lookups is None:
             return computed, items
         try:
-            vpc_id, cidr, subnets = self._lookups.network(items.get("vpc_id"))
+            vpc_id, cidr, subnets = self.inputs.lookups.network(items.get("vpc_id"))
             zones = az_info(subnets, items).values()
         except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
             computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
@@ -308,12 +293,12 @@ class Renderer:
 
             zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
             added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
-        if self._lookups is not None:
+        if self.inputs.lookups is not None:
             from clm.render.lookups import PoolInstanceInfo
 
             types = {name for other in cluster.node_pools for name in other.instance_types}
             types.discard(KARPENTER_DEFAULT_TYPES)
-            added["InstanceInfo"] = PoolInstanceInfo(self._lookups, pool.name, list(pool.instance_types), types)
+            added["InstanceInfo"] = PoolInstanceInfo(self.inputs.lookups, pool.name, list(pool.instance_types), types)
         return {**values, **added}
 
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
@@ -333,7 +318,7 @@ class Renderer:
         from clm.render import node_files
 
         account = cluster.account_id
-        store = self._files_store or node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
+        store = self.inputs.files_store or node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
         facts = (cluster.local_id, node_files.pool_kind(pool.is_master), cluster.region, account)
         profile_dir = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
 
@@ -346,14 +331,14 @@ class Renderer:
         """CLM's etcd stack, when the deployment manages it (clm.render.etcd)."""
         from clm.render import etcd
 
-        if self._etcd_store is None or not etcd.has_etcd_stack(cluster.provider, self.tree.files):
+        if self.inputs.etcd_store is None or not etcd.has_etcd_stack(cluster.provider, self.tree.files):
             return None
 
         def render(path: str, context: dict[str, Any]) -> str:
             return self._env.render(path, context, cluster.id)
 
         context = {"cluster": cluster, "values": values}
-        values = etcd.etcd_values(render, self.tree.files, context, self._etcd_store, cluster.local_id)
+        values = etcd.etcd_values(render, self.tree.files, context, self.inputs.etcd_store, cluster.local_id)
         return self._stack(etcd.ETCD_STACK, {**context, "values": values}, cluster.id)
 
     def _stack(self, file: str, context: dict[str, Any], cluster_id: str) -> RenderedStack:

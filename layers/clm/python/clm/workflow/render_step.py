@@ -11,12 +11,10 @@ from clm.config.tree import ConfigTree
 from clm.errors import ClmError
 from clm.model import Cluster
 from clm.render import stored
-from clm.render.account_lookups import AccountLookups
 from clm.render.artefacts import summary
-from clm.render.lookups import Ec2Lookups
+from clm.render.inputs import RenderInputs
 from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, PendingOutputs
 from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
-from clm.render.secrets import Decrypter
 
 PREFIX = "renderings/"
 KARPENTER_PHASE = "karpenter_pools"  # only when the cluster's karpenter_pools_enabled is "true", as in CLM
@@ -34,25 +32,19 @@ def render_to_s3(
     bucket: str,
     tree: ConfigTree,
     cluster: Cluster,
-    decrypt: Decrypter | None = None,
-    lookups: Ec2Lookups | None = None,
-    account: AccountLookups | None = None,
+    inputs: RenderInputs | None = None,
     outputs: dict[str, str] | None = None,
-    files_store: FilesStore | None = None,
-    etcd_store: FilesStore | None = None,
 ) -> dict[str, Any]:
-    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `decrypt`
-    decrypts its `aws:kms:` config items (stored as ciphertext: clm.render.stored), `lookups` answers what
-    templates ask EC2 (images, instance types), `account` what they ask ACM and KMS; `outputs` are the cluster
-    stack's current outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs),
-    `files_store` where node pools' archives would go (only their paths are computed here), `etcd_store` where the
-    etcd stack's would (the deployment manages CLM's etcd stack: clm.render.etcd; None: it does not).
+    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `inputs` are
+    what templates may ask AWS (clm.render.inputs; `aws:kms:` items are stored as ciphertext: clm.render.stored;
+    node pools' and etcd archives are only located here, not uploaded), `outputs` the cluster stack's current
+    outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs).
 
     Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
     Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
-    rendered = Renderer(tree, decrypt, lookups, account, files_store, etcd_store).render(cluster, values)
+    rendered = Renderer(tree, inputs).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     rerender = needs_cluster_outputs(tree, cluster)

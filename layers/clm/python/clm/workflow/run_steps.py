@@ -72,18 +72,8 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
     settings = Settings.from_env()
     cluster = _registry(settings).get(event["cluster_id"])
     tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-    inputs = _render_inputs()
-    outputs = _cluster_outputs(cluster)
-    return render_to_s3(
-        client("s3"),
-        settings.artefact_bucket,
-        tree,
-        cluster,
-        *inputs,
-        outputs=outputs,
-        files_store=_files_store(False),
-        etcd_store=_etcd_store(False),
-    )
+    inputs = _render_inputs(files_store=_files_store(False), etcd_store=_etcd_store(False))
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, inputs, _cluster_outputs(cluster))
 
 
 def node_pools(event: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +88,8 @@ def node_pools(event: dict[str, Any]) -> dict[str, Any]:
 
     def rendered(files_store: Any, values: dict[str, Any]) -> Any:
         tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-        return Renderer(tree, *_render_inputs(), files_store=files_store).render(cluster, values)
+        inputs = _render_inputs(files_store=files_store, etcd_store=_etcd_store(False))
+        return Renderer(tree, inputs).render(cluster, values)
 
     key = render_node_pools(
         client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(True)
@@ -118,22 +109,23 @@ def etcd_files(event: dict[str, Any]) -> dict[str, Any]:
 
     def rendered(etcd_store: Any) -> Any:
         tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-        renderer = Renderer(tree, *_render_inputs(), etcd_store=etcd_store)
+        renderer = Renderer(tree, _render_inputs(etcd_store=etcd_store))
         return renderer.render(cluster, {OUTPUTS_VALUE: PendingOutputs()})  # the etcd stack reads no outputs
 
     upload_etcd_files(client("s3"), settings.artefact_bucket, event["rendering"], rendered, _etcd_store(True))
     return {}
 
 
-def _render_inputs() -> tuple[Any, Any, Any]:
-    """What templates may ask AWS at render: decrypted config items (only with the keys the deployment names), EC2
-    (amiID, instance types, the network) and ACM/KMS, each asked only if a template needs it."""
-    from clm.render.account_lookups import AccountLookups
-    from clm.render.lookups import Ec2Lookups
-    from clm.render.secrets import KmsDecrypter, keys_from_env
+def _render_inputs(**stores: Any) -> Any:
+    """What templates may ask AWS at render (clm.render.inputs): decrypted config items (only with the keys the
+    deployment names), EC2 (amiID, instance types, the network) and ACM/KMS, each asked only if a template needs
+    it; `stores`: where node files go (files_store, etcd_store)."""
+    import dataclasses
 
-    decrypt = KmsDecrypter(lambda: client("kms"), keys_from_env(os.environ))
-    return decrypt, Ec2Lookups(lambda: client("ec2")), AccountLookups(lambda: client("acm"), lambda: client("kms"))
+    from clm.render.inputs import RenderInputs
+    from clm.render.secrets import keys_from_env
+
+    return dataclasses.replace(RenderInputs.from_aws(client, keys_from_env(os.environ)), **stores)
 
 
 def _cluster_outputs(cluster: Any) -> dict[str, str] | None:
