@@ -6,6 +6,7 @@ every object has apiVersion, kind and metadata.name."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -97,8 +98,13 @@ def test_the_corpus_renders_for_both_sample_clusters(samples: Samples) -> None:
         assert len(groups) == len(zones)  # worker-splitaz: one group per zone of the VPC
         assert len(result.components) == 54
     assert aws.node_pool_manifests == {"karpenter": []}  # Karpenter off: provisioners.yaml renders nothing
-    karpenter = [m.kind for m in eks.node_pool_manifests["karpenter"]]
-    assert karpenter and set(karpenter) <= {"EC2NodeClass", "NodePool"}
+    karpenter = {m.kind: m.body for m in eks.node_pool_manifests["karpenter"]}
+    assert set(karpenter) == {"EC2NodeClass", "NodePool"}
+    # CLM hands Karpenter the user data in plain text (encodeUserData false), naming the pool's files archive.
+    user_data = karpenter["EC2NodeClass"]["spec"]["userData"]
+    assert user_data.startswith("#cloud-config\n")
+    archive = re.search(r"S3_CERTS_BUCKET=s3://cluster-lifecycle-manager-\d{12}-[a-z0-9-]+/(\S+)", user_data)
+    assert archive and re.fullmatch(r"[a-z0-9-]+/worker/[0-9a-f]{128}\.userdata", archive[1]), user_data[:400]
 
 
 def test_every_manifest_file_renders_and_every_object_has_its_identity(rendered, corpus_files) -> None:

@@ -1,10 +1,11 @@
 """Karpenter node pools (profile `worker-karpenter`): their profile's provisioners.yaml, not a node-pool stack.
 
-As CLM's `KarpenterNodePoolProvisioner.provisionNodePool` (provisioner/node_pools.go): the profile's
-userdata.yaml is rendered first and handed to provisioners.yaml as `values.UserData` (plain text, not
-gzipped or base64-encoded as for auto scaling groups); provisioners.yaml is rendered with the cluster, the
-pool and those values, and its objects (Karpenter NodePool, EC2NodeClass, ...) are applied to the cluster
-after the cluster's manifests. An empty rendering (CLM's templates wrap everything in
+As CLM's `KarpenterNodePoolProvisioner.provisionNodePool` (provisioner/node_pools.go): the profile's files.yaml
+and userdata.yaml are rendered first as for any pool (clm.render.node_files: the files' archive stored with the
+workers' key, `values.S3GeneratedFilesPath`), userdata.yaml handed to provisioners.yaml as `values.UserData` in
+plain text (not gzipped or base64-encoded as for auto scaling groups); provisioners.yaml is rendered with the
+cluster, the pool and those values, and its objects (Karpenter NodePool, EC2NodeClass, ...) are applied to the
+cluster after the cluster's manifests. An empty rendering (CLM's templates wrap everything in
 `karpenter_pools_enabled`) gives no objects.
 """
 
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from clm.render.environment import TemplateEnvironment
 
 PROVISIONERS = "cluster/node-pools/{profile}/provisioners.yaml"
-USERDATA = "cluster/node-pools/{profile}/userdata.yaml"
-USERDATA_VALUE = "UserData"  # CLM's userDataValuesKey
 
 
 def render_provisioners(
@@ -34,16 +33,13 @@ def render_provisioners(
     values: Mapping[str, Any],
     warnings: list[str] | None = None,
 ) -> list[Manifest]:
-    """The Kubernetes objects of a Karpenter pool; RenderError (naming file and line) when they are invalid.
-    Duplicate keys: see split_manifests (`warnings`)."""
+    """The Kubernetes objects of a Karpenter pool, `values` holding its user data (clm.render.node_files); RenderError
+    (naming file and line) when they are invalid. Duplicate keys: see split_manifests (`warnings`)."""
     file = PROVISIONERS.format(profile=pool.profile)
     if file not in files:
         raise RenderError(
             f"node pool {pool.name!r} uses Karpenter profile {pool.profile!r}, but {file} is not in {source}",
             cluster_id=cluster.id,
         )
-    context: dict[str, Any] = {"cluster": cluster, "node_pool": pool, "values": dict(values)}
-    userdata = USERDATA.format(profile=pool.profile)
-    if userdata in files:
-        context["values"][USERDATA_VALUE] = env.render(userdata, context, cluster.id)
+    context = {"cluster": cluster, "node_pool": pool, "values": values}
     return split_manifests(env.render(file, context, cluster.id), file, cluster.id, warnings)

@@ -192,11 +192,14 @@ def node_values(
     context: dict[str, Any],
     store: FilesStore,
     pool_facts: tuple[str, str, str, str],
+    *,
+    encode: bool = True,
 ) -> dict[str, Any]:
     """`S3GeneratedFilesPath` (when the profile has files.yaml) and `UserData` (when it has userdata.yaml) for a
     pool's stack, as CLM's prepareCloudInit: files.yaml rendered with `context`, its archive stored by `store`;
-    userdata.yaml rendered with the path, gzipped and base64-encoded. `render(path, context)` renders a template,
-    `pool_facts` is (local id, kind, region, account)."""
+    userdata.yaml rendered with the path, gzipped and base64-encoded (`encode`; a Karpenter pool's provisioners.yaml
+    gets the text as it is). `render(path, context)` renders a template, `pool_facts` is (local id, kind, region,
+    account)."""
     local_id, kind, region, account = pool_facts
     values = dict(context["values"])
     if profile_dir + FILES in files:
@@ -214,5 +217,6 @@ def node_values(
 
         values["S3GeneratedFilesPath"] = store(archive_key(local_id, kind, rendered), parsed, kms_key)
     if profile_dir + USER_DATA in files:
-        values["UserData"] = encode_user_data(render(profile_dir + USER_DATA, {**context, "values": values}))
+        text = render(profile_dir + USER_DATA, {**context, "values": values})
+        values["UserData"] = encode_user_data(text) if encode else text
     return values

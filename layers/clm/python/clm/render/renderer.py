@@ -207,9 +207,7 @@ class Renderer:
             pool.name: self._node_pool_stack(view, seen, values) for pool, seen in pools if not pool.is_karpenter
         }
         node_pool_manifests = {
-            pool.name: render_provisioners(self._env, self.tree.files, self.tree.source, view, seen, values, warnings)
-            for pool, seen in pools
-            if pool.is_karpenter
+            pool.name: self._provisioners(view, seen, values, warnings) for pool, seen in pools if pool.is_karpenter
         }
         return RenderedCluster(
             cluster=effective,
@@ -312,20 +310,33 @@ class Renderer:
         context = {"cluster": cluster, "node_pool": pool, "values": values}
         return self._stack(file, {**context, "values": self._node_values(cluster, pool, context)}, cluster.id)
 
-    def _node_values(self, cluster: Cluster, pool: NodePool, context: dict[str, Any]) -> dict[str, Any]:
+    def _provisioners(
+        self, cluster: Cluster, pool: NodePool, values: dict[str, Any], warnings: list[str]
+    ) -> list[Manifest]:
+        """A Karpenter pool's objects (clm.render.karpenter), its user data in plain text."""
+        context = {"cluster": cluster, "node_pool": pool, "values": values}
+        values = self._node_values(cluster, pool, context, encode=False)
+        return render_provisioners(self._env, self.tree.files, self.tree.source, cluster, pool, values, warnings)
+
+    def _node_values(
+        self, cluster: Cluster, pool: NodePool, context: dict[str, Any], *, encode: bool = True
+    ) -> dict[str, Any]:
         """The pool's values with CLM's `S3GeneratedFilesPath` and `UserData` where its profile has files.yaml or
-        userdata.yaml (clm.render.node_files)."""
+        userdata.yaml (clm.render.node_files); the archive is only located, not stored, for a Karpenter pool whose
+        objects CLM does not apply (`karpenter_pools_enabled` not "true")."""
         from clm.render import node_files
 
         account = cluster.account_id
-        store = self.inputs.files_store or node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
+        store = self.inputs.files_store
+        if store is None or (pool.is_karpenter and not cluster.karpenter_pools_enabled):
+            store = node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
         facts = (cluster.local_id, node_files.pool_kind(pool.is_master), cluster.region, account)
         profile_dir = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
 
         def render(path: str, context: dict[str, Any]) -> str:
             return self._env.render(path, context, cluster.id)
 
-        return node_files.node_values(render, self.tree.files, profile_dir, context, store, facts)
+        return node_files.node_values(render, self.tree.files, profile_dir, context, store, facts, encode=encode)
 
     def _etcd_stack(self, cluster: Cluster, values: dict[str, Any]) -> RenderedStack | None:
         """CLM's etcd stack, when the deployment manages it (clm.render.etcd)."""

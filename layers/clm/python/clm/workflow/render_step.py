@@ -9,7 +9,7 @@ from typing import Any
 
 from clm.config.tree import ConfigTree
 from clm.errors import ClmError
-from clm.model import Cluster
+from clm.model import Cluster, NodePool
 from clm.render import stored
 from clm.render.artefacts import summary
 from clm.render.inputs import RenderInputs
@@ -40,21 +40,25 @@ def render_to_s3(
     node pools' and etcd archives are only located here, not uploaded), `outputs` the cluster stack's current
     outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs).
 
-    Returns the key, a small summary, `stack_stages` for the workflow and the `apply_phases` in order (the
-    Karpenter pools' phase only when the cluster's `karpenter_pools_enabled` is "true").
+    Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order (the Karpenter
+    pools' phase only when the cluster's `karpenter_pools_enabled` is "true") and `render_karpenter_pools`: whether,
+    in that case, a Karpenter pool's objects need the cluster stack (its files' archive, uploaded with the workers'
+    key, or its outputs), so that the workflow renders again (:func:`render_node_pools`) before applying them.
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
     rendered = Renderer(tree, inputs).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    rerender = needs_cluster_outputs(tree, cluster)
+    rerender = needs_cluster_outputs(tree, cluster.asg_pools)
+    karpenter = rendered.cluster.karpenter_pools_enabled
     return {
         "rendering": key,
         **summary(rendered),
         "stack_stages": stack_stages(
             cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender, etcd=rendered.etcd_stack is not None
         ),
-        "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or rendered.cluster.karpenter_pools_enabled],
+        "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or karpenter],
+        "render_karpenter_pools": karpenter and needs_cluster_outputs(tree, cluster.karpenter_pools),
     }
 
 
@@ -85,10 +89,10 @@ def stack_stages(
     return [stage for stage in stages if stage["stacks"]]
 
 
-def needs_cluster_outputs(tree: ConfigTree, cluster: Cluster) -> bool:
-    """Whether a node pool's stack depends on the cluster stack: its profile has files.yaml or userdata.yaml, or a
+def needs_cluster_outputs(tree: ConfigTree, pools: list[NodePool]) -> bool:
+    """Whether one of `pools` depends on the cluster stack: its profile has files.yaml or userdata.yaml, or a
     template of it names the cluster stack's outputs."""
-    for pool in cluster.asg_pools:
+    for pool in pools:
         folder = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
         profile = {path: text for path, text in tree.files.items() if path.startswith(folder)}
         if {folder + FILES, folder + USER_DATA} & profile.keys():
