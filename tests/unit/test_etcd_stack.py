@@ -63,13 +63,19 @@ def test_the_etcd_stack_renders_only_when_managed_for_zalando_aws_with_its_archi
     assert description == f"s3://node-files/{key} none"  # values copied without the cluster stack's outputs
     assert stored.loads(stored.dumps(rendered)).etcd_stack == rendered.etcd_stack
     assert Renderer(tree).render(cluster).etcd_stack is None  # the setting off
-    eks = dataclasses.replace(cluster, provider="zalando-eks")
-    assert (
-        Renderer(tree, RenderInputs(etcd_store=store)).render(eks).etcd_stack is None
-    )  # CLM's EKS provisioner has none
-    assert (
-        Renderer(example_tree, RenderInputs(etcd_store=store)).render(cluster).etcd_stack is None
-    )  # no etcd/stack.yaml
+    eks, managed = dataclasses.replace(cluster, provider="zalando-eks"), RenderInputs(etcd_store=store)
+    assert Renderer(tree, managed).render(eks).etcd_stack is None  # CLM's EKS provisioner has none
+    assert Renderer(example_tree, managed).render(cluster).etcd_stack is None  # no etcd/stack.yaml
+
+
+def test_clms_taupage_era_etcd_values_fail_naming_what_to_read_instead(example_tree, example_clusters) -> None:
+    """CLM's populateEncryptedEtcdValues is not provided: a template reading one fails at its line, with the reason."""
+    stack = STACK.replace("{{ values.S3GeneratedFilesPath }}", "{{ values.etcd_client_server_key }}").encode()
+    tree = etcd_tree(example_tree, **{"cluster/etcd/stack.yaml": stack})
+    with pytest.raises(RenderError, match="cluster/etcd/stack.yaml:7") as info:
+        Renderer(tree, RenderInputs(etcd_store=PlannedFiles("b"))).render(example_clusters[0])
+    assert "populateEncryptedEtcdValues" in str(info.value)
+    assert "cluster.config_items.etcd_client_server_key in cluster/etcd/files.yaml" in str(info.value)
 
 
 @pytest.mark.parametrize(

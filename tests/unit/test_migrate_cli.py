@@ -79,3 +79,12 @@ def test_a_template_go_would_refuse_is_an_error_with_file_and_line(tmp_path: Pat
 def test_dest_is_required_without_check(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["migrate", str(tree(tmp_path / "src"))])
     assert result.exit_code == 2 and "DEST is required" in result.output
+
+
+def test_the_report_names_clms_taupage_era_etcd_values_the_renderer_does_not_provide(tmp_path: Path) -> None:
+    src = tree(tmp_path / "src")
+    (src / "cluster/etcd").mkdir()
+    (src / "cluster/etcd/stack.yaml").write_text("Key: {{ .Values.etcd_client_server_key }}\n")
+    result = CliRunner().invoke(cli, ["migrate", str(src), "--check", "--report"])
+    assert "values.etcd_client_server_key (CLM's Taupage-era etcd value: not provided)" in result.output
+    assert "cluster/etcd/stack.yaml" in result.output

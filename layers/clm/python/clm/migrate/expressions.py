@@ -16,6 +16,7 @@ from clm.migrate.functions import (
     ROOT_NAMES,
     STR,
     STRUCT_FIELDS,
+    VALUES,
     Type,
     function,
     model_fields,
@@ -23,6 +24,7 @@ from clm.migrate.functions import (
     snake_case,
 )
 from clm.migrate.nodes import Chain, Command, Field, Ident, Literal, Operand, Pipe, Var
+from clm.render.etcd import TAUPAGE_VALUES
 
 # Precedence of what an expression's text is, loosest first.
 OR, AND, NOT, COMPARE, CONCAT, FILTER, ATOM = range(1, 8)
@@ -169,6 +171,8 @@ class Expressions:
                 field_type = STRUCT_FIELDS[base.type.name].get(name, ANY)
                 base = Expr(f"{base.at(ATOM)}.{jinja}", field_type, pure=base.pure)
             else:
+                if base.type is VALUES and name in TAUPAGE_VALUES:
+                    self.notes.fields.add(f"values.{name} (CLM's Taupage-era etcd value: not provided)")
                 base = Expr(self.key(base, name), base.type.field(name), pure=base.pure)
         return base
 

@@ -6,6 +6,12 @@ Only for `zalando-aws` clusters (CLM's clusterpy provisioner) whose configuratio
 `alias/etcd-cluster`, stored at `<local id>/etcd/<sha512 of the rendered files.yaml>.userdata` in the node-files
 bucket (`values.S3GeneratedFilesPath`), then `etcd/stack.yaml` rendered with those values. The stack itself
 (its name, tags and policy) is clm.stacks.etcd's.
+
+Not provided: CLM's `populateEncryptedEtcdValues` (provisioner/legacy_etcd.go), Taupage-era values
+`etcd_client_server_cert`, `etcd_client_server_key`, `etcd_client_ca_cert` and `etcd_scalyr_key` KMS-encrypted for
+the launch template (re-using the ciphertext of the running one so that a run does not roll etcd). A template that
+reads them fails, naming them, at its line; kubernetes-on-aws left Taupage and reads the config items in
+etcd/files.yaml (`encrypted: true`), as this module supports.
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ ETCD_STACK = ETCD_DIR + "stack.yaml"
 ETCD_FILES = ETCD_DIR + "files.yaml"
 ETCD_PROVIDER = "zalando-aws"  # CLM's clusterpy provisioner alone creates the etcd stack
 FILES_PATH = "S3GeneratedFilesPath"
+TAUPAGE_VALUES = ("etcd_client_server_cert", "etcd_client_server_key", "etcd_client_ca_cert", "etcd_scalyr_key")
+TAUPAGE_REASON = (
+    "values.{name} is CLM's Taupage-era encrypted etcd value (populateEncryptedEtcdValues), which CLM here does "
+    "not provide: read cluster.config_items.{name} in cluster/etcd/files.yaml (encrypted: true), as "
+    "kubernetes-on-aws does since it left Taupage"
+)
 
 
 def has_etcd_stack(provider: str, files: Mapping[str, bytes]) -> bool:
@@ -40,8 +52,12 @@ def etcd_values(
 ) -> dict[str, Any]:
     """The values etcd/stack.yaml sees: the cluster's (a copy, without the cluster stack's outputs) and, when
     etcd/files.yaml exists, `S3GeneratedFilesPath` of its archive, stored by `store` with the etcd key (KMS
-    Encrypt names it by its alias, as the run function's grant does: kms:RequestAlias)."""
+    Encrypt names it by its alias, as the run function's grant does: kms:RequestAlias); CLM's Taupage-era values
+    fail with the reason when read (see the module's docstring)."""
+    from clm.render.network_values import Unavailable
+
     values = {key: value for key, value in context["values"].items() if key != OUTPUTS_VALUE}
+    values.update({name: Unavailable(TAUPAGE_REASON.format(name=name)) for name in TAUPAGE_VALUES})
     if ETCD_FILES in files:
         rendered = render(ETCD_FILES, {**context, "values": values})
         parsed = parse_files(rendered, ETCD_FILES, context["cluster"].id)
