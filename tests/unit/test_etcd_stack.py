@@ -72,7 +72,7 @@ def test_clms_taupage_era_etcd_values_fail_naming_what_to_read_instead(example_t
     """CLM's populateEncryptedEtcdValues is not provided: a template reading one fails at its line, with the reason."""
     stack = STACK.replace("{{ values.S3GeneratedFilesPath }}", "{{ values.etcd_client_server_key }}").encode()
     tree = etcd_tree(example_tree, **{"cluster/etcd/stack.yaml": stack})
-    with pytest.raises(RenderError, match="cluster/etcd/stack.yaml:7") as info:
+    with pytest.raises(RenderError, match=r"cluster/etcd/stack\.yaml:7") as info:
         Renderer(tree, RenderInputs(etcd_store=PlannedFiles("b"))).render(example_clusters[0])
     assert "populateEncryptedEtcdValues" in str(info.value)
     assert "cluster.config_items.etcd_client_server_key in cluster/etcd/files.yaml" in str(info.value)
