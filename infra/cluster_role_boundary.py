@@ -10,10 +10,13 @@ What the boundary allows: exactly the actions of the AWS managed policies the ex
 roles attach (examples/config, examples/eks: AmazonEKSClusterPolicy, AmazonEKSWorkerNodePolicy,
 AmazonEKS_CNI_Policy, AmazonEC2ContainerRegistryReadOnly, AmazonSSMManagedInstanceCore; the list is checked
 against those policies by tests/unit/test_cluster_role_boundary.py), on any resource, as those policies grant
-them. No IAM action (but the service-linked role of load balancers, as AmazonEKSClusterPolicy), no STS, no
-Organizations, no S3, no Secrets Manager: such a role cannot make or change roles, assume other roles, nor read
-CLM's configuration or kubeconfig secrets. What it cannot stop: a template may still give such a role a trust
-policy naming another account (IAM has no condition key on the trust policy); that account then gets the
+them. And what a node needs to boot as CLM sets it up (clm.render.node_files): s3:GetObject on the objects of
+CLM's node-files bucket (its bootstrap archive) and kms:Decrypt with the keys tagged `clm:managed-by=clm` (the
+cluster stacks' files keys, which CloudFormation tags with the stack's tags; each key's policy says whose roles). No
+IAM action (but the service-linked role of load balancers, as AmazonEKSClusterPolicy), no STS, no Organizations, no
+other S3 (no listing, no other bucket), no Secrets Manager: such a role cannot make or change roles, assume other
+roles, nor read CLM's configuration or kubeconfig secrets. What it cannot stop: a template may still give such a
+role a trust policy naming another account (IAM has no condition key on the trust policy); that account then gets the
 boundary's rights (EC2, load balancers, auto scaling, ECR reads), never more. Node roles of real configurations
 that need more (e.g. CloudWatch Logs, S3 for their workloads) use a boundary of the operator's own, context
 `clm:clusterRoleBoundaryPolicyArn` (docs/deploy.md), which is a deliberate widening.
@@ -21,10 +24,13 @@ that need more (e.g. CloudWatch Logs, S3 for their workloads) use a boundary of 
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards
+from infra.node_files import bucket_name
+from infra.permissions import MANAGED_BY, MANAGED_BY_TAG
 
 CLUSTER_ROLE_PATH = "/clm-cluster/"  # context clm:clusterRolePath
 # The stacks' templates read both with Fn::ImportValue (CloudFormation exports of CLM's stack).
@@ -87,12 +93,21 @@ class ClusterRoleBoundary(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        archives = f"arn:{stack.partition}:s3:::{bucket_name(stack)}/*"
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
             description="CLM: permissions boundary of the roles cluster stacks create (nodes, EKS control plane)",
             statements=[
                 iam.PolicyStatement(sid="NodesAndControlPlanes", actions=boundary_actions(), resources=["*"]),
+                iam.PolicyStatement(sid="NodeBootstrapArchives", actions=["s3:GetObject"], resources=[archives]),
+                iam.PolicyStatement(
+                    sid="NodeBootstrapSecrets",
+                    actions=["kms:Decrypt"],
+                    resources=["*"],
+                    conditions={"StringEquals": {f"aws:ResourceTag/{MANAGED_BY_TAG}": MANAGED_BY}},
+                ),
                 iam.PolicyStatement(
                     sid="LoadBalancerServiceLinkedRole",
                     actions=["iam:CreateServiceLinkedRole"],
@@ -104,3 +119,4 @@ class ClusterRoleBoundary(Construct):
         acknowledge_wildcards(
             self, ["*"], "a permissions boundary caps, it grants nothing; the node roles' AWS policies use *"
         )
+        acknowledge_wildcards(self, [archives], "nodes read their archive; its key is a content hash per cluster")

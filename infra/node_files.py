@@ -17,6 +17,11 @@ from infra.nag import acknowledge
 OLD_VERSIONS_EXPIRE_DAYS = 30
 
 
+def bucket_name(stack: Stack) -> str:
+    """CLM's name of the node-files bucket of the stack's account and region."""
+    return f"cluster-lifecycle-manager-{stack.account}-{stack.region}"
+
+
 class NodeFilesBucket(Construct):
     """Private, S3-encrypted (nodes read it with their own roles), TLS-only; archives are content-addressed and
     never overwritten, old versions expire."""
@@ -27,7 +32,7 @@ class NodeFilesBucket(Construct):
         self.bucket = private_bucket(
             self,
             "Bucket",
-            bucket_name=f"cluster-lifecycle-manager-{stack.account}-{stack.region}",
+            bucket_name=bucket_name(stack),
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-old-versions",

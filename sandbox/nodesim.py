@@ -6,8 +6,9 @@
 Three threads: one lists the cluster's auto scaling groups every ``poll_interval`` (with ``karpenter=True``
 it first runs a Karpenter stand-in pass, clm_sandbox.nodesim_karpenter, whose instances join them) and
 registers or removes Nodes; one watches the pods bound to any node; one runs delayed actions from a timer
-heap (boots, pods turning Ready, graceful deletions finishing, heartbeats). Every step is
-recorded in :attr:`NodeSimulator.events`.
+heap (boots, pods turning Ready, graceful deletions finishing, heartbeats). An instance whose user data names a
+bootstrap archive boots only if its role can fetch and decrypt it (clm_sandbox.nodesim_bootstrap); otherwise its
+Node never registers, as on AWS. Every step is recorded in :attr:`NodeSimulator.events`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import boto3
 from kubernetes import client
 
 from clm_sandbox.nodesim_aws import create_node_pool, list_cluster_instances
+from clm_sandbox.nodesim_bootstrap import NodeBootstrap
 from clm_sandbox.nodesim_karpenter import KarpenterStandIn
 from clm_sandbox.nodesim_kube import KubeletApi
 from clm_sandbox.nodesim_model import EventKind, Instance, SimEvent, pod_ref, started_at
@@ -42,6 +44,7 @@ class _Machine:
     boot_at: float  # monotonic
     registered: bool = False  # its Node was (being) created
     gone: bool = False  # the instance left; the Node is being removed
+    bootstrap: str = ""  # "running" (by the timer or a sync, not both), "ok", or "failed": it never joins
 
 
 class NodeSimulator:
@@ -52,7 +55,8 @@ class NodeSimulator:
     ``time_scale``: graceful deletions finish after grace period * ``time_scale``;
     ``remove_nodes_on_stop``: :meth:`stop` deletes the Nodes and force-deletes their pods;
     ``karpenter``: launch instances for pending pods that a Karpenter NodePool can take (needs the CRDs,
-    clm_sandbox.karpenter_crds); :attr:`karpenter` is the stand-in then.
+    clm_sandbox.karpenter_crds); :attr:`karpenter` is the stand-in then;
+    ``bootstrap``: run each instance's bootstrap fetches as its role before its Node registers.
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class NodeSimulator:
         heartbeat_interval: float = 10.0,
         remove_nodes_on_stop: bool = True,
         karpenter: bool = False,
+        bootstrap: bool = True,
     ) -> None:
         self.cluster_id = cluster_id
         self.boot_delay, self.pod_ready_delay, self.time_scale = boot_delay, pod_ready_delay, time_scale
@@ -77,6 +82,7 @@ class NodeSimulator:
         self.events: list[SimEvent] = []
         self._autoscaling = session.client("autoscaling", endpoint_url=endpoint_url)
         self._ec2 = session.client("ec2", endpoint_url=endpoint_url)
+        self._bootstrap = NodeBootstrap(session, endpoint_url) if bootstrap else None
         self._kubelet = KubeletApi(api_client)
         self.karpenter = KarpenterStandIn(api_client, self._ec2, cluster_id) if karpenter else None
         self._timers = TimerHeap(f"nodesim-timers-{cluster_id}")
@@ -184,7 +190,11 @@ class NodeSimulator:
             for machine in gone:
                 machine.gone = True
             self._machines.update((m.instance.instance_id, m) for m in new)
-            due = [m for m in self._machines.values() if not m.registered and not m.gone and m.boot_at <= now]
+            due = [
+                m
+                for m in self._machines.values()
+                if not m.registered and not m.gone and m.bootstrap != "failed" and m.boot_at <= now
+            ]
         for machine in new:
             self._record(EventKind.INSTANCE_SEEN, machine.instance.instance_id, machine.instance.node_name)
             if machine.boot_at > now:
@@ -208,7 +218,10 @@ class NodeSimulator:
             self._stopping.wait(self.poll_interval)
 
     def _boot(self, instance_id: str) -> None:
-        """Register the instance's Node and make it Ready; a failure is retried by the next sync."""
+        """Register the instance's Node and make it Ready once its bootstrap succeeds; a failure to register is
+        retried by the next sync, a failed bootstrap never."""
+        if not self._bootstrapped(instance_id):
+            return
         with self._node_ops:
             with self._state:
                 machine = self._machines.get(instance_id)
@@ -240,6 +253,30 @@ class NodeSimulator:
         self._record(EventKind.NODE_READY, instance.node_name, instance_id, readying)
         self._schedule_heartbeat(instance.node_name)
         self._adopt_pods(instance.node_name)
+
+    def _bootstrapped(self, instance_id: str) -> bool:
+        """Whether the instance's bootstrap succeeds (always, without ``bootstrap``); a failure is recorded."""
+        with self._state:
+            machine = self._machines.get(instance_id)
+            if machine is None or machine.registered or machine.gone or machine.bootstrap in ("running", "failed"):
+                return False
+            if self._bootstrap is None or machine.bootstrap == "ok":
+                return True
+            machine.bootstrap = "running"
+        failure = None
+        try:
+            failure = self._bootstrap.failure(instance_id)
+        except Exception:  # the instance left meanwhile, moto hiccup: the next sync tries again
+            log.exception("cluster %s: bootstrap of %s could not be run", self.cluster_id, instance_id)
+            outcome = ""
+        else:
+            outcome = "ok" if failure is None else "failed"
+        with self._state:
+            machine.bootstrap = outcome
+        if failure is not None:
+            log.warning("cluster %s: %s never joins: its bootstrap fails: %s", self.cluster_id, instance_id, failure)
+            self._record(EventKind.BOOTSTRAP_FAILED, instance_id, failure)
+        return outcome == "ok"
 
     def _adopt_pods(self, name: str) -> None:
         """Hand the pods bound to the node before it was ours (an adopted Node) to the pod keeper."""

@@ -221,6 +221,8 @@ class KarpenterStandIn:
         }
         if spec.get("userData"):
             options["UserData"] = spec["userData"]
+        if spec.get("instanceProfile"):  # the node's role (its bootstrap runs with it: clm_sandbox.nodesim_bootstrap)
+            options["IamInstanceProfile"] = {"Name": spec["instanceProfile"]}
         if labels.get(CAPACITY_TYPE_LABEL) == "spot":
             options["InstanceMarketOptions"] = {"MarketType": "spot"}
         return self._ec2.run_instances(**options)["Instances"][0]

@@ -27,6 +27,7 @@ class EventKind(StrEnum):
     """What the simulator did, as recorded in :attr:`NodeSimulator.events`."""
 
     INSTANCE_SEEN = "instance-seen"  # subject: instance id
+    BOOTSTRAP_FAILED = "bootstrap-failed"  # subject: instance id; detail: why (it never joins)
     NODE_REGISTERED = "node-registered"  # subject: node name (Ready=False, tainted not-ready)
     NODE_READY = "node-ready"  # Ready=True and the not-ready taint removed: schedulable
     NODE_DELETED = "node-deleted"  # its instance terminated or left the group

@@ -1,8 +1,9 @@
 """Who is calling: role sessions the sandbox hands to the code it runs (Lambda functions), and their policies.
 
 A session is a real moto STS AssumeRole of the function's execution role, so requests carry the role's own
-credentials as on AWS. Only requests signed with such a session's key are judged; the harness, the node
-simulator and the CLI keep calling with the sandbox's admin key.
+credentials as on AWS. Requests signed with such a session's key are judged, and so are those of any other session
+of a role assumed through moto's STS (a node's instance role, as the node simulator assumes it to bootstrap a
+node); the harness, the node simulator's own calls and the CLI keep calling with the sandbox's admin key.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from clm_sandbox.iam.policy import Policy
 
 _lock = threading.Lock()
 _principals: dict[str, Principal] = {}
+SESSION_KEY_PREFIX = "ASIA"  # AWS's (and moto's) temporary credentials
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,26 @@ def role_session(role_arn: str, session_name: str, region: str) -> dict[str, str
 
 
 def principal(access_key_id: str) -> Principal | None:
-    """The enforced session signing with ``access_key_id``, if any."""
-    return _principals.get(access_key_id)
+    """The enforced session signing with ``access_key_id``, if any: one handed out here, or another session of a
+    role assumed through moto's STS (their keys start with ASIA)."""
+    known = _principals.get(access_key_id)
+    if known is None and access_key_id.startswith(SESSION_KEY_PREFIX):
+        known = _assumed(access_key_id)
+    return known
+
+
+def _assumed(access_key_id: str) -> Principal | None:
+    from moto.sts.models import sts_backends
+
+    for account in list(sts_backends):
+        for backend in list(sts_backends[account].values()):
+            assumed = backend.get_assumed_role_from_access_key(access_key_id)
+            if assumed is not None:
+                role_account, partition = assumed.role_arn.split(":")[4], assumed.role_arn.split(":")[1]
+                found = Principal(assumed.role_arn, assumed.session_name, role_account, partition)
+                with _lock:
+                    return _principals.setdefault(access_key_id, found)
+    return None
 
 
 def role_policies(role_arn: str, partition: str = "aws") -> tuple[list[Policy], Policy | None]:

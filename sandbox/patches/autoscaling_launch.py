@@ -11,7 +11,10 @@ launches, one instance at a time:
 - the first override's instance type of a mixed instances policy (the "prioritized" strategy), else the version's;
 - spot instances (``InstanceLifecycle: spot``) for a version with ``InstanceMarketOptions.MarketType: spot``, or
   as many as the mixed instances policy's on-demand base and percentage leave to spot (on-demand rounded up);
-- into the group's subnet whose zone has the fewest of its instances (zones balanced), placed in that zone.
+- into the group's subnet whose zone has the fewest of its instances (zones balanced), placed in that zone;
+- with the version's instance profile (``IamInstanceProfile`` by name or ARN; moto leaves instances without one),
+  so that a node's bootstrap runs with its role (clm_sandbox.nodesim_bootstrap). A profile that does not exist
+  leaves the instance without one, logged (its bootstrap then fails, as the launch would on AWS).
 
 Each instance's record (DescribeAutoScalingGroups, DescribeAutoScalingInstances) reports the launch template and
 version from the instance's EC2 tags: the version it was launched with. Groups with launch configurations keep
@@ -20,12 +23,14 @@ moto's behaviour.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from typing import Any
 
 from clm_sandbox.patches._patching import original, replace
 
+log = logging.getLogger(__name__)
 TEMPLATE_ID_TAG = "aws:ec2launchtemplate:id"
 TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
 SPOT = "spot"
@@ -82,10 +87,22 @@ def _launch(self: Any, count_needed: int, propagated_tags: dict[str, str]) -> No
             instance_market_options={"MarketType": SPOT} if spot else None,
         )
         for instance in reservation.instances:
+            _attach_profile(self.ec2_backend, instance.id, version.data.get("IamInstanceProfile") or {})
             instance.autoscaling_group = self
             self.instance_states.append(
                 InstanceState(instance, protected_from_scale_in=self.new_instances_protected_from_scale_in)
             )
+
+
+def _attach_profile(backend: Any, instance_id: str, profile: dict[str, str]) -> None:
+    if not profile:
+        return
+    try:
+        backend.associate_iam_instance_profile(
+            instance_id, iam_instance_profile_name=profile.get("Name"), iam_instance_profile_arn=profile.get("Arn")
+        )
+    except Exception as exc:  # no such profile
+        log.warning("instance %s launched without its instance profile %s: %s", instance_id, profile, exc)
 
 
 def _instance_type(group: Any, version: Any) -> str:

@@ -23,7 +23,8 @@ import pytest
 
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.deploy_synth import Assembly, synthesize
-from tests.integration.deployment import ROOT, Deployment
+from clm_sandbox.nodesim import EventKind, NodeSimulator
+from tests.integration.deployment import ROOT, Deployment, instances
 from tests.integration.test_encrypted_config_items import NAMED_KEY, NAMED_KEY_ID, create_key, encrypted, forms
 from tests.integration.test_no_secrets_leak import (
     HandlerOutput,
@@ -67,6 +68,17 @@ KEY_RESOURCE = """Resources:
           Action: "kms:*"
           Resource: "*"
 """
+# What Zalando's worker role grants for its bootstrap (cluster.yaml): reading the archive, decrypting its files; CLM's
+# permissions boundary caps both to the node-files bucket and CLM's keys.
+NODE_POLICIES = """          Action: sts:AssumeRole
+      Policies:
+      - PolicyName: bootstrap
+        PolicyDocument:
+          Version: "2012-10-17"
+          Statement:
+          - {Action: "kms:Decrypt", Effect: Allow, Resource: "*"}
+          - {Action: "s3:GetObject", Effect: Allow, Resource: "arn:aws:s3:::*"}
+  NodeInstanceProfile:"""
 KEY_OUTPUT = """Outputs:
   WorkerFilesEncryptionKey:
     Value: !Ref WorkerFilesEncryptionKey
@@ -98,11 +110,14 @@ def attach_kms_policy(deployment: Deployment) -> None:
 
 def upload_profile(deployment: Deployment) -> None:
     """The example config with files.yaml and userdata.yaml in worker-default, its stack reading values.UserData,
-    and the cluster stack making the workers' files key."""
+    and the cluster stack making the workers' files key and letting the worker role bootstrap (as Zalando's)."""
     s3, bucket = deployment.session.client("s3"), deployment.outputs["ConfigBucketName"]
     config = ROOT / "examples" / "config"
     cluster_stack = (config / "cluster/stack.yaml").read_text()
     cluster_stack = cluster_stack.replace("Resources:\n", KEY_RESOURCE, 1).replace("Outputs:\n", KEY_OUTPUT, 1)
+    role_end = "          Action: sts:AssumeRole\n  NodeInstanceProfile:"
+    assert role_end in cluster_stack
+    cluster_stack = cluster_stack.replace(role_end, NODE_POLICIES, 1)
     pool_stack = (config / "cluster/node-pools/worker-default/stack.yaml").read_text()
     assert "UserData: {{ base64(user_data) | yaml }}" in pool_stack
     pool_stack = pool_stack.replace("UserData: {{ base64(user_data) | yaml }}", "UserData: {{ values.UserData }}")
@@ -127,7 +142,7 @@ def launch_template_user_data(deployment: Deployment) -> tuple[str, int]:
 
 def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second_run_changes_nothing(
     deployment: Deployment,
-    nodes: object,
+    nodes: NodeSimulator,
     handler_output: HandlerOutput,  # noqa: F811 - the fixture
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -166,6 +181,11 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
     outputs = deployment.session.client("cloudformation").describe_stacks(StackName="kube-1")["Stacks"][0]["Outputs"]
     [key_id] = [o["OutputValue"] for o in outputs if o["OutputKey"] == "WorkerFilesEncryptionKey"]
     assert decrypted["KeyId"].endswith(key_id)  # the cluster stack's key, not the config items' key
+
+    # The nodes bootstrap as their role: they fetch the archive and decrypt its key (clm_sandbox.nodesim_bootstrap).
+    running = len(instances(deployment.session))
+    assert running and len(nodes.wait_for_ready_nodes(running)) == running
+    assert nodes.events_of(EventKind.BOOTSTRAP_FAILED) == []
 
     user_data, versions = launch_template_user_data(deployment)
     assert f"S3_CERTS_BUCKET=s3://{bucket}/{key}\n" in user_data and user_data.startswith("#cloud-config")

@@ -124,7 +124,13 @@ def test_the_path_and_boundary_are_exported_for_the_templates(default):
 def test_the_boundary_allows_the_example_roles_managed_policies_and_no_iam_sts_or_s3(default):
     [body] = [body for name, body in resources(default, "AWS::IAM::ManagedPolicy").items() if "Boundary" in name]
     statements = body["Properties"]["PolicyDocument"]["Statement"]
-    allowed = {action for s in statements if s["Effect"] == "Allow" for action in as_list(s["Action"])}
+    bootstrap = {"NodeBootstrapArchives", "NodeBootstrapSecrets"}
+    allowed = {
+        action
+        for s in statements
+        if s["Effect"] == "Allow" and s.get("Sid") not in bootstrap
+        for action in as_list(s["Action"])
+    }
     managed = json.loads(aws_managed_policies_data)
     needed = {
         action
@@ -136,6 +142,28 @@ def test_the_boundary_allows_the_example_roles_managed_policies_and_no_iam_sts_o
     [linked] = [s for s in statements if s["Action"] == "iam:CreateServiceLinkedRole"]
     assert linked["Condition"] == {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
     assert not any(action.startswith(("sts:", "s3:", "secretsmanager:", "organizations:")) for action in allowed)
+
+
+def test_the_boundary_lets_nodes_read_their_archive_and_decrypt_with_clms_keys_only(default):
+    """A node fetches its bootstrap archive from CLM's node-files bucket and decrypts its `.enc` files with its
+    cluster stack's key (clm.render.node_files); nothing else of S3 or KMS."""
+    [name] = [name for name in resources(default, "AWS::IAM::ManagedPolicy") if "Boundary" in name]
+    body = resources(default, "AWS::IAM::ManagedPolicy")[name]
+    boundary = Policy("boundary", {"Statement": resolved(body["Properties"]["PolicyDocument"]["Statement"], {})})
+    bucket = f"cluster-lifecycle-manager-{ACCOUNT}-eu-central-1"
+    assert decide(boundary, "s3:GetObject", f"arn:aws:s3:::{bucket}/kube-1/worker/abc.userdata")
+    for action, resource in [
+        ("s3:GetObject", "arn:aws:s3:::clm-config-bucket/config/cluster/stack.yaml"),
+        ("s3:ListBucket", f"arn:aws:s3:::{bucket}"),
+        ("s3:PutObject", f"arn:aws:s3:::{bucket}/kube-1/worker/abc.userdata"),
+    ]:
+        assert not decide(boundary, action, resource), (action, resource)
+    key = f"arn:aws:kms:eu-central-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    tagged = {"aws:resourcetag/clm:managed-by": "clm"}
+    request = Request("kms:Decrypt", key, tagged, frozenset(tagged))
+    assert evaluate(request, [boundary]).allowed
+    assert not evaluate(Request("kms:Decrypt", key, {}, frozenset(tagged)), [boundary]).allowed  # untagged key
+    assert not evaluate(Request("kms:Encrypt", key, tagged, frozenset(tagged)), [boundary]).allowed
 
 
 def test_context_widens_the_path_and_names_another_boundary(tmp_path):
