@@ -1,6 +1,7 @@
 """`clm plan` and `clm render` with CLM's etcd stack (clm.cli.etcd_setting) on in-process moto: the etcd row first,
 create then no change, only when the deployment (the `Clm` stack's output ManageEtcdStack) or --manage-etcd says so,
-the archive's path in the deployment's node-files bucket, and nothing uploaded nor encrypted (no etcd key exists)."""
+a stack policy other than CLM's as a change, the archive's path in the deployment's node-files bucket, and nothing
+uploaded nor encrypted (no etcd key exists)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,15 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
     assert (etcd["stack_name"], etcd["action"], etcd["template_diff"], etcd["parameters"], etcd["tags"]) == (
         ETCD, "no change", "", [], []
     )  # fmt: skip
+    assert etcd["sets_policy"] is False
+
+    allow_all = {"Statement": [{"Effect": "Allow", "Action": "Update:*", "Principal": "*", "Resource": "*"}]}
+    clients["cloudformation"].set_stack_policy(StackName=ETCD, StackPolicyBody=json.dumps(allow_all))
+    etcd = plan_etcd(etcd_config)[0]["stacks"][0]  # as on a stack Zalando's CLM made: a run sets CLM's policy
+    assert (etcd["action"], etcd["template_diff"], etcd["sets_policy"]) == ("update", "", True)
+    table = plan("plan", KUBE1, "--config", etcd_config, "--registry-file", REGISTRY_FILE).stdout
+    assert "stack policy: set to CLM's" in table
+    clients["cloudformation"].set_stack_policy(StackName=ETCD, StackPolicyBody=spec.policy)
 
     Path(etcd_config, "cluster/etcd/stack.yaml").write_text(STACK.replace('"{{ values', '"v2 {{ values'))
     etcd = plan_etcd(etcd_config)[0]["stacks"][0]

@@ -157,6 +157,8 @@ def show(data: dict[str, Any]) -> None:
             _say(("  " + line, DIFF_STYLES.get(line[:1], "")))
         for change in stack["launch_changes"]:
             _say("  ", ("launch change ", "yellow"), change)
+        if stack["sets_policy"]:
+            _say("  stack policy: set to CLM's (the deployed stack has another or none)")
         for kind in ("parameter", "tag"):
             for change in stack[kind + "s"]:
                 _say(f"  {kind} {change['name']}: {change['deployed']} -> {change['rendered']}")
