@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from clm.config.local import LocalSource
+from clm.render.inputs import RenderInputs
 from clm.render.node_files import PlannedFiles
 from clm.render.renderer import Renderer
 from clm.stacks.deploy import check, start
@@ -77,7 +78,8 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
     assert table.index(ETCD) < table.index("stack kube-1 ")
 
     tree = LocalSource(Path(etcd_config)).fetch()
-    spec = etcd_stack_spec(Renderer(tree, etcd_store=PlannedFiles(BUCKET)).render(example_cluster("kube-1")))
+    rendered = Renderer(tree, RenderInputs(etcd_store=PlannedFiles(BUCKET))).render(example_cluster("kube-1"))
+    spec = etcd_stack_spec(rendered)
     start(clients["cloudformation"], clients["s3"], spec)
     assert check(clients["cloudformation"], ETCD).state == "complete"
     data, _ = plan_etcd(etcd_config)

@@ -20,6 +20,7 @@ from clm.cli.context import CliContext
 
 if TYPE_CHECKING:
     from clm.model import Cluster
+    from clm.render.node_files import PlannedFiles
 
 MANAGE_OUTPUT = "ManageEtcdStack"
 BUCKET_OUTPUT = "NodeFilesBucketName"
@@ -46,10 +47,12 @@ class EtcdSetting:
     manage: bool | None
     _deployment: tuple[Mapping[str, str] | None, str] | None = field(default=None, init=False, repr=False)
 
-    def files_bucket(self, cluster: Cluster, files: Mapping[str, bytes]) -> tuple[str | None, str]:
-        """`(bucket, warning)`: the bucket the etcd files' archive path names when a run renders the cluster's etcd
-        stack from a configuration of `files`, None when it does not; `warning` when whether it does is unknown."""
+    def store(self, cluster: Cluster, files: Mapping[str, bytes]) -> tuple[PlannedFiles | None, str]:
+        """`(store, warning)`: the etcd store (the archive's path only, in the bucket a run would use) when a run
+        renders the cluster's etcd stack from a configuration of `files`, None when it does not; `warning` when
+        whether it does is unknown."""
         from clm.render.etcd import ETCD_STACK, has_etcd_stack
+        from clm.render.node_files import PlannedFiles, bucket_name
 
         if self.manage is False or not has_etcd_stack(cluster.provider, files):
             return None, ""
@@ -64,7 +67,8 @@ class EtcdSetting:
                 )
             if setting != "true":
                 return None, ""
-        return (outputs or {}).get(BUCKET_OUTPUT) or _clm_bucket(cluster), ""
+        bucket = (outputs or {}).get(BUCKET_OUTPUT) or bucket_name(cluster.account_id, cluster.region)
+        return PlannedFiles(bucket), ""
 
     def _outputs(self) -> tuple[Mapping[str, str] | None, str]:
         """The deployment's outputs, or None and why they cannot be read (read once)."""
@@ -79,9 +83,3 @@ class EtcdSetting:
             except (BotoCoreError, ClientError, CliError) as exc:
                 self._deployment = None, str(exc)
         return self._deployment
-
-
-def _clm_bucket(cluster: Cluster) -> str:
-    from clm.render.node_files import bucket_name
-
-    return bucket_name(cluster.account_id, cluster.region)

@@ -56,14 +56,12 @@ def plan(
     """
     from clm.config.channels import ConfigSources
     from clm.render.inputs import RenderInputs
-    from clm.render.node_files import PlannedFiles
     from clm.render.renderer import Renderer
     from clm.stacks.plan import plan_stacks
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
-    etcd_bucket, etcd_warning = EtcdSetting(cli, stack, manage_etcd).files_bucket(cluster, tree.files)
-    etcd_store = PlannedFiles(etcd_bucket) if etcd_bucket else None  # the archive's path only: nothing uploaded
+    etcd_store, etcd_warning = EtcdSetting(cli, stack, manage_etcd).store(cluster, tree.files)
     inputs = dataclasses.replace(RenderInputs.from_aws(cli.client, None), etcd_store=etcd_store)
     rendered = Renderer(tree, inputs).render(cluster)
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)

@@ -46,7 +46,6 @@ def render(
     from clm.registry.clusters_yaml import load_clusters
     from clm.render.artefacts import rendered_files, summary
     from clm.render.inputs import RenderInputs
-    from clm.render.node_files import PlannedFiles
     from clm.render.renderer import Renderer
 
     if registry_file is not None:
@@ -65,14 +64,13 @@ def render(
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in trees:
             trees[channels] = sources.for_cluster(clusters[cluster_id]).fetch()
-        etcd_bucket, etcd_warning = etcd.files_bucket(clusters[cluster_id], trees[channels].files)
+        etcd_store, etcd_warning = etcd.store(clusters[cluster_id], trees[channels].files)
         if etcd_warning:
             print_warning(f"{cluster_id}: {etcd_warning}")
-        if (channels, etcd_bucket) not in renderers:  # the etcd archive's path only: nothing uploaded
-            store = PlannedFiles(etcd_bucket) if etcd_bucket else None
-            with_etcd = dataclasses.replace(inputs, etcd_store=store)
-            renderers[channels, etcd_bucket] = Renderer(trees[channels], with_etcd)
-        renderer = renderers[channels, etcd_bucket]
+        if (channels, etcd_store) not in renderers:
+            with_etcd = dataclasses.replace(inputs, etcd_store=etcd_store)
+            renderers[channels, etcd_store] = Renderer(trees[channels], with_etcd)
+        renderer = renderers[channels, etcd_store]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
         if out is not None:
