@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +10,7 @@ from rich.text import Text
 
 from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
-from clm.cli.etcd_setting import EtcdSetting, manage_etcd_option
+from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import TABULAR, console, emit, print_warning
 from clm.errors import ClusterNotFound
@@ -61,8 +60,8 @@ def plan(
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
-    etcd_store, etcd_warning = EtcdSetting(cli, stack, manage_etcd).store(cluster, tree.files)
-    inputs = dataclasses.replace(RenderInputs.from_aws(cli.client, None), etcd_store=etcd_store)
+    settings = DeploymentSettings(cli, stack, manage_etcd)
+    inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(cli.client, None), cluster, tree.files)
     rendered = Renderer(tree, inputs).render(cluster)
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
 
 from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
-from clm.cli.etcd_setting import EtcdSetting, manage_etcd_option
+from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import emit, print_warning
 from clm.errors import ClusterNotFound
@@ -58,19 +57,19 @@ def render(
             raise ClusterNotFound(cluster_id)
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
-    etcd, trees = EtcdSetting(cli, stack, manage_etcd), {}
+    settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}
     rows = []
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in trees:
             trees[channels] = sources.for_cluster(clusters[cluster_id]).fetch()
-        etcd_store, etcd_warning = etcd.store(clusters[cluster_id], trees[channels].files)
+        deployed, etcd_warning = settings.inputs(inputs, clusters[cluster_id], trees[channels].files)
         if etcd_warning:
             print_warning(f"{cluster_id}: {etcd_warning}")
-        if (channels, etcd_store) not in renderers:
-            with_etcd = dataclasses.replace(inputs, etcd_store=etcd_store)
-            renderers[channels, etcd_store] = Renderer(trees[channels], with_etcd)
-        renderer = renderers[channels, etcd_store]
+        key = (channels, deployed.files_store, deployed.etcd_store)  # stores differ by cluster (etcd, bucket)
+        if key not in renderers:
+            renderers[key] = Renderer(trees[channels], deployed)
+        renderer = renderers[key]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
         if out is not None:

@@ -1,7 +1,8 @@
-"""`clm plan` and `clm render` with CLM's etcd stack (clm.cli.etcd_setting) on in-process moto: the etcd row first,
-create then no change, only when the deployment (the `Clm` stack's output ManageEtcdStack) or --manage-etcd says so,
-a stack policy other than CLM's as a change, the archive's path in the deployment's node-files bucket, and nothing
-uploaded nor encrypted (no etcd key exists)."""
+"""`clm plan` and `clm render` with what they read from the deployment (clm.cli.deployment_settings) on in-process
+moto. CLM's etcd stack: the row first, create then no change, only when the deployment (the `Clm` stack's output
+ManageEtcdStack) or --manage-etcd says so, a stack policy other than CLM's as a change, the archive's path in the
+deployment's node-files bucket, nothing uploaded nor encrypted (no etcd key exists). Node pools' archive paths: in the
+deployment's node-files bucket, as the run renders them."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ def etcd_config(tmp_path: Path) -> str:
     return str(config)
 
 
+@pytest.fixture
+def files_config(tmp_path: Path) -> str:
+    """examples/config whose worker-default profile has files.yaml, its archive's path in the user data."""
+    config = tmp_path / "files-config"
+    shutil.copytree(CONFIG, config)
+    profile = config / "cluster" / "node-pools" / "worker-default"
+    (profile / "files.yaml").write_text("files:\n- path: /etc/node\n  data: {{ cluster.local_id | base64 }}\n")
+    stack = profile / "stack.yaml"
+    path_line = "#cloud-config\n# {{ values.S3GeneratedFilesPath }}\n"
+    stack.write_text(stack.read_text().replace("#cloud-config\n", path_line))
+    return str(config)
+
+
 def deployment(clients: Clients, **outputs: str) -> None:
     """A stand-in for the deployed CLM stack `Clm` with the given outputs."""
     body = {
@@ -48,7 +62,7 @@ def deployment(clients: Clients, **outputs: str) -> None:
     clients["cloudformation"].create_stack(StackName="Clm", TemplateBody=json.dumps(body))
 
 
-def plan_etcd(config: str, *args: str) -> tuple[dict[str, Any], str]:
+def plan_json(config: str, *args: str) -> tuple[dict[str, Any], str]:
     """The JSON plan of kube-1 and what went to stderr."""
     result = plan("-o", "json", "plan", KUBE1, "--config", config, "--registry-file", REGISTRY_FILE, *args)
     return json.loads(result.stdout), result.stderr
@@ -61,7 +75,7 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
     deploy(clients, render(example_cluster("kube-1")))
     before = aws_state(stacks_aws)
 
-    data, stderr = plan_etcd(etcd_config)
+    data, stderr = plan_json(etcd_config)
     assert [(s["stack_name"], s["file"], s["action"]) for s in data["stacks"]] == [
         (ETCD, "cluster/etcd/stack.yaml", "create"),
         ("kube-1", "cluster/stack.yaml", "no change"),
@@ -82,7 +96,7 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
     spec = etcd_stack_spec(rendered)
     start(clients["cloudformation"], clients["s3"], spec)
     assert check(clients["cloudformation"], ETCD).state == "complete"
-    data, _ = plan_etcd(etcd_config)
+    data, _ = plan_json(etcd_config)
     etcd = data["stacks"][0]
     assert (etcd["stack_name"], etcd["action"], etcd["template_diff"], etcd["parameters"], etcd["tags"]) == (
         ETCD, "no change", "", [], []
@@ -91,14 +105,14 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
 
     allow_all = {"Statement": [{"Effect": "Allow", "Action": "Update:*", "Principal": "*", "Resource": "*"}]}
     clients["cloudformation"].set_stack_policy(StackName=ETCD, StackPolicyBody=json.dumps(allow_all))
-    etcd = plan_etcd(etcd_config)[0]["stacks"][0]  # as on a stack Zalando's CLM made: a run sets CLM's policy
+    etcd = plan_json(etcd_config)[0]["stacks"][0]  # as on a stack Zalando's CLM made: a run sets CLM's policy
     assert (etcd["action"], etcd["template_diff"], etcd["sets_policy"]) == ("update", "", True)
     table = plan("plan", KUBE1, "--config", etcd_config, "--registry-file", REGISTRY_FILE).stdout
     assert "stack policy: set to CLM's" in table
     clients["cloudformation"].set_stack_policy(StackName=ETCD, StackPolicyBody=spec.policy)
 
     Path(etcd_config, "cluster/etcd/stack.yaml").write_text(STACK.replace('"{{ values', '"v2 {{ values'))
-    etcd = plan_etcd(etcd_config)[0]["stacks"][0]
+    etcd = plan_json(etcd_config)[0]["stacks"][0]
     assert etcd["action"] == "update"
     assert f'-      GroupDescription: "s3://{BUCKET}/kube-1/etcd/' in etcd["template_diff"]
 
@@ -119,7 +133,7 @@ def test_only_when_the_deployment_or_the_flag_says_so(
 ):
     if outputs is not None:
         deployment(clients, **outputs)
-    data, stderr = plan_etcd(etcd_config, *args)
+    data, stderr = plan_json(etcd_config, *args)
     assert (data["stacks"][0]["stack_name"] == ETCD) is shown
     if warned:
         assert warned in stderr and "pass --manage-etcd or --no-manage-etcd" in stderr
@@ -143,3 +157,18 @@ def test_render_writes_the_etcd_stack_with_its_archive_path(clients, stacks_aws,
     without = plan(*args, "--no-manage-etcd", "--out", str(tmp_path / "without"))
     assert {row["etcd_stack"] for row in json.loads(without.stdout)} == {"no"}
     assert not (tmp_path / "without" / "kube-1" / "etcd-stack.yaml").exists()
+
+
+def test_node_pools_archive_paths_are_in_the_deployments_node_files_bucket_as_the_run_renders_them(
+    clients, stacks_aws, files_config
+):
+    tree = LocalSource(Path(files_config)).fetch()
+    run_rendering = Renderer(tree, RenderInputs(files_store=PlannedFiles(BUCKET))).render(example_cluster("kube-1"))
+    deploy(clients, run_rendering)
+    pool = plan_json(files_config)[0]["stacks"][1]  # no deployment to read: CLM's bucket, unlike the run's
+    user_data = "LaunchTemplate.LaunchTemplateData.UserData: changed"
+    assert (pool["action"], pool["launch_changes"]) == ("update", [user_data])
+    deployment(clients, ManageEtcdStack="false", NodeFilesBucketName=BUCKET)
+    data, stderr = plan_json(files_config)
+    assert [s["action"] for s in data["stacks"]] == ["no change", "no change"]
+    assert stderr == ""
