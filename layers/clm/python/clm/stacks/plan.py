@@ -3,8 +3,8 @@
 Every stack gets its action and diff (diff.py), in a run's order (CLM's etcd stack first, when the rendering has
 one); every node pool its instances, each outdated now (inventory.py) or after the stack update (launch.py), with the
 reasons; a Karpenter pool its instances judged against its rendered EC2NodeClass and Karpenter's drift verdicts
-(karpenter_pool.py). Node-pool stacks of pools gone from the registry
-are deleted by a run after draining all their instances.
+(karpenter_pool.py). Node-pool stacks of pools gone from the registry are deleted by a run after draining all their
+instances.
 """
 
 from __future__ import annotations
