@@ -143,6 +143,9 @@ class ClmStack(Stack):
         CfnOutput(self, "ConfigSourceUri", value=self.config_source.uri)
         CfnOutput(self, "ArtefactBucketName", value=self.artefacts.bucket.bucket_name)
         CfnOutput(self, "NodeFilesBucketName", value=self.node_files.bucket.bucket_name)
+        CfnOutput(  # read by `clm plan` and `clm render` (clm.cli.deployment_settings)
+            self, "ManageEtcdStack", value="true" if context.manage_etcd_stack else "false"
+        )
         CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
         CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)

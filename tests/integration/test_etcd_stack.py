@@ -3,7 +3,8 @@ cluster/etcd/stack.yaml (a security group, CLM's tags in Metadata, the archive's
 plain entry, one encrypted), the etcd key created under alias/etcd-cluster. The run creates `etcd-cluster-etcd`
 before the cluster stack, with CLM's tags and stack policy; the archive at CLM's key holds the plain file and
 `<path>.enc`, which KMS decrypts with the etcd key. A second run that changes nothing for etcd uploads nothing and
-leaves the stack alone. With the setting off, none of it happens."""
+leaves the stack alone. `clm plan` shows the etcd stack first, to be created before the run (uploading nothing) and
+unchanged after it. With the setting off, none of it happens and the plan has no etcd stack."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ import json
 import re
 import secrets
 import tarfile
+from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from clm.registry.clusters_yaml import load_clusters
+from clm.cli.main import cli
+from clm.model import Cluster
+from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from tests.integration.deployment import ROOT, Deployment
 from tests.integration.test_no_secrets_leak import bucket_objects
@@ -78,6 +84,13 @@ def assembly(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def provision_with_etcd_config(deployment: Deployment, private_key: str) -> tuple[list[dict], dict[str, str]]:
     """The etcd key under alias/etcd-cluster, the example config with the etcd templates, kube-1 registered: the runs
     and the cluster's config items."""
+    cluster = etcd_config(deployment, private_key)
+    return provision(deployment, cluster), cluster.config_items
+
+
+def etcd_config(deployment: Deployment, private_key: str) -> Cluster:
+    """The etcd key under alias/etcd-cluster and the example config with the etcd templates: kube-1 with its config
+    items, not registered yet."""
     kms = deployment.session.client("kms")
     key = kms.create_key()["KeyMetadata"]
     kms.create_alias(AliasName="alias/etcd-cluster", TargetKeyId=key["KeyId"])
@@ -91,17 +104,51 @@ def provision_with_etcd_config(deployment: Deployment, private_key: str) -> tupl
         "kube_auth_secret": "clm/kube-1",
         "etcd_client_server_key": base64.b64encode(private_key.encode()).decode(),
     }
-    deployment.registry.put(dataclasses.replace(cluster, config_items=items))
+    return dataclasses.replace(cluster, config_items=items)
+
+
+def provision(deployment: Deployment, cluster: Cluster) -> list[dict]:
+    """The cluster registered, its runs succeeded."""
+    deployment.registry.put(cluster)
     runs = deployment.settle(known=0)
     assert runs and all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
-    return runs, items
+    return runs
+
+
+def plan(deployment: Deployment, *args: str) -> dict[str, Any]:
+    """`clm plan` of kube-1 against the deployment (its registry table and configuration), as JSON."""
+    table, config = deployment.outputs["RegistryTableName"], deployment.outputs["ConfigSourceUri"]
+    result = CliRunner().invoke(
+        cli, ["--table", table, "-o", "json", "plan", deployment.cluster_id, "--config", config, *args]
+    )
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "--manage-etcd" not in result.stderr, result.stderr  # the deployment's setting was read
+    return json.loads(result.stdout)
 
 
 def test_the_etcd_stack_comes_first_with_clms_tags_policy_and_encrypted_files_and_a_second_run_changes_nothing(
-    deployment: Deployment, nodes: object
+    deployment: Deployment, nodes: object, tmp_path: Path
 ) -> None:
     private_key = f"-----BEGIN PRIVATE KEY-----\n{secrets.token_hex(32)}\n-----END PRIVATE KEY-----\n"
-    _, items = provision_with_etcd_config(deployment, private_key)
+    cluster = etcd_config(deployment, private_key)
+    registry_file = tmp_path / "clusters.yaml"
+    registry_file.write_text(dump_clusters([cluster], with_status=False))
+    planned = plan(deployment, "--registry-file", str(registry_file))["stacks"]
+    assert [(s["stack_name"], s["file"], s["action"]) for s in planned[:2]] == [
+        ("etcd-cluster-etcd", "cluster/etcd/stack.yaml", "create"),
+        ("kube-1", "cluster/stack.yaml", "create"),
+    ]
+    node_files = deployment.session.client("s3"), deployment.outputs["NodeFilesBucketName"]
+    assert not bucket_objects(*node_files)  # the plan uploads nothing
+    provision(deployment, cluster)
+    items = cluster.config_items
+    etcd_plan = plan(deployment)["stacks"][0]  # from the registry table now
+    assert (etcd_plan["stack_name"], etcd_plan["action"], etcd_plan["template_diff"], etcd_plan["tags"]) == (
+        "etcd-cluster-etcd",
+        "no change",
+        "",
+        [],
+    )
 
     cfn = deployment.session.client("cloudformation")
     [etcd] = cfn.describe_stacks(StackName="etcd-cluster-etcd")["Stacks"]
@@ -158,5 +205,6 @@ def test_without_the_setting_there_is_no_etcd_stack_and_no_etcd_archive(deployme
     cfn = deployment.session.client("cloudformation")
     names = {s["StackName"] for s in cfn.describe_stacks()["Stacks"]}
     assert "kube-1" in names and "etcd-cluster-etcd" not in names
+    assert "etcd-cluster-etcd" not in [s["stack_name"] for s in plan(deployment)["stacks"]]
     s3, bucket = deployment.session.client("s3"), deployment.outputs["NodeFilesBucketName"]
     assert not [k for k in bucket_objects(s3, bucket) if "/etcd/" in k]

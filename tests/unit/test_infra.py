@@ -599,6 +599,7 @@ def test_outputs(default):
         "RegistryTableName",
         "ConfigBucketName",
         "NodeFilesBucketName",
+        "ManageEtcdStack",  # clm:manageEtcdStack, for `clm plan` and `clm render`
         "ConfigSourceUri",
         "ArtefactBucketName",
         "ProvisionStateMachineArn",
@@ -609,6 +610,7 @@ def test_outputs(default):
         "ClusterRolePath",  # exported for the cluster stacks' templates (infra.cluster_role_boundary)
         "ClusterRoleBoundaryArn",
     }
+    assert raw["Outputs"]["ManageEtcdStack"]["Value"] == "false"
 
 
 # --- context variants ---------------------------------------------------------------------------------------------

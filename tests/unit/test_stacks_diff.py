@@ -81,6 +81,7 @@ def test_missing_stack_is_created(clients):
         "parameters": [],
         "tags": [],
         "launch_changes": [],
+        "sets_policy": False,  # only for a stack that exists (a created one gets its policy)
     }
 
 

@@ -9,6 +9,8 @@ import click
 from rich.text import Text
 
 from clm.cli.context import CliContext
+from clm.cli.deployment import stack_option
+from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import TABULAR, console, emit, print_warning
 from clm.errors import ClusterNotFound
@@ -26,12 +28,22 @@ DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 @click.argument("cluster_id")
 @config_option
 @registry_file_option
+@manage_etcd_option
+@stack_option
 @pass_cli
-def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path | None) -> None:
+def plan(
+    cli: CliContext,
+    cluster_id: str,
+    config_uri: str,
+    registry_file: Path | None,
+    manage_etcd: bool | None,
+    stack: str,
+) -> None:
     """Show what a run would change in CLUSTER_ID; changes nothing in AWS or Kubernetes.
 
     \b
-    - every stack: create, no change, or update with a unified diff of the deployed
+    - every stack, in a run's order (CLM's etcd stack first, when the deployment
+      manages it): create, no change, or update with a unified diff of the deployed
       template against the rendered one and the parameters and tags that change;
     - every node pool: its instances, and which a run would replace and why (a
       Karpenter pool's: image, tags or user data unlike its rendered EC2NodeClass,
@@ -48,7 +60,9 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
-    rendered = Renderer(tree, RenderInputs.from_aws(cli.client, None)).render(cluster)
+    settings = DeploymentSettings(cli, stack, manage_etcd)
+    inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(cli.client, None), cluster, tree.files)
+    rendered = Renderer(tree, inputs).render(cluster)
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
     data = {
@@ -57,7 +71,7 @@ def plan(cli: CliContext, cluster_id: str, config_uri: str, registry_file: Path 
         "config": {"source": tree.source, "version": tree.version},
         "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
     }
-    for warning in (drift_warning, data["drain_preflight"]["warning"]):
+    for warning in (etcd_warning, drift_warning, data["drain_preflight"]["warning"]):
         if warning:
             print_warning(warning)
     if cli.output in TABULAR:
@@ -140,6 +154,8 @@ def show(data: dict[str, Any]) -> None:
             _say(("  " + line, DIFF_STYLES.get(line[:1], "")))
         for change in stack["launch_changes"]:
             _say("  ", ("launch change ", "yellow"), change)
+        if stack["sets_policy"]:
+            _say("  stack policy: set to CLM's (the deployed stack has another or none)")
         for kind in ("parameter", "tag"):
             for change in stack[kind + "s"]:
                 _say(f"  {kind} {change['name']}: {change['deployed']} -> {change['rendered']}")

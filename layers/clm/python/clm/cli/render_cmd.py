@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from clm.cli.context import CliContext
+from clm.cli.deployment import stack_option
+from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import emit, print_warning
 from clm.errors import ClusterNotFound
@@ -21,12 +23,22 @@ from clm.errors import ClusterNotFound
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the rendered files under OUT/<local_id>/ (default: only print a summary).",
 )
+@manage_etcd_option
+@stack_option
 @pass_cli
 def render(
-    cli: CliContext, cluster_ids: tuple[str, ...], config_uri: str, registry_file: Path | None, out: Path | None
+    cli: CliContext,
+    cluster_ids: tuple[str, ...],
+    config_uri: str,
+    registry_file: Path | None,
+    out: Path | None,
+    manage_etcd: bool | None,
+    stack: str,
 ) -> None:
     """Render stacks, manifests and deletions of CLUSTER_ID (or `all`); changes nothing in AWS or Kubernetes.
 
+    CLM's etcd stack (etcd-stack.yaml) too, when the deployment manages it: its files'
+    archive is neither encrypted nor uploaded, only its path computed.
     A template error stops with the file and line at fault.
     """
     from clm.config.channels import ConfigSources
@@ -45,12 +57,19 @@ def render(
             raise ClusterNotFound(cluster_id)
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
+    settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}
     rows = []
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
-        if channels not in renderers:
-            renderers[channels] = Renderer(sources.for_cluster(clusters[cluster_id]).fetch(), inputs)
-        renderer = renderers[channels]
+        if channels not in trees:
+            trees[channels] = sources.for_cluster(clusters[cluster_id]).fetch()
+        deployed, etcd_warning = settings.inputs(inputs, clusters[cluster_id], trees[channels].files)
+        if etcd_warning:
+            print_warning(f"{cluster_id}: {etcd_warning}")
+        key = (channels, deployed.files_store, deployed.etcd_store)  # stores differ by cluster (etcd, bucket)
+        if key not in renderers:
+            renderers[key] = Renderer(trees[channels], deployed)
+        renderer = renderers[key]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
         if out is not None:
@@ -67,13 +86,14 @@ def render(
                 "version": rendered.version,
                 "node_pools": ", ".join(facts["node_pools"]),
                 "manifests": rendered.manifest_count,
+                "etcd_stack": "yes" if rendered.etcd_stack else "no",
                 "files": len(files),
                 "folder": str(out / rendered.cluster.local_id) if out else "-",
             }
         )
     emit(
         rows,
-        ["cluster", "version", "node_pools", "manifests", "files", "folder"],
+        ["cluster", "version", "node_pools", "manifests", "etcd_stack", "files", "folder"],
         cli.output,
-        title="; ".join(f"rendered from {r.tree.source} at {r.tree.version}" for r in renderers.values()),
+        title="; ".join(f"rendered from {t.source} at {t.version}" for t in trees.values()),
     )

@@ -16,6 +16,7 @@ def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
     files = {
         "version.txt": rendered.version + "\n",
         "config-items.yaml": dump(rendered.at_rest().config_items),  # encrypted items as the registry has them
+        **({"etcd-stack.yaml": rendered.etcd_stack.body} if rendered.etcd_stack else {}),
         "cluster-stack.yaml": rendered.cluster_stack.body,
     }
     for pool, stack in rendered.node_pool_stacks.items():

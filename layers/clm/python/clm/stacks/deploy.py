@@ -110,9 +110,14 @@ def _update(
 
 def ensure_policy(cfn: Any, stack_id: str, policy: str) -> None:
     """Give the stack `policy` unless it has it already (before an update, so that the update is held to it)."""
-    current = cfn.get_stack_policy(StackName=stack_id).get("StackPolicyBody") or ""
-    if _policy(current) != _policy(policy):
+    if policy_differs(cfn, stack_id, policy):
         cfn.set_stack_policy(StackName=stack_id, StackPolicyBody=policy)
+
+
+def policy_differs(cfn: Any, stack_id: str, policy: str) -> bool:
+    """Whether the stack's own policy is not `policy` (JSON compared as data)."""
+    current = cfn.get_stack_policy(StackName=stack_id).get("StackPolicyBody") or ""
+    return _policy(current) != _policy(policy)
 
 
 def _policy(text: str) -> Any:

@@ -3,7 +3,8 @@
 `stack_diff` compares the deployed stack with the rendered spec as `start` (deploy.py) would act on it: create
 a missing stack, leave a current one alone, update one whose template, parameters or tags differ, and wait for,
 recreate or repair a stack in another state. It shows a unified diff of the templates, the parameters and tags
-that change (NoEcho values masked) and, for a node-pool stack, what the update changes in what its group launches.
+that change (NoEcho values masked), whether a run sets the stack's policy (CLM's etcd stack keeps one) and, for a
+node-pool stack, what the update changes in what its group launches.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from clm.render.cfn_yaml import load_template
 from clm.stacks.cfn import describe_stack
+from clm.stacks.deploy import policy_differs
 from clm.stacks.events import stack_status_count
 from clm.stacks.launch import launch_changes
 from clm.stacks.spec import StackSpec
@@ -59,6 +61,7 @@ class StackDiff:
     parameters: list[ValueChange] = field(default_factory=list)
     tags: list[ValueChange] = field(default_factory=list)
     launch_changes: list[str] = field(default_factory=list)  # node-pool stacks: what changes what the group launches
+    sets_policy: bool = False  # a run gives the stack the spec's policy (it has another or none)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
@@ -80,7 +83,8 @@ def stack_diff(cfn: Any, spec: StackSpec) -> StackDiff:
     template_diff = unified_diff(deployed_text, rendered_text, spec.name, spec.file or spec.name)
     changed_values = {change.name: (change.deployed, change.rendered) for change in parameters}
     launch = launch_changes(deployed_template, spec.template, changed_values) if spec.node_pool is not None else []
-    changed = bool(template_diff or parameters or tags)
+    sets_policy = bool(spec.policy) and policy_differs(cfn, stack["StackId"], spec.policy)
+    changed = bool(template_diff or parameters or tags or sets_policy)
     return StackDiff(
         stack_name=spec.name,
         node_pool=spec.node_pool,
@@ -91,6 +95,7 @@ def stack_diff(cfn: Any, spec: StackSpec) -> StackDiff:
         parameters=parameters,
         tags=tags,
         launch_changes=launch,
+        sets_policy=sets_policy,
     )
 
 

@@ -1,9 +1,10 @@
 """What a run would do to a rendered cluster's stacks and node pools, read without changing anything.
 
-Every stack gets its action and diff (diff.py); every node pool its instances, each outdated now (inventory.py)
-or after the stack update (launch.py), with the reasons; a Karpenter pool its instances judged against its rendered
-EC2NodeClass and Karpenter's drift verdicts (karpenter_pool.py). Node-pool stacks of pools gone from the registry
-are deleted by a run after draining all their instances.
+Every stack gets its action and diff (diff.py), in a run's order (CLM's etcd stack first, when the rendering has
+one); every node pool its instances, each outdated now (inventory.py) or after the stack update (launch.py), with the
+reasons; a Karpenter pool its instances judged against its rendered EC2NodeClass and Karpenter's drift verdicts
+(karpenter_pool.py). Node-pool stacks of pools gone from the registry are deleted by a run after draining all their
+instances.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from clm.render.renderer import RenderedCluster
 from clm.stacks.diff import StackDiff, stack_diff
 from clm.stacks.errors import NodePoolInventoryError
+from clm.stacks.etcd import etcd_stack_spec
 from clm.stacks.inventory import InstanceInfo, NodePoolInventory, node_pool_inventory
 from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
 from clm.stacks.removed import removed_node_pools
@@ -93,15 +95,16 @@ class StacksPlan:
 def plan_stacks(
     rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any, drifted: Mapping[str, str] | None = None
 ) -> StacksPlan:
-    """The cluster stack, then every node pool's stack and instances, then the Karpenter pools' instances (when
-    `karpenter_pools_enabled`; `drifted`: instance id -> why Karpenter calls its NodeClaim drifted), then the pools a
-    run would remove."""
+    """CLM's etcd stack (when the rendering has one), the cluster stack, then every node pool's stack and instances,
+    then the Karpenter pools' instances (when `karpenter_pools_enabled`; `drifted`: instance id -> why Karpenter calls
+    its NodeClaim drifted), then the pools a run would remove."""
 
     def inventory(stack_name: str) -> NodePoolInventory:
         return node_pool_inventory(cfn, autoscaling, ec2, stack_name)
 
     cluster = rendered.cluster
-    stacks = [stack_diff(cfn, cluster_stack_spec(rendered))]
+    first = [etcd_stack_spec(rendered)] if rendered.etcd_stack is not None else []
+    stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered))]
     pools = []
     for pool in cluster.asg_pools:  # Karpenter pools have no stack
         diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
