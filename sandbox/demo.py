@@ -40,7 +40,7 @@ from rich.table import Table
 from clm.cli.follow import Outcome, follow, report
 from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
 from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
-from clm_sandbox.demo_watch import RollWatch, Workload
+from clm_sandbox.demo_watch import RollWatch, Workload, wait_for_rollout
 from clm_sandbox.deploy_examples import EXAMPLES, Deployed, deploy_examples, upload_config
 from clm_sandbox.iam import principals, record
 from clm_sandbox.iam import report as iam_calls
@@ -240,6 +240,9 @@ def run(args: argparse.Namespace) -> None:
             lambda: clm("registry", "import", str(sandbox.deployed.clusters_file), env=sandbox.env),
         )
         nodes.wait_for_ready_nodes(3, timeout=60)
+        # The budget guards the workload once it is up; the scheduler may place its pods seconds after the nodes.
+        available = wait_for_rollout(sandbox.kube_api, "example", "web", timeout=60)
+        console.print(f"example/web: {available} replicas available")
         roll(sandbox, cluster_id)
         iam_report()
         if args.keep:
