@@ -4,7 +4,7 @@
 2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket
    (clm_sandbox.deploy_examples, as `clm sandbox up` does);
 3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
-   provision workflow (stacks, manifests), followed live;
+   provision workflow (stacks, manifests), followed live; waits for the example workload's rollout;
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
    every node one at a time, followed live while a watcher counts the workload's Ready pods;
 5. prints a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node) and
