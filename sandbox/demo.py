@@ -191,8 +191,12 @@ def roll(sandbox: Sandbox, cluster_id: str) -> None:
     picture = write_timeline(OUT / "roll-timeline.html", list(watch.nodes.values()), f"CLM roll of {CLUSTER}", seconds)
     console.print(f"timeline of the roll: {picture.relative_to(ROOT)}")
     clm("status", env=sandbox.env)
-    if watch.workload.violations:
-        raise DemoError("the PodDisruptionBudget was violated")
+    workload = watch.workload
+    if workload.violations:
+        raise DemoError(
+            f"the PodDisruptionBudget was violated: {workload.violations} samples below {workload.min_available} "
+            f"Ready web pods, the first {workload.first_violation:.1f} s into the roll"
+        )
 
 
 def iam_report() -> None:

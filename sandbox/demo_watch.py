@@ -37,6 +37,7 @@ class Workload:
     samples: int = 0
     lowest: int | None = None
     violations: int = 0
+    first_violation: float | None = None  # seconds since the watch began
 
 
 @dataclass(eq=False)  # a Thread must stay hashable
@@ -82,14 +83,17 @@ class RollWatch(threading.Thread):
         for phases in self.nodes.values():
             if phases.name not in present and phases.gone is None:
                 phases.gone = now
-        self._count(pods)
+        self._count(pods, now)
 
-    def _count(self, pods: list[Any]) -> None:
+    def _count(self, pods: list[Any], now: float) -> None:
         workload = self.workload
         ready = healthy_pods(pods, workload)
         workload.samples += 1
         workload.lowest = ready if workload.lowest is None else min(workload.lowest, ready)
-        workload.violations += ready < workload.min_available
+        if ready < workload.min_available:
+            workload.violations += 1
+            if workload.first_violation is None:
+                workload.first_violation = now
 
 
 def healthy_pods(pods: list[Any], workload: Workload) -> int:

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox import demo_watch
-from clm_sandbox.demo_watch import Workload, healthy_pods, rolled_out, wait_for_rollout
+from clm_sandbox.demo_watch import RollWatch, Workload, healthy_pods, rolled_out, wait_for_rollout
 
 WEB = Workload("example", "app=web", min_available=2)
 
@@ -87,3 +87,28 @@ def test_wait_for_rollout_names_the_deployment_when_it_times_out(monkeypatch: py
     monkeypatch.setattr(demo_watch.k8s, "AppsV1Api", lambda _: _Apps([_deployment(available=1)]))
     with pytest.raises(TimeoutError, match=r"deployment example/web: 1 of 3 replicas available after 0 s"):
         wait_for_rollout(k8s.ApiClient(), "example", "web", timeout=0, poll=0)
+
+
+class _Core:
+    def __init__(self, samples: list[list[Any]]) -> None:
+        self.samples = samples
+
+    def list_node(self) -> Any:
+        return k8s.V1NodeList(items=[])
+
+    def list_pod_for_all_namespaces(self) -> Any:
+        return k8s.V1PodList(items=self.samples.pop(0))
+
+
+def test_the_watch_counts_samples_below_the_budget_and_when_the_first_was() -> None:
+    three, one_evicted, one_left = (
+        [_pod("a"), _pod("b"), _pod("c")],
+        [_pod("a", terminating=True), _pod("b"), _pod("c"), _pod("d", ready=False)],
+        [_pod("b"), _pod("c", terminating=True), _pod("d", ready=False)],
+    )
+    watch = RollWatch(k8s.ApiClient(), Workload("example", "app=web", min_available=2))
+    watch.core = _Core([three, one_evicted, one_left, one_left])
+    for now in (0.1, 0.2, 0.3, 0.4):
+        watch.observe(now)
+    assert (watch.workload.samples, watch.workload.lowest) == (4, 1)
+    assert (watch.workload.violations, watch.workload.first_violation) == (2, 0.3)
