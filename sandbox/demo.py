@@ -4,7 +4,7 @@
 2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket
    (clm_sandbox.deploy_examples, as `clm sandbox up` does);
 3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
-   provision workflow (stacks, manifests), followed live;
+   provision workflow (stacks, manifests), followed live; waits for the example workload's rollout;
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
    every node one at a time, followed live while a watcher counts the workload's Ready pods;
 5. prints a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node) and
@@ -40,7 +40,7 @@ from rich.table import Table
 from clm.cli.follow import Outcome, follow, report
 from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
 from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
-from clm_sandbox.demo_watch import RollWatch, Workload
+from clm_sandbox.demo_watch import RollWatch, Workload, wait_for_rollout
 from clm_sandbox.deploy_examples import EXAMPLES, Deployed, deploy_examples, upload_config
 from clm_sandbox.iam import principals, record
 from clm_sandbox.iam import report as iam_calls
@@ -191,8 +191,12 @@ def roll(sandbox: Sandbox, cluster_id: str) -> None:
     picture = write_timeline(OUT / "roll-timeline.html", list(watch.nodes.values()), f"CLM roll of {CLUSTER}", seconds)
     console.print(f"timeline of the roll: {picture.relative_to(ROOT)}")
     clm("status", env=sandbox.env)
-    if watch.workload.violations:
-        raise DemoError("the PodDisruptionBudget was violated")
+    workload = watch.workload
+    if workload.violations:
+        raise DemoError(
+            f"the PodDisruptionBudget was violated: {workload.violations} samples below {workload.min_available} "
+            f"Ready web pods, the first {workload.first_violation:.1f} s into the roll"
+        )
 
 
 def iam_report() -> None:
@@ -240,6 +244,9 @@ def run(args: argparse.Namespace) -> None:
             lambda: clm("registry", "import", str(sandbox.deployed.clusters_file), env=sandbox.env),
         )
         nodes.wait_for_ready_nodes(3, timeout=60)
+        # The budget guards the workload once it is up; the scheduler may place its pods seconds after the nodes.
+        available = wait_for_rollout(sandbox.kube_api, "example", "web", timeout=60)
+        console.print(f"example/web: {available} replicas available")
         roll(sandbox, cluster_id)
         iam_report()
         if args.keep:

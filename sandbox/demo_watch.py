@@ -1,5 +1,9 @@
 """What the demo watches while a roll runs: each node's phases (cordoned, drained, gone; launched, Ready) and
-the Ready pods of the example workload against its PodDisruptionBudget (a violation is a sample below it)."""
+the Ready pods of the example workload against its PodDisruptionBudget (a violation is a sample below it).
+
+A budget only limits evictions: it says nothing about a workload that has not come up yet. The watch is
+therefore started once the workload's rollout is complete (:func:`wait_for_rollout`); from then on every
+sample below the budget is a violation."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class Workload:
     samples: int = 0
     lowest: int | None = None
     violations: int = 0
+    first_violation: float | None = None  # seconds since the watch began
 
 
 @dataclass(eq=False)  # a Thread must stay hashable
@@ -78,22 +83,61 @@ class RollWatch(threading.Thread):
         for phases in self.nodes.values():
             if phases.name not in present and phases.gone is None:
                 phases.gone = now
-        self._count(pods)
+        self._count(pods, now)
 
-    def _count(self, pods: list[Any]) -> None:
+    def _count(self, pods: list[Any], now: float) -> None:
         workload = self.workload
-        labels = dict(part.split("=", 1) for part in workload.selector.split(","))
-        ready = sum(
-            1
-            for pod in pods
-            if pod.metadata.namespace == workload.namespace
-            and labels.items() <= (pod.metadata.labels or {}).items()
-            and pod.metadata.deletion_timestamp is None
-            and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-        )
+        ready = healthy_pods(pods, workload)
         workload.samples += 1
         workload.lowest = ready if workload.lowest is None else min(workload.lowest, ready)
-        workload.violations += ready < workload.min_available
+        if ready < workload.min_available:
+            workload.violations += 1
+            if workload.first_violation is None:
+                workload.first_violation = now
+
+
+def healthy_pods(pods: list[Any], workload: Workload) -> int:
+    """The workload's pods its budget counts healthy, as the disruption controller does: matching the selector,
+    not terminating, Ready."""
+    labels = dict(part.split("=", 1) for part in workload.selector.split(","))
+    return sum(
+        1
+        for pod in pods
+        if pod.metadata.namespace == workload.namespace
+        and labels.items() <= (pod.metadata.labels or {}).items()
+        and pod.metadata.deletion_timestamp is None
+        and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+    )
+
+
+def rolled_out(deployment: Any) -> bool:
+    """Whether the Deployment's rollout is complete, as `kubectl rollout status` decides: its latest spec
+    observed, every replica updated and available, no old replica left."""
+    spec, status = deployment.spec, deployment.status
+    replicas = spec.replicas if spec.replicas is not None else 1
+    return (
+        (status.observed_generation or 0) >= (deployment.metadata.generation or 0)
+        and (status.updated_replicas or 0) >= replicas
+        and (status.replicas or 0) <= (status.updated_replicas or 0)
+        and (status.available_replicas or 0) >= (status.updated_replicas or 0)
+    )
+
+
+def wait_for_rollout(api: k8s.ApiClient, namespace: str, name: str, timeout: float, poll: float = 0.2) -> int:
+    """Wait until the Deployment's rollout is complete; return its available replicas. TimeoutError names it."""
+    apps = k8s.AppsV1Api(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        deployment = apps.read_namespaced_deployment(name, namespace)
+        if rolled_out(deployment):
+            return deployment.status.available_replicas or 0
+        if time.monotonic() >= deadline:
+            status = deployment.status
+            raise TimeoutError(
+                f"deployment {namespace}/{name}: {status.available_replicas or 0} of {deployment.spec.replicas} "
+                f"replicas available after {timeout:.0f} s"
+            )
+        time.sleep(poll)
 
 
 def _ready(node: Any) -> bool:
