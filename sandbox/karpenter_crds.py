@@ -127,3 +127,16 @@ def install_karpenter_crds(api_client: client.ApiClient, timeout: float = 30.0) 
 
 def _established(crd: Any) -> bool:
     return any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
+
+
+def remove_karpenter_objects(api_client: client.ApiClient) -> None:
+    """Delete every NodeClaim, NodePool and EC2NodeClass: what a test sharing the control plane leaves must not be
+    picked up by the next one's Karpenter stand-in."""
+    custom = client.CustomObjectsApi(api_client)
+    for group, plural in (
+        (KARPENTER_GROUP, "nodeclaims"),
+        (KARPENTER_GROUP, "nodepools"),
+        (AWS_GROUP, "ec2nodeclasses"),
+    ):
+        for item in custom.list_cluster_custom_object(group, VERSION, plural)["items"]:
+            custom.delete_cluster_custom_object(group, VERSION, plural, item["metadata"]["name"])

@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 
 from clm.kube.karpenter import POOL_LABEL
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds
+from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, the_run
 from tests.unit.test_render_karpenter import KARPENTER, PROVISIONERS, USERDATA
@@ -47,9 +47,7 @@ def custom(kube_api: k8s.ApiClient) -> Iterator[k8s.CustomObjectsApi]:
     }
     custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", foreign)
     yield custom
-    for group, plural in KINDS:
-        for item in custom.list_cluster_custom_object(group, "v1", plural)["items"]:
-            custom.delete_cluster_custom_object(group, "v1", plural, item["metadata"]["name"])
+    remove_karpenter_objects(kube_api)
 
 
 def test_karpenter_pool_objects_are_applied_and_removed_with_the_pool(

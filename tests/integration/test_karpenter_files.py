@@ -11,12 +11,13 @@ import io
 import re
 import secrets
 import tarfile
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
 
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds
+from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import ROOT, Deployment
 from tests.integration.test_encrypted_config_items import NAMED_KEY, NAMED_KEY_ID, create_key, encrypted
 from tests.integration.test_no_secrets_leak import bucket_objects
@@ -30,10 +31,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried 
 KARPENTER_PROFILE = "config/cluster/node-pools/worker-karpenter/"
 
 
+@pytest.fixture
+def karpenter_crds(kube_api: k8s.ApiClient) -> Iterator[None]:
+    """Karpenter's CRDs; the objects the run applies removed at the end (the control plane is shared)."""
+    install_karpenter_crds(kube_api)
+    yield
+    remove_karpenter_objects(kube_api)
+
+
+@pytest.mark.usefixtures("karpenter_crds")
 def test_karpenter_pool_files_are_archived_encrypted_and_named_in_its_node_class(
     deployment: Deployment, nodes: object, kube_api: k8s.ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    install_karpenter_crds(kube_api)
     assert create_key(deployment, NAMED_KEY_ID, monkeypatch) == NAMED_KEY
     attach_kms_policy(deployment)
     private_key = f"-----BEGIN PRIVATE KEY-----\n{secrets.token_hex(32)}\n-----END PRIVATE KEY-----\n"

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.model import Cluster, NodePool
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds
+from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import (
     ROOT,
@@ -102,11 +102,7 @@ def karpenter_nodes(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator
         yield simulator
     apps.delete_namespaced_deployment("karpenter", "kube-system")
     k8s.CoreV1Api(kube_api).delete_namespace(NAMESPACE)
-    custom = k8s.CustomObjectsApi(kube_api)
-    kinds = (("karpenter.sh", "nodeclaims"), ("karpenter.sh", "nodepools"), ("karpenter.k8s.aws", "ec2nodeclasses"))
-    for group, plural in kinds:
-        for item in custom.list_cluster_custom_object(group, "v1", plural)["items"]:
-            custom.delete_cluster_custom_object(group, "v1", plural, item["metadata"]["name"])
+    remove_karpenter_objects(kube_api)
 
 
 def _workloads(kube_api: k8s.ApiClient, zones: tuple[str, ...] = ZONES, *, replicas: int = 2) -> None:
