@@ -116,6 +116,17 @@ def test_the_etcd_stack_comes_first_created_then_unchanged_and_the_plan_writes_n
     assert etcd["action"] == "update"
     assert f'-      GroupDescription: "s3://{BUCKET}/kube-1/etcd/' in etcd["template_diff"]
 
+    # Another cluster's etcd stack of the account and region: the run changes nothing of it and stops (StackNotOwned).
+    cfn = clients["cloudformation"]
+    tags = [t for t in cfn.describe_stacks(StackName=ETCD)["Stacks"][0]["Tags"] if t["Key"] != "clm:etcd-cluster"]
+    cfn.update_stack(StackName=ETCD, UsePreviousTemplate=True, Tags=[*tags, {"Key": "clm:etcd-cluster", "Value": "x"}])
+    assert check(cfn, ETCD).state == "complete"
+    etcd = plan_json(etcd_config)[0]["stacks"][0]
+    assert (etcd["action"], etcd["template_diff"]) == ("attention", "")
+    assert f"clm:etcd-cluster={KUBE1}" in etcd["problem"]
+    table = plan("plan", KUBE1, "--config", etcd_config, "--registry-file", REGISTRY_FILE).stdout
+    assert f"stack {ETCD} (cluster/etcd/stack.yaml): attention" in table and "CLM does not change it" in table
+
 
 @pytest.mark.parametrize(
     ("outputs", "args", "shown", "warned"),

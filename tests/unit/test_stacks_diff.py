@@ -3,6 +3,7 @@ sandbox's patches), and which template changes make a node pool's instances outd
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from clm.render.cfn_yaml import load_template
 from clm.stacks.deploy import check, start
 from clm.stacks.diff import MASK, ValueChange, stack_diff, template_texts, unified_diff, value_changes
 from clm.stacks.launch import launch_changes
+from clm.stacks.names import owned_tags
 from clm.stacks.spec import StackSpec, explicit_parameters
 from tests.unit.test_stacks_support import clients, moto_stack, record_rollback_failure, stacks_aws
 
@@ -53,7 +55,7 @@ def pool_spec(
         name="pool",
         body=body,
         template=template,
-        tags=tags or {"team": "platform"},
+        tags={**owned_tags("c1"), **(tags or {"team": "platform"})},  # CLM's stack of the cluster, as specs make it
         parameters=explicit_parameters(template, {"ImageId": "ami-1", **parameters}, "c1", "pool"),
         node_pool="workers",
         file="cluster/node-pools/workers/stack.yaml",
@@ -62,7 +64,7 @@ def pool_spec(
 
 def json_spec(queue: str = "q1") -> StackSpec:
     template = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": queue}}}}
-    return StackSpec("c1", "queues", json.dumps(template), template, {}, {})
+    return StackSpec("c1", "queues", json.dumps(template), template, owned_tags("c1"), {})
 
 
 def deploy(clients, spec: StackSpec) -> None:
@@ -82,6 +84,7 @@ def test_missing_stack_is_created(clients):
         "tags": [],
         "launch_changes": [],
         "sets_policy": False,  # only for a stack that exists (a created one gets its policy)
+        "problem": "",
     }
 
 
@@ -248,3 +251,14 @@ def test_launch_changes_of_resources_and_referenced_parameters():
         "Template.LaunchTemplateData.ImageId: (none) -> ami-1"
     ]
     assert launch_changes(before, before, {}) == []
+
+
+def test_a_stack_of_the_name_that_is_not_the_clusters_needs_attention_naming_the_missing_tags(clients):
+    """As the run: it changes nothing of such a stack and stops (deploy.start raises StackNotOwned)."""
+    foreign = dataclasses.replace(pool_spec(), tags={"team": "platform"})
+    clients["cloudformation"].create_stack(
+        StackName="pool", TemplateBody=foreign.body, Parameters=foreign.api_parameters()
+    )
+    diff = stack_diff(clients["cloudformation"], pool_spec())
+    assert (diff.action, diff.template_diff, diff.tags) == ("attention", "", [])
+    assert "not CLM's stack of the cluster" in diff.problem and "kubernetes.io/cluster/c1=owned" in diff.problem

@@ -150,6 +150,8 @@ def show(data: dict[str, Any]) -> None:
             f" [{stack['status']}]" if stack["status"] else "",
             (f"  {ACTION_MEANINGS[action]}", "dim"),
         )
+        if stack["problem"]:
+            _say("  ", (stack["problem"], "red"))
         for line in stack["template_diff"].splitlines():
             _say(("  " + line, DIFF_STYLES.get(line[:1], "")))
         for change in stack["launch_changes"]:

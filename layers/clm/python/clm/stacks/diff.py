@@ -18,8 +18,10 @@ from typing import Any, Literal
 from clm.render.cfn_yaml import load_template
 from clm.stacks.cfn import describe_stack
 from clm.stacks.deploy import policy_differs
+from clm.stacks.errors import StackNotOwned
 from clm.stacks.events import stack_status_count
 from clm.stacks.launch import launch_changes
+from clm.stacks.ownership import ensure_owned
 from clm.stacks.spec import StackSpec
 from clm.stacks.status import ROLLBACK_FAILED_UPDATE, ROLLED_BACK_CREATE, UPDATABLE, is_in_progress
 
@@ -34,7 +36,7 @@ ACTION_MEANINGS: dict[str, str] = {
     "wait": "an operation is in progress: the run waits for it, then updates the stack if it still differs",
     "recreate": "the node-pool stack's creation was rolled back: it is deleted and created again",
     "recover": "the failed update's rollback is continued, then the stack is updated",
-    "attention": "the stack is in a state CLM does not repair by itself: the run stops with a problem",
+    "attention": "the stack is in a state CLM does not repair by itself, or not CLM's: the run stops with a problem",
     "delete": "the node pool is gone from the cluster: its nodes are drained and the stack deleted",
 }
 
@@ -62,6 +64,7 @@ class StackDiff:
     tags: list[ValueChange] = field(default_factory=list)
     launch_changes: list[str] = field(default_factory=list)  # node-pool stacks: what changes what the group launches
     sets_policy: bool = False  # a run gives the stack the spec's policy (it has another or none)
+    problem: str = ""  # why a run stops at this stack (action "attention"), when it is known before it starts
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
@@ -73,6 +76,10 @@ def stack_diff(cfn: Any, spec: StackSpec) -> StackDiff:
     stack = describe_stack(cfn, spec.name)
     if stack is None:
         return StackDiff(spec.name, spec.node_pool, spec.file, "create")
+    try:
+        ensure_owned(stack, spec.cluster_id, spec.owner_tags)
+    except StackNotOwned as exc:  # the run changes nothing of it and stops (deploy.start)
+        return StackDiff(spec.name, spec.node_pool, spec.file, "attention", stack["StackStatus"], problem=exc.message)
     deployed_body = cfn.get_template(StackName=stack["StackId"], TemplateStage="Original")["TemplateBody"]
     deployed_template = (load_template(deployed_body) if isinstance(deployed_body, str) else deployed_body) or {}
     deployed_text, rendered_text = template_texts(deployed_body, spec.body)
