@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from clm.kube.client import KubeClient
-from clm.kube.errors import ApplyError
+from clm.kube.errors import ApplyError, KubeApiError
 from clm.kube.karpenter import POOL_LABEL, applied_by_clm, apply_pools, delete_pool, labelled, prune_pools
 from clm.render.manifests import Manifest
 from clm.workflow import kube_steps
@@ -98,6 +98,18 @@ def test_a_refused_object_names_cluster_pool_and_object_and_stops():
     assert message.startswith("cluster c1: Karpenter node pool 'p1': ")
     assert f"{FILE} document 2 (line 30): NodePool p1: 422" in message
     assert not [path for path in transport.paths("PATCH") if path.endswith("/p2")]
+
+
+def test_an_api_server_unavailable_mid_apply_stays_transient_for_the_step_to_be_retried():
+    """A 503 (or no answer) after the client's retries is TransientError for the state machine (applying again is
+    idempotent), not an ApplyError that fails the run."""
+    unavailable = response(503, status_body(503, "ServiceUnavailable", "etcd leader changed"))
+    transport = RecordedTransport(
+        {**RESOURCES, ("PATCH", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/p1"): [unavailable]}
+    )
+    with pytest.raises(KubeApiError) as raised:
+        apply_pools(KubeClient(transport, "c1"), {"p1": objects("p1")})
+    assert raised.value.transient and raised.value.status == 503
 
 
 NODES = ("GET", "/api/v1/nodes")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from clm.kube.client import MERGE_PATCH, KubeClient
-from clm.kube.errors import NodeNotFound
+from clm.kube.errors import DrainError, KubeApiError, NodeNotFound
 from clm.kube.nodes import (
     DRAIN_START,
     LAST_FORCED,
@@ -18,6 +18,7 @@ from clm.kube.nodes import (
     drain_clock,
     mark_for_decommission,
 )
+from clm.kube.transport import TransportFailure
 from clm.timestamps import parse_time
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 
@@ -144,3 +145,28 @@ def test_the_no_schedule_taint_replaces_the_preferred_one():
 def test_a_missing_node_is_named():
     with pytest.raises(NodeNotFound, match="cluster c1: node n9 does not exist"):
         cordon(KubeClient(RecordedTransport({}), "c1"), "n9", NOW)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [TransportFailure("Connection refused"), response(503, status_body(503, "ServiceUnavailable", "unavailable"))],
+    ids=["unreachable", "unavailable"],
+)
+def test_a_write_that_may_pass_by_itself_stays_transient_for_the_step_to_be_retried(failure):
+    """An API server unreachable or unavailable while the node is cordoned is TransientError for the state machine
+    (clm.workflow.lambda_handler), not a DrainError that fails the run."""
+    transport = RecordedTransport(
+        {("GET", "/api/v1/nodes/n1"): [response(200, node())], ("PATCH", "/api/v1/nodes/n1"): [failure]}
+    )
+    with pytest.raises(KubeApiError) as info:
+        cordon(KubeClient(transport, "c1"), "n1", NOW)  # after the client's own retries
+    assert info.value.transient
+
+
+def test_a_refused_write_is_a_drain_error_naming_the_node():
+    forbidden = response(403, status_body(403, "Forbidden", "nodes is forbidden"))
+    transport = RecordedTransport(
+        {("GET", "/api/v1/nodes/n1"): [response(200, node())], ("PATCH", "/api/v1/nodes/n1"): [forbidden]}
+    )
+    with pytest.raises(DrainError, match="updating node n1: 403"):
+        cordon(KubeClient(transport, "c1"), "n1", NOW)
