@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from clm.kube.client import MERGE_PATCH, KubeClient
-from clm.kube.errors import DrainError, KubeApiError, NodeNotFound
+from clm.kube.errors import DrainError, NodeNotFound
 from clm.kube.nodes import (
     DRAIN_START,
     LAST_FORCED,
@@ -153,12 +153,13 @@ def test_a_missing_node_is_named():
     ids=["unreachable", "unavailable"],
 )
 def test_a_write_that_may_pass_by_itself_stays_transient_for_the_step_to_be_retried(failure):
-    """An API server unreachable or unavailable while the node is cordoned is TransientError for the state machine
-    (clm.workflow.lambda_handler), not a DrainError that fails the run."""
+    """An API server unreachable or unavailable while the node is cordoned is a DrainError naming the node that is
+    transient: the handler (clm.workflow.lambda_handler) raises it as TransientError, which the state machine
+    retries, instead of failing the run."""
     transport = RecordedTransport(
         {("GET", "/api/v1/nodes/n1"): [response(200, node())], ("PATCH", "/api/v1/nodes/n1"): [failure]}
     )
-    with pytest.raises(KubeApiError) as info:
+    with pytest.raises(DrainError, match="updating node n1") as info:
         cordon(KubeClient(transport, "c1"), "n1", NOW)  # after the client's own retries
     assert info.value.transient
 
@@ -168,5 +169,6 @@ def test_a_refused_write_is_a_drain_error_naming_the_node():
     transport = RecordedTransport(
         {("GET", "/api/v1/nodes/n1"): [response(200, node())], ("PATCH", "/api/v1/nodes/n1"): [forbidden]}
     )
-    with pytest.raises(DrainError, match="updating node n1: 403"):
+    with pytest.raises(DrainError, match="updating node n1: 403") as info:
         cordon(KubeClient(transport, "c1"), "n1", NOW)
+    assert not info.value.transient

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clm.kube.errors import KubeApiError
+from clm.kube.errors import ApplyError, KubeApiError
 from clm.workflow.lambda_handler import TransientError, step_handler
 from tests.lambdas import FakeContext
 
@@ -52,3 +52,13 @@ def test_other_errors_keep_their_type():
     with pytest.raises(KubeApiError) as raised:
         failing(forbidden)({"step": "apply"}, FakeContext())
     assert raised.value is forbidden
+
+
+def test_an_error_naming_the_object_stays_transient_with_its_location():
+    """apply, drain and deletions wrap the client's error to name file, object or node; retried all the same."""
+    dropped = ApplyError("manifests/x/a.yaml (document 1): APIService v1.x: no response Connection aborted", CLUSTER)
+    located = ApplyError(dropped.message, CLUSTER, transient=True)
+    with pytest.raises(TransientError, match=r"manifests/x/a.yaml \(document 1\): APIService v1.x"):
+        failing(located)({"step": "apply"}, FakeContext())
+    with pytest.raises(ApplyError):
+        failing(dropped)({"step": "apply"}, FakeContext())

@@ -139,9 +139,8 @@ class _Applier:
                 "PATCH", resource.path(namespace, manifest.name), query=query, body=body, content_type=APPLY_PATCH
             )
         except KubeApiError as exc:
-            if exc.transient:  # the step is retried (TransientError); applying again is idempotent
-                raise
-            raise ApplyError(f"{_where(manifest)}: {name}: {exc.status} {exc.reason}", self.kube.cluster_id) from None
+            message = f"{_where(manifest)}: {name}: {exc.status or 'no response'} {exc.reason}"
+            raise ApplyError(message, self.kube.cluster_id, transient=exc.transient) from None  # applying is idempotent
         self.report.objects.append(
             AppliedObject(manifest.file, manifest.index, name, "created" if status == 201 else "configured")
         )

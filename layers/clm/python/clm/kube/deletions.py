@@ -107,9 +107,8 @@ class _Deleter:
             for target in self.targets(resource, deletion, namespace):
                 self.delete_one(resource, deletion, *target)
         except KubeApiError as exc:
-            if exc.transient:  # the step is retried (TransientError); deleting again is idempotent
-                raise
-            raise DeletionError(f"{where}: {deletion.kind}: {exc.message}", self.kube.cluster_id) from None
+            message = f"{where}: {deletion.kind}: {exc.message}"
+            raise DeletionError(message, self.kube.cluster_id, transient=exc.transient) from None  # idempotent
 
     def delete_one(self, resource: Resource, deletion: Deletion, namespace: str, name: str) -> None:
         try:

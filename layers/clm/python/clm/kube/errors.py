@@ -10,13 +10,16 @@ from clm.errors import ClmError, _located
 
 
 class KubeError(ClmError):
-    """Base of the errors of `clm.kube`; `cluster_id` is the cluster when known."""
+    """Base of the errors of `clm.kube`; `cluster_id` is the cluster when known. `transient`: retrying the step
+    later may succeed (the server was unreachable, throttling or unavailable); the workflow's handler raises such
+    an error as TransientError, which the state machine retries, so an error that names the object keeps it."""
 
     asl_name = "KubeError"
 
-    def __init__(self, message: str, cluster_id: str | None = None):
+    def __init__(self, message: str, cluster_id: str | None = None, *, transient: bool = False):
         self.cluster_id = cluster_id
         self.message = message
+        self.transient = transient
         super().__init__(_located(message, cluster_id and f"cluster {cluster_id}"))
 
 
@@ -39,17 +42,18 @@ class KubeApiError(KubeError):
         self.status = status
         self.reason = reason
         self.body = body or {}
-        super().__init__(f"{method} {path}: {status or 'no response'} {reason}".rstrip(), cluster_id)
+        message = f"{method} {path}: {status or 'no response'} {reason}".rstrip()
+        super().__init__(message, cluster_id, transient=_retryable(status, self.body))
 
-    @property
-    def transient(self) -> bool:
-        """Whether retrying the same request later may succeed: network trouble, throttling, an unavailable
-        server, or a 500 the server marks as a timeout or retryable (other 500s are bugs or bad input)."""
-        if self.status == 500:
-            return self.body.get("reason") in ("ServerTimeout", "Timeout") or bool(
-                (self.body.get("details") or {}).get("retryAfterSeconds")
-            )
-        return self.status in (0, 429, 502, 503, 504)
+
+def _retryable(status: int, body: dict) -> bool:
+    """Whether the same request may succeed later: network trouble, throttling, an unavailable server, or a 500
+    the server marks as a timeout or retryable (other 500s are bugs or bad input)."""
+    if status == 500:
+        return body.get("reason") in ("ServerTimeout", "Timeout") or bool(
+            (body.get("details") or {}).get("retryAfterSeconds")
+        )
+    return status in (0, 429, 502, 503, 504)
 
 
 class ApiServerNotReady(KubeError):

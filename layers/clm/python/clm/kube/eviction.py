@@ -101,5 +101,6 @@ def delete_pod(kube: KubeClient, pod: Pod) -> bool:
     except KubeApiError as exc:
         if exc.status in (404, 409):
             return False
-        raise DrainError(f"deleting pod {pod_key(pod)}: {exc.status} {exc.reason}", kube.cluster_id) from None
+        message = f"deleting pod {pod_key(pod)}: {exc.status or 'no response'} {exc.reason}"
+        raise DrainError(message, kube.cluster_id, transient=exc.transient) from None
     return True

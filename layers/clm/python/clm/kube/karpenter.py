@@ -49,9 +49,8 @@ def apply_pools(kube: KubeClient, pools: Mapping[str, Sequence[Manifest]]) -> Ap
         try:
             applied = apply_manifests(kube, [labelled(manifest, pool) for manifest in manifests])
         except KubeError as exc:
-            if getattr(exc, "transient", False):  # the step is retried (TransientError); applying again is idempotent
-                raise
-            raise ApplyError(f"Karpenter node pool {pool!r}: {exc.message}", kube.cluster_id) from None
+            message = f"Karpenter node pool {pool!r}: {exc.message}"
+            raise ApplyError(message, kube.cluster_id, transient=exc.transient) from None
         report.objects.extend(applied.objects)
         if not applied.done:
             report.waiting_for = applied.waiting_for
@@ -127,9 +126,8 @@ def _labelled(kube: KubeClient, resource: Resource, kind: str, selector: str) ->
     try:
         return kube.request("GET", resource.path(), query={"labelSelector": selector}).get("items") or []
     except KubeApiError as exc:
-        if exc.transient:  # the step is retried (TransientError)
-            raise
-        raise DeletionError(f"listing {kind}s of Karpenter node pools: {exc.message}", kube.cluster_id) from None
+        message = f"listing {kind}s of Karpenter node pools: {exc.message}"
+        raise DeletionError(message, kube.cluster_id, transient=exc.transient) from None
 
 
 def _request(kube: KubeClient, method: str, path: str, what: str, pool: str, body: Any = None) -> None:
@@ -140,12 +138,9 @@ def _request(kube: KubeClient, method: str, path: str, what: str, pool: str, bod
         else:
             kube.request(method, path, body=body, content_type=MERGE_PATCH)
     except KubeApiError as exc:
-        if exc.transient:  # the step is retried (TransientError)
-            raise
         if exc.status != 404:
-            raise DeletionError(
-                f"{what} of removed Karpenter node pool {pool!r}: {exc.message}", kube.cluster_id
-            ) from None
+            message = f"{what} of removed Karpenter node pool {pool!r}: {exc.message}"
+            raise DeletionError(message, kube.cluster_id, transient=exc.transient) from None
 
 
 def drifted_instances(kube: KubeClient) -> dict[str, str]:

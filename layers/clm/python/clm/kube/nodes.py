@@ -96,10 +96,9 @@ def _patch_node(kube: KubeClient, name: str, change: Any) -> Node:
         try:
             return kube.request("PATCH", node_path(name), body=patch, content_type=MERGE_PATCH)
         except KubeApiError as exc:
-            if exc.transient:  # unreachable, throttled, unavailable: the step is retried (TransientError)
-                raise
             if exc.status != 409:
-                raise DrainError(f"updating node {name}: {exc.status} {exc.reason}", kube.cluster_id) from None
+                message = f"updating node {name}: {exc.status or 'no response'} {exc.reason}"
+                raise DrainError(message, kube.cluster_id, transient=exc.transient) from None
     raise DrainError(f"updating node {name}: still conflicting after {_CONFLICT_RETRIES} tries", kube.cluster_id)
 
 
