@@ -47,6 +47,7 @@ class ClmStack(Stack):
             context.cluster_stack_policy_arns,
             role_path=context.cluster_role_path,
             boundary_arn=context.cluster_role_boundary_arn,
+            clms_own=(self.config.bucket, self.artefacts.bucket, self.node_files.bucket),
         )
 
         layer = ClmLayer(self, "Layer").layer

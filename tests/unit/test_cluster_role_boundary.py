@@ -40,7 +40,8 @@ ADMIN = Policy("extra-admin", {"Statement": [{"Effect": "Allow", "Action": "*", 
 
 
 def resolved(value: Any, refs: dict[str, str]) -> Any:
-    """A synthesized value with Fn::Join and Refs (pseudo parameters, the boundary policy) filled in."""
+    """A synthesized value with Fn::Join, Refs (pseudo parameters, the boundary policy) and the ARNs of CLM's
+    buckets (`arn:aws:s3:::<logical id, lower case>`) filled in."""
     if isinstance(value, list):
         return [resolved(item, refs) for item in value]
     if isinstance(value, dict) and "Fn::Join" in value:
@@ -48,6 +49,8 @@ def resolved(value: Any, refs: dict[str, str]) -> Any:
         return separator.join(resolved(part, refs) for part in parts)
     if isinstance(value, dict) and set(value) == {"Ref"}:
         return PSEUDO.get(value["Ref"]) or refs[value["Ref"]]
+    if isinstance(value, dict) and set(value) == {"Fn::GetAtt"} and value["Fn::GetAtt"][1] == "Arn":  # a bucket's
+        return f"arn:aws:s3:::{value['Fn::GetAtt'][0].lower()}"
     if isinstance(value, dict):
         return {key: resolved(item, refs) for key, item in value.items()}
     return value
@@ -206,3 +209,23 @@ def test_the_example_stacks_make_roles_and_profiles_under_the_path_with_the_boun
                 if resource["Type"] == "AWS::IAM::Role":
                     assert resource["Properties"]["PermissionsBoundary"] == {"Fn::ImportValue": BOUNDARY_EXPORT}
     assert found
+
+
+@pytest.mark.parametrize("extra", [(), (ADMIN,)], ids=["alone", "with-an-admin-extra-policy"])
+def test_clms_own_buckets_are_never_changed_whatever_the_extra_policies_allow(default, role_policy, extra):
+    """An extra policy written by `clm render --stack-policy` grants S3 on "*" (a configuration's own buckets): a
+    template still cannot put a policy on, empty or delete CLM's configuration, artefact or node-files bucket."""
+    buckets = [
+        name for name in resources(default, "AWS::S3::Bucket") if name.startswith(("Config", "Artefacts", "Node"))
+    ]
+    assert len(buckets) == 3, buckets
+    for bucket in buckets:
+        arn = f"arn:aws:s3:::{bucket.lower()}"
+        for action, resource in (
+            ("s3:PutBucketPolicy", arn),
+            ("s3:DeleteBucket", arn),
+            ("s3:PutObject", f"{arn}/config/cluster/stack.yaml"),
+            ("s3:DeleteObject", f"{arn}/kube-1/worker/0a1b.userdata"),
+        ):
+            assert not decide(role_policy, action, resource, *extra), (action, resource)
+    assert decide(role_policy, "s3:PutBucketPolicy", "arn:aws:s3:::kube-1-etcd-backup", ADMIN)

@@ -23,6 +23,12 @@ from clm.errors import ClusterNotFound
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the rendered files under OUT/<local_id>/ (default: only print a summary).",
 )
+@click.option(
+    "--stack-policy",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the managed policy CloudFormation's ClusterStackRole needs on top of its built-in rights to deploy "
+    "the rendered stacks (a CloudFormation template; for context clm:clusterStackPolicyArns).",
+)
 @manage_etcd_option
 @stack_option
 @pass_cli
@@ -32,6 +38,7 @@ def render(
     config_uri: str,
     registry_file: Path | None,
     out: Path | None,
+    stack_policy: Path | None,
     manage_etcd: bool | None,
     stack: str,
 ) -> None:
@@ -40,6 +47,11 @@ def render(
     CLM's etcd stack (etcd-stack.yaml) too, when the deployment manages it: its files'
     archive is neither encrypted nor uploaded, only its path computed.
     A template error stops with the file and line at fault.
+
+    With --stack-policy, also what the stacks' resource types need beyond the
+    ClusterStackRole's rights (CloudFormation's resource schemas), as a policy
+    template to deploy and pass with `cdk deploy -c clm:clusterStackPolicyArns=ARN`;
+    IAM users, groups, policies and identity providers are named, never granted.
     """
     from clm.config.channels import ConfigSources
     from clm.registry.clusters_yaml import load_clusters
@@ -58,7 +70,7 @@ def render(
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
     settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}
-    rows = []
+    rows, stacks = [], []
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in trees:
@@ -72,6 +84,7 @@ def render(
         renderer = renderers[key]
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
+        stacks += [(rendered.cluster.region, s.file, s.template) for s in rendered.stacks]
         if out is not None:
             folder = out / rendered.cluster.local_id
             for relative, content in files.items():
@@ -91,9 +104,33 @@ def render(
                 "folder": str(out / rendered.cluster.local_id) if out else "-",
             }
         )
+    if stack_policy is not None:
+        write_stack_policy(stack_policy, stacks, wanted)
     emit(
         rows,
         ["cluster", "version", "node_pools", "manifests", "etcd_stack", "files", "folder"],
         cli.output,
         title="; ".join(f"rendered from {t.source} at {t.version}" for t in trees.values()),
+    )
+
+
+def write_stack_policy(path: Path, stacks: list[tuple[str, str, dict]], cluster_ids: list[str]) -> None:
+    """Write the ClusterStackRole's extra policy for `stacks` to `path` (nothing when none is needed) and say so."""
+    from clm.stacks.stack_policy import needed_permissions, policy_template
+
+    needed = needed_permissions(stacks)
+    for resource_type, reason in sorted(needed.left_out.items()):
+        print_warning(f"{resource_type} ({', '.join(sorted(needed.used_in[resource_type]))}): {reason}")
+    if not needed.actions:
+        click.echo(
+            err=True,
+            message="The ClusterStackRole's built-in rights cover every resource of these stacks: no policy written.",
+        )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(policy_template(needed, f"the stacks of {', '.join(cluster_ids)}"))
+    kinds = len(needed.actions)
+    actions = len({action for group in needed.actions.values() for action in group})
+    click.echo(
+        err=True, message=f"{path}: {actions} actions for {kinds} resource types beyond the ClusterStackRole's rights."
     )

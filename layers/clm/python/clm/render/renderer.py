@@ -91,6 +91,12 @@ class RenderedCluster:
     etcd_stack: RenderedStack | None = None
 
     @property
+    def stacks(self) -> list[RenderedStack]:
+        """Every CloudFormation stack of the rendering: the etcd stack (when there is one), the cluster stack, the
+        node-pool stacks."""
+        return [*([self.etcd_stack] if self.etcd_stack else []), self.cluster_stack, *self.node_pool_stacks.values()]
+
+    @property
     def manifest_count(self) -> int:
         """Number of Kubernetes objects across all components."""
         return sum(len(c.manifests) for c in self.components)

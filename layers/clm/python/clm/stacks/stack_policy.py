@@ -1,0 +1,191 @@
+"""What CloudFormation's ClusterStackRole needs beyond its built-in rights to deploy a configuration's stacks.
+
+The role (infra.cluster_stack_role) grants the handler permissions of the resource types of CLM's reference
+configuration (COVERED_TYPES), except those a handler calls only for properties the reference does not set
+(PROPERTY_PERMISSIONS). A configuration that uses other types, or sets those properties, needs a managed policy
+on top (context `clm:clusterStackPolicyArns`). `needed_permissions` reads the rendered stacks and lists, by
+resource type, what CloudFormation's resource schemas (as cfn-lint ships them) say the create, update and delete
+handlers call; `policy_template` writes it as a CloudFormation template of that managed policy
+(`clm render --stack-policy`). IAM types other than roles and instance profiles are left out, named: users,
+groups, policies and identity providers are not held by CLM's permissions boundary, so granting them is the
+operator's decision, not a generated one.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+HANDLERS = ("create", "update", "delete")
+COVERED_TYPES = frozenset(
+    {
+        "AWS::AutoScaling::AutoScalingGroup",
+        "AWS::EC2::LaunchTemplate",
+        "AWS::EC2::SecurityGroup",
+        "AWS::EC2::Subnet",
+        "AWS::EC2::VPC",
+        "AWS::IAM::InstanceProfile",
+        "AWS::IAM::Role",
+    }
+)
+# Handler permissions of covered types that the role does not grant, needed only when a template sets the property.
+_ELB_DESCRIBE = "elasticloadbalancing:Describe*"
+PROPERTY_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "AWS::AutoScaling::AutoScalingGroup": {
+        "MetricsCollection": ("autoscaling:EnableMetricsCollection", "autoscaling:DisableMetricsCollection"),
+        "NotificationConfigurations": (
+            "autoscaling:PutNotificationConfiguration",
+            "autoscaling:DeleteNotificationConfiguration",
+        ),
+        "LifecycleHookSpecificationList": ("autoscaling:PutLifecycleHook", "autoscaling:DeleteLifecycleHook"),
+        "LoadBalancerNames": ("autoscaling:AttachLoadBalancers", "autoscaling:DetachLoadBalancers", _ELB_DESCRIBE),
+        "TargetGroupARNs": (
+            "autoscaling:AttachLoadBalancerTargetGroups",
+            "autoscaling:DetachLoadBalancerTargetGroups",
+            _ELB_DESCRIBE,
+        ),
+        "TrafficSources": (
+            "autoscaling:AttachTrafficSources",
+            "autoscaling:DetachTrafficSources",
+            "vpc-lattice:RegisterTargets",
+            "vpc-lattice:DeregisterTargets",
+            "vpc-lattice:GetTargetGroup",
+            "vpc-lattice:ListTargets",
+        ),
+    },
+    "AWS::EC2::Subnet": {
+        "Ipv6CidrBlock": ("ec2:AssociateSubnetCidrBlock", "ec2:DisassociateSubnetCidrBlock"),
+    },
+    "AWS::EC2::VPC": {"InstanceTenancy": ("ec2:ModifyVpcTenancy",)},
+}
+NOT_GENERATED = (
+    "IAM beyond roles and instance profiles: CLM's permissions boundary does not hold users, groups, policies or "
+    "identity providers, so a configuration writer could use them to act beyond it; grant it yourself if you mean to"
+)
+
+
+@dataclass
+class StackPermissions:
+    """What a configuration's stacks need beyond the ClusterStackRole: actions and files by resource type, and the
+    types left out of a generated policy with the reason."""
+
+    actions: dict[str, set[str]] = field(default_factory=dict)
+    used_in: dict[str, set[str]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+    not_iam_actions: set[str] = field(default_factory=set)  # listed by a schema, unknown to IAM: dropped
+
+    def add(self, resource_type: str, actions: Iterable[str], file: str) -> None:
+        """Record that `file` needs `actions` for `resource_type` (left out when not to be generated)."""
+        actions = set(actions)
+        if not actions:
+            return
+        self.used_in.setdefault(resource_type, set()).add(file)
+        if resource_type.startswith("AWS::IAM::") and resource_type not in COVERED_TYPES:
+            self.left_out[resource_type] = NOT_GENERATED
+            return
+        known = {action for action in actions if is_iam_action(action)}
+        self.not_iam_actions |= actions - known
+        if known:
+            self.actions.setdefault(resource_type, set()).update(known)
+
+
+def handler_permissions(region: str, resource_type: str) -> set[str]:
+    """The permissions the type's create, update and delete handlers list (none for types cfn-lint does not know,
+    such as Custom::*, which CloudFormation deploys without calling anything with the role)."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    try:
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
+    except Exception:  # cfn-lint raises its own ResourceNotFoundError for unknown types
+        return set()
+    handlers = schema.get("handlers", {})
+    return {action for handler in HANDLERS for action in handlers.get(handler, {}).get("permissions", [])}
+
+
+@functools.cache
+def _service_actions() -> dict[str, dict[str, Any]]:
+    from cfnlint.data import AdditionalSpecs
+    from cfnlint.helpers import load_resource
+
+    return load_resource(AdditionalSpecs, "Policies.json")
+
+
+def is_iam_action(action: str) -> bool:
+    """Whether IAM knows the action (the Service Authorization Reference, cfn-lint's copy); a wildcard counts when
+    its service exists. Schemas list a few that are not (`s3:DeleteBucketAnalyticsConfiguration`)."""
+    service, _, name = action.partition(":")
+    actions = _service_actions().get(service, {}).get("Actions")
+    return actions is not None and ("*" in name or name.lower() in actions)
+
+
+def resource_needs(region: str, resource: Mapping[str, Any]) -> set[str]:
+    """What deploying one resource of a template needs beyond the role's built-in rights."""
+    resource_type = resource.get("Type", "")
+    if resource_type not in COVERED_TYPES:
+        return handler_permissions(region, resource_type)
+    properties = resource.get("Properties") or {}
+    gated = PROPERTY_PERMISSIONS.get(resource_type, {})
+    return {action for name, actions in gated.items() if name in properties for action in actions}
+
+
+def needed_permissions(stacks: Iterable[tuple[str, str, Mapping[str, Any]]]) -> StackPermissions:
+    """Everything the (region, file, template) stacks need beyond the ClusterStackRole's built-in rights."""
+    needed = StackPermissions()
+    for region, file, template in stacks:
+        for resource in (template.get("Resources") or {}).values():
+            needed.add(resource.get("Type", ""), resource_needs(region, resource), file)
+    return needed
+
+
+def policy_template(needed: StackPermissions, description: str) -> str:
+    """A CloudFormation template of the managed policy granting `needed`, one statement a resource type, with
+    comments naming the files that use each type and what was left out."""
+    from clm.yamlutil import dump
+
+    statements = [
+        {"Sid": _sid(resource_type), "Effect": "Allow", "Action": sorted(actions), "Resource": "*"}
+        for resource_type, actions in sorted(needed.actions.items())
+    ]
+    template = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": f"CLM: extra rights of the ClusterStackRole for {description}"[:1024],
+        "Resources": {
+            "Policy": {
+                "Type": "AWS::IAM::ManagedPolicy",
+                "Properties": {
+                    "Description": "CLM ClusterStackRole: resource types beyond its built-in rights"[:1000],
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                },
+            }
+        },
+        "Outputs": {"PolicyArn": {"Value": {"Ref": "Policy"}}},
+    }
+    return _header(needed) + dump(template)
+
+
+def _sid(resource_type: str) -> str:
+    """`AWS::S3::BucketPolicy` -> `S3BucketPolicy` (statement ids are alphanumeric)."""
+    return re.sub(r"[^A-Za-z0-9]", "", resource_type.removeprefix("AWS::"))
+
+
+def _header(needed: StackPermissions) -> str:
+    lines = [
+        "What CloudFormation's ClusterStackRole needs beyond its built-in rights to deploy these stacks: the create,",
+        "update and delete handler permissions of CloudFormation's resource schemas (written by `clm render",
+        '--stack-policy`). Review it: every statement is on Resource "*"; scope what you can to your names. The',
+        "role's own denials hold whatever this allows (roles only under CLM's path and boundary). Deploy it, then:",
+        "  cdk deploy -c clm:clusterStackPolicyArns=<PolicyArn output>",
+        "",
+        "Resource types and the files that use them:",
+        *(f"  {kind}: {', '.join(sorted(files))}" for kind, files in sorted(needed.used_in.items())),
+    ]
+    if needed.left_out:
+        lines += ["", "Left out (not in this policy):"]
+        lines += [f"  {kind}: {reason}" for kind, reason in sorted(needed.left_out.items())]
+    if needed.not_iam_actions:
+        lines += ["", "Listed by the schemas but not IAM actions (IAM knows no such action; dropped):"]
+        lines += [f"  {action}" for action in sorted(needed.not_iam_actions)]
+    return "".join(f"# {line}".rstrip() + "\n" for line in lines)

@@ -1,0 +1,133 @@
+"""What the ClusterStackRole needs on top of its rights for a configuration (clm.stacks.stack_policy,
+`clm render --stack-policy`): held against the synthesized role and CloudFormation's resource schemas (cfn-lint's),
+for the examples and for Zalando's configuration (the corpus, `clm migrate`d, both samples with the etcd stack):
+the role and the written policy together allow every handler permission of every resource, but what the role
+leaves out on purpose for properties not set and the IAM types a generated policy never grants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clm.render.cfn_yaml import load_template
+from clm.render.renderer import RenderedCluster
+from clm.stacks.stack_policy import (
+    COVERED_TYPES,
+    NOT_GENERATED,
+    PROPERTY_PERMISSIONS,
+    handler_permissions,
+    is_iam_action,
+    needed_permissions,
+    policy_template,
+)
+from infra.cluster_stack_role import OMITTED
+from tests.corpus_samples import REGION
+from tests.unit.iam_actions import allowing
+from tests.unit.test_cli import EXAMPLES, run  # noqa: F401 (the fixture: the CLI on in-process moto)
+from tests.unit.test_cluster_stack_role import EXAMPLE_SETS, resource_types, role_statements  # noqa: F401
+from tests.unit.test_render_corpus_etcd import rendered  # noqa: F401 (the fixture: the corpus samples with etcd)
+
+
+def statements_of(template_text: str) -> list[dict[str, Any]]:
+    """The statements of a written policy template."""
+    return load_template(template_text)["Resources"]["Policy"]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def not_allowed(result: RenderedCluster, statements: list[dict[str, Any]]) -> list[str]:
+    """`<file> <logical id> <type>: <action>` for every handler permission of the rendering's resources that the
+    statements do not allow and that is not left out on purpose: by the role (OMITTED) for a property the resource
+    does not set, or by the generator (IAM beyond roles and instance profiles, what IAM knows no action of)."""
+    missing = []
+    for stack in result.stacks:
+        for logical_id, resource in stack.template["Resources"].items():
+            kind, properties = resource["Type"], resource.get("Properties") or {}
+            gated = PROPERTY_PERMISSIONS.get(kind, {})
+            needed_for_set = {a for name, actions in gated.items() if name in properties for a in actions}
+            for action in sorted(handler_permissions(REGION, kind)):
+                omitted = kind in COVERED_TYPES and action in OMITTED.get(kind, {}) and action not in needed_for_set
+                never = kind.startswith("AWS::IAM::") and kind not in COVERED_TYPES
+                if not (allowing(statements, action) or omitted or never or not is_iam_action(action)):
+                    missing.append(f"{stack.file} {logical_id} {kind}: {action}")
+    return missing
+
+
+def test_the_covered_types_are_the_reference_configurations_and_the_role_omits_the_property_permissions(
+    role_statements,  # noqa: F811
+):
+    config, registry, _ = EXAMPLE_SETS["examples/config"]
+    assert {kind for _, kind in resource_types(config, registry)} == COVERED_TYPES
+    for kind, properties in PROPERTY_PERMISSIONS.items():
+        assert kind in COVERED_TYPES
+        for name, actions in properties.items():
+            for action in actions:
+                assert action in OMITTED.get(kind, {}), f"{kind} {name}: {action} is not among the role's omissions"
+                assert not allowing(role_statements, action), f"{kind} {name}: the role grants {action}"
+
+
+@pytest.mark.parametrize("provider", ["zalando-aws", "zalando-eks"])
+def test_the_role_and_the_written_policy_allow_what_zalandos_stacks_need(rendered, role_statements, provider):  # noqa: F811
+    result = rendered[0][provider]
+    stacks = [(REGION, stack.file, stack.template) for stack in result.stacks]
+    needed = needed_permissions(stacks)
+    assert not_allowed(result, role_statements) != []  # the role alone does not do
+    written = policy_template(needed, f"the {provider} sample")
+    assert not_allowed(result, role_statements + statements_of(written)) == []
+    if provider == "zalando-aws":
+        assert "autoscaling:AttachLoadBalancerTargetGroups" in needed.actions["AWS::AutoScaling::AutoScalingGroup"]
+        assert {"AWS::KMS::Key", "AWS::S3::Bucket", "AWS::AutoScaling::LifecycleHook"} <= set(needed.actions)
+        assert needed.used_in["AWS::AutoScaling::ScalingPolicy"] == {"cluster/etcd/stack.yaml"}
+        assert needed.left_out == {"AWS::IAM::OIDCProvider": NOT_GENERATED}
+    assert "AWS::IAM::Role" not in needed.actions  # covered, and the role keeps it under its path and boundary
+
+
+def test_the_written_policy_is_a_template_cfn_lint_accepts(rendered, tmp_path):  # noqa: F811
+    from cfnlint.api import lint_all
+
+    result = rendered[0]["zalando-aws"]
+    written = policy_template(needed_permissions([(REGION, s.file, s.template) for s in result.stacks]), "zalando")
+    assert "# Left out (not in this policy):\n#   AWS::IAM::OIDCProvider: IAM beyond roles" in written
+    assert [str(match) for match in lint_all(written) if match.rule.id[0] in "EW"] == []  # errors, warnings
+
+
+def test_render_writes_the_policy_the_eks_example_needs_and_none_for_the_reference(run, tmp_path, role_statements):  # noqa: F811
+    config, registry, hand_written = EXAMPLE_SETS["examples/eks"]
+    policy = tmp_path / "eks-policy.yaml"
+    result = run(
+        "-o", "json", "render", "all", "--config", str(config), "--registry-file", str(registry),
+        "--no-manage-etcd", "--stack-policy", str(policy),
+    )  # fmt: skip
+    assert json.loads(result.stdout)[0]["cluster"].endswith(":eks-dev-1")  # the table's JSON, the note on stderr
+    assert f"{policy}: " in result.stderr and "resource types beyond the ClusterStackRole's rights" in result.stderr
+    written = statements_of(policy.read_text())
+    hand = statements_of(hand_written.read_text())
+    for _, kind in resource_types(config, registry):
+        for action in handler_permissions(REGION, kind):
+            if allowing(role_statements + hand, action):  # what the hand-written policy grants, the written one too
+                assert allowing(role_statements + written, action), f"{kind}: {action}"
+    reference = tmp_path / "reference-policy.yaml"
+    config, registry, _ = EXAMPLE_SETS["examples/config"]
+    result = run("render", "all", "--config", str(config), "--registry-file", str(registry), "--no-manage-etcd",
+                 "--stack-policy", str(reference))  # fmt: skip
+    assert "cover every resource of these stacks: no policy written" in result.stderr
+    assert not reference.exists()
+
+
+def test_an_iam_user_is_named_never_granted(tmp_path: Path):
+    template = {"Resources": {"Deployer": {"Type": "AWS::IAM::User"}, "Queue": {"Type": "AWS::SQS::Queue"}}}
+    needed = needed_permissions([(REGION, "cluster/stack.yaml", template)])
+    assert needed.left_out == {"AWS::IAM::User": NOT_GENERATED}
+    assert set(needed.actions) == {"AWS::SQS::Queue"}
+    assert not any("iam:CreateUser" in s["Action"] for s in statements_of(policy_template(needed, "x")))
+    assert needed.used_in["AWS::IAM::User"] == {"cluster/stack.yaml"}
+
+
+def test_only_actions_iam_knows_are_written_the_others_are_named():
+    assert is_iam_action("s3:GetObject") and is_iam_action("ec2:Describe*")
+    assert not is_iam_action("s3:DeleteBucketAnalyticsConfiguration") and not is_iam_action("managed-fleets:Get*")
+    needed = needed_permissions([(REGION, "cluster/stack.yaml", {"Resources": {"B": {"Type": "AWS::S3::Bucket"}}})])
+    assert "s3:DeleteBucketAnalyticsConfiguration" in needed.not_iam_actions
+    assert "s3:PutAnalyticsConfiguration" in needed.actions["AWS::S3::Bucket"]
+    assert "#   s3:DeleteBucketAnalyticsConfiguration\n" in policy_template(needed, "x")
