@@ -121,16 +121,46 @@ def test_a_duplicate_key_in_a_manifest_keeps_the_last_value_with_a_warning(rende
     """As kubectl and CLM (yaml.v2, non-strict), deliberately: the corpus works with CLM, so it renders here."""
     aws, eks = rendered["zalando-aws"], rendered["zalando-eks"]
     last = ": the last value is used, as kubectl does"
-    assert aws.warnings == [DUPLICATE_ENV + last]
-    assert eks.warnings == [DUPLICATE_ENV + last, DUPLICATE_DNS_POLICY + last]
+    assert aws.warnings == [DUPLICATE_ENV + last, *role_warnings(aws)]
+    assert eks.warnings == [DUPLICATE_ENV + last, DUPLICATE_DNS_POLICY + last, *role_warnings(eks)]
     [deployment] = [m for c in aws.components for m in c.manifests if m.file == DUPLICATE_ENV.split(":", maxsplit=1)[0]]
     [container] = deployment.body["spec"]["template"]["spec"]["containers"]
     assert container["env"] == [{"name": "AWS_REGION", "value": "eu-central-1"}]  # the second `env`
-    assert summary(aws)["warnings"] == aws.warnings and summary(aws)["warning_count"] == 1
+    assert summary(aws)["warnings"] == aws.warnings[:20] and summary(aws)["warning_count"] == len(aws.warnings)
     line, style = run_history._render(
         {}, summary(eks)
     )  # the render step's result, as `clm provision --follow` shows it
-    assert style == "yellow" and "; 2 warning(s): cluster/manifests/cluster-lifecycle-controller/" in line
+    assert (
+        style == "yellow"
+        and f"; {len(eks.warnings)} warning(s): cluster/manifests/cluster-lifecycle-controller/" in line
+    )
+
+
+def role_warnings(result: RenderedCluster) -> list[str]:
+    """The rendering's warnings about roles and instance profiles without CLM's path or boundary."""
+    return [warning for warning in result.warnings if ": AWS::IAM::" in warning]
+
+
+def test_every_role_without_clms_path_or_boundary_is_named(rendered) -> None:
+    """Zalando's roles have no permissions boundary: the ClusterStackRole would refuse to create or change any of
+    them; each is named with its file and logical id (clm.render.bounded_roles), instance profiles without a path
+    too."""
+    for result in rendered.values():
+        roles = {
+            (stack.file, logical_id)
+            for stack in result.stacks
+            for logical_id, resource in stack.template["Resources"].items()
+            if resource["Type"] == "AWS::IAM::Role"
+        }
+        named = {(w.split(": ", 1)[0], w.split(" ")[2]) for w in role_warnings(result) if "AWS::IAM::Role " in w}
+        assert named == roles and len(roles) >= 5, (named, roles)
+    assert {provider: len(role_warnings(result)) for provider, result in rendered.items()} == {
+        "zalando-aws": 22,  # with the instance profiles without a path
+        "zalando-eks": 23,
+    }
+    assert "cluster/cluster.yaml: AWS::IAM::Role WorkerIAMRole has no PermissionsBoundary: set `Path: " in "\n".join(
+        role_warnings(rendered["zalando-aws"])
+    )
 
 
 def test_every_stack_passes_cfn_lint(rendered: dict[str, RenderedCluster]) -> None:

@@ -24,6 +24,7 @@ import yaml
 
 from clm.errors import RenderError
 from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
+from clm.render.bounded_roles import unbounded_roles
 from clm.render.cfn_yaml import load_template
 from clm.render.config_items import (
     DEFAULTS,
@@ -215,7 +216,7 @@ class Renderer:
         node_pool_manifests = {
             pool.name: self._provisioners(view, seen, values, warnings) for pool, seen in pools if pool.is_karpenter
         }
-        return RenderedCluster(
+        rendered = RenderedCluster(
             cluster=effective,
             config_version=self.tree.version,
             version=str(desired_version(cluster, self.tree.version)),
@@ -240,6 +241,8 @@ class Renderer:
             warnings=warnings,
             etcd_stack=self._etcd_stack(view, values),
         )
+        warnings += [warning for stack in rendered.stacks for warning in unbounded_roles(stack.file, stack.template)]
+        return rendered
 
     def _cluster_stack_file(self, cluster: Cluster) -> str:
         present = [path for path in CLUSTER_STACKS if path in self.tree.files]
