@@ -26,6 +26,8 @@ Examples:
   clm decommission CLUSTER_ID --follow           request the decommission; follow the run it starts
   clm render CLUSTER_ID --config examples/config --out rendered/
                                                  render a cluster's stacks and manifests
+  clm render all --config ./config --stack-policy stack-policy.yaml
+                                                 the policy CloudFormation's role needs for your stacks
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
   clm sandbox up                                 start the local sandbox with CLM deployed into it
