@@ -152,13 +152,16 @@ def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], phy
 
 
 def _own_format(formats: tuple[str, ...], resource_type: str) -> str | None:
-    """The ARN format of the type itself among an action's (``vpc/${VpcId}`` for AWS::EC2::VPC)."""
+    """The ARN format of the type itself among an action's (``vpc/${VpcId}`` for AWS::EC2::VPC), or the one
+    format whose resource is a name alone (``arn:${Partition}:s3:::${BucketName}``, an SQS queue's)."""
     name = resource_type.rsplit("::", 1)[-1]
     kebab = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()
     for arn_format in formats:
         resource = arn_format.split(":", 5)[-1].lower()
         if resource.startswith((f"{kebab}/", f"{kebab}:", f"{name.lower()}/", f"{name.lower()}:")):
             return arn_format
+    if len(formats) == 1 and _VARIABLE.fullmatch(formats[0].split(":", 5)[-1]):
+        return formats[0]
     return None
 
 

@@ -112,6 +112,9 @@ def test_resource_arns_as_the_types_create_call_names_them() -> None:
         f"arn:aws:iam::{ACCOUNT}:instance-profile/clm/*"
     )
     assert resource_arn(stack, "AWS::IAM::Role", {"Path": "/clm/"}, "") == f"arn:aws:iam::{ACCOUNT}:role/clm/*"
+    # ARNs whose resource is a name alone (no type before it): judged too, not left "acts on another resource"
+    assert resource_arn(stack, "AWS::S3::Bucket", {"BucketName": "b"}, "") == "arn:aws:s3:::b"
+    assert resource_arn(stack, "AWS::SQS::Queue", {"QueueName": "q"}, "") == f"arn:aws:sqs:{REGION}:{ACCOUNT}:q"
 
 
 def load_balancer_stack(aws: boto3.Session) -> None:
