@@ -146,7 +146,8 @@ def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], phy
         if name.endswith("NameWithPath"):  # roles, instance profiles: a generated name is under the path too
             own = properties.get(name.removesuffix("WithPath")) or physical_id or "*"
             return f"{(properties.get('Path') or '/').lstrip('/')}{own}"
-        return str(properties.get(PROPERTY_OF.get(name, name)) or physical_id or "*")
+        named = properties.get(PROPERTY_OF.get(name, name)) or properties.get(name.removesuffix("Name"))
+        return str(named or physical_id or "*")  # `Bucket` of a bucket policy names its BucketName
 
     return _VARIABLE.sub(lambda m: value(m.group(1)), arn_format)
 
@@ -166,12 +167,14 @@ def _own_format(formats: tuple[str, ...], resource_type: str) -> str | None:
 
 
 def _primary_action(region: str, resource_type: str) -> str | None:
-    """The type's own create call (``iam:CreateRole`` for AWS::IAM::Role), which names its resource type."""
+    """The type's own create call (``iam:CreateRole`` for AWS::IAM::Role), which names its resource type; for a
+    type made by a Put on another resource (``s3:PutBucketPolicy`` of AWS::S3::BucketPolicy), that call."""
     service = resource_type.split("::")[1].lower()
-    for action in handler_permissions(region, resource_type, "create"):
-        prefix, name = action.split(":", 1)
-        if prefix.lower() == service and name.startswith("Create"):
-            return action
+    own = [a for a in handler_permissions(region, resource_type, "create") if a.split(":")[0].lower() == service]
+    for verb in ("Create", "Put"):
+        for action in own:
+            if action.split(":", 1)[1].startswith(verb):
+                return action
     return None
 
 

@@ -65,7 +65,10 @@ def create(
     create_resource = original(parsing, "parse_and_create_resource")
     resource_type = resource_json.get("Type", "")
     if not _deployable(resource_json, resources_map):
-        return create_resource(logical_id, resource_json, resources_map, account_id, region_name)
+        if resource_type.startswith("AWS::") and _condition_holds(resource_json, resources_map):
+            with _failing(resources_map, logical_id, resource_type, "CREATE_FAILED"):
+                _judge_role(resources_map, _resolved_if_possible(resource_json, resources_map), "create", "")
+        return create_resource(logical_id, resource_json, resources_map, account_id, region_name)  # skips it
     with _failing(resources_map, logical_id, resource_type, "CREATE_FAILED"):
         resolved = _resolve(resource_json, resources_map)  # creates what it refers to first
     event(resources_map, logical_id, resource_type, "CREATE_IN_PROGRESS")
@@ -166,8 +169,23 @@ def _deployable(resource_json: dict[str, Any], resources_map: Any) -> bool:
     resource_type = resource_json.get("Type", "")
     if not (resource_type.startswith("Custom::") or resource_type in parsing.get_model_map()):
         return False
+    return _condition_holds(resource_json, resources_map)
+
+
+def _condition_holds(resource_json: dict[str, Any], resources_map: Any) -> bool:
     condition = resource_json.get("Condition")
     return not condition or bool(resources_map.lazy_condition_map[condition])
+
+
+def _resolved_if_possible(resource_json: dict[str, Any], resources_map: Any) -> dict[str, Any]:
+    """A type moto does not model (an S3 bucket policy, an EKS cluster): AWS still calls its handler with the
+    stack's role, so that is judged, on its resolved properties where moto can resolve them."""
+    from moto.cloudformation import parsing
+
+    try:
+        return copy.deepcopy(parsing.clean_json(copy.deepcopy(resource_json), resources_map))
+    except Exception:  # a reference moto cannot resolve: the ARN is then `*` (only unscoped calls judged)
+        return {"Type": resource_json.get("Type", ""), "Properties": {}}
 
 
 def _resolve(resource_json: dict[str, Any], resources_map: Any) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The policy `clm render --stack-policy` writes, on the deployed app: a cluster stack given resource types beyond
-the ClusterStackRole's built-in rights (an S3 bucket and an SQS queue, as Zalando's stacks have) fails on IAM alone
-(the sandbox judges CloudFormation's handler calls against the role, as AWS does), the run records a problem
-naming the refused call; once the written policy is attached to the role (what `cdk deploy -c
-clm:clusterStackPolicyArns=...` does), the next run creates them."""
+the ClusterStackRole's built-in rights (an S3 bucket with its policy and an SQS queue, as Zalando's stacks have)
+fails on IAM alone (the sandbox judges CloudFormation's handler calls against the role, as AWS does), the run
+records a problem naming the refused call; once the written policy is attached to the role (what `cdk deploy -c
+clm:clusterStackPolicyArns=...` does), the next run creates them. A bucket policy on CLM's own configuration
+bucket still fails: the role's denial holds whatever the written policy allows (its S3 grants are on "*")."""
 
 from __future__ import annotations
 
@@ -25,6 +26,18 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Tried to parse AWS"),
 ]
 
+BUCKET_POLICY = """
+  BUCKETPolicy:
+    Type: AWS::S3::BucketPolicy
+    Properties:
+      Bucket: BUCKET
+      PolicyDocument:
+        Version: "2012-10-17"
+        Statement:
+        - Effect: Allow
+          Principal: {AWS: "arn:aws:iam::999999999999:root"}
+          Action: s3:GetObject
+          Resource: 'arn:aws:s3:::BUCKET/*'"""
 ADDITION = """
   EtcdBackups:
     Type: AWS::S3::Bucket
@@ -33,7 +46,9 @@ ADDITION = """
   NodeEvents:
     Type: AWS::SQS::Queue
     Properties:
-      QueueName: kube-1-node-events"""
+      QueueName: kube-1-node-events""" + BUCKET_POLICY.replace("BUCKETPolicy", "BackupsPolicy").replace(
+    "BUCKET", "kube-1-etcd-backups-123456789012"
+)
 
 
 def written_policy(tmp_path) -> dict:
@@ -49,7 +64,7 @@ def written_policy(tmp_path) -> dict:
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     rendered = Renderer(LocalSource(str(config)).fetch()).render(cluster)
     needed = needed_permissions([(cluster.region, s.file, s.template) for s in rendered.stacks])
-    assert set(needed.actions) == {"AWS::S3::Bucket", "AWS::SQS::Queue"}
+    assert set(needed.actions) == {"AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::SQS::Queue"}
     return load_template(policy_template(needed, "kube-1"))["Resources"]["Policy"]["Properties"]["PolicyDocument"]
 
 
@@ -79,3 +94,11 @@ def test_a_stack_beyond_the_roles_rights_fails_until_the_written_policy_is_attac
     }
     assert deployment.session.client("sqs").get_queue_url(QueueName="kube-1-node-events")["QueueUrl"]
     assert deployment.registry.get(deployment.cluster_id).status.problems == []
+
+    config_bucket = deployment.outputs["ConfigBucketName"]
+    known = len(deployment.executions(deployment.provision))
+    upload_attack(deployment, BUCKET_POLICY.replace("BUCKETPolicy", "Takeover").replace("BUCKET", config_bucket))
+    assert [run["status"] for run in deployment.settle(known)] == ["FAILED"]
+    problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
+    refused = f"s3:PutBucketPolicy on resource: arn:aws:s3:::{config_bucket} because an explicit deny"
+    assert refused in problem, problem

@@ -100,6 +100,15 @@ def test_an_instance_profile_passes_its_roles(sandbox_aws: boto3.Session) -> Non
     assert [(j.resource, j.outcome) for j in judged] == [(f"arn:aws:iam::{ACCOUNT}:role/foreign", "denied")]
 
 
+def test_a_type_moto_does_not_model_is_still_judged_on_its_resource(sandbox_aws: boto3.Session) -> None:
+    """moto skips an S3 bucket policy (it has no model of it); AWS calls its handler with the role all the same."""
+    policy = {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "*"}]}
+    template = {"Resources": {"Open": {"Type": "AWS::S3::BucketPolicy",
+                                       "Properties": {"Bucket": "clms-config", "PolicyDocument": policy}}}}  # fmt: skip
+    reason = failure(sandbox_aws, template, stack_role(sandbox_aws, "*"))  # iam:* only
+    assert "is not authorized to perform: s3:GetBucketPolicy on resource: arn:aws:s3:::clms-config" in reason
+
+
 def test_resource_arns_as_the_types_create_call_names_them() -> None:
     stack = SimpleNamespace(region_name=REGION, account_id=ACCOUNT)
     assert resource_arn(stack, "AWS::EC2::VPC", {}, "") == f"arn:aws:ec2:{REGION}:{ACCOUNT}:vpc/*"
@@ -115,6 +124,7 @@ def test_resource_arns_as_the_types_create_call_names_them() -> None:
     # ARNs whose resource is a name alone (no type before it): judged too, not left "acts on another resource"
     assert resource_arn(stack, "AWS::S3::Bucket", {"BucketName": "b"}, "") == "arn:aws:s3:::b"
     assert resource_arn(stack, "AWS::SQS::Queue", {"QueueName": "q"}, "") == f"arn:aws:sqs:{REGION}:{ACCOUNT}:q"
+    assert resource_arn(stack, "AWS::S3::BucketPolicy", {"Bucket": "b", "PolicyDocument": {}}, "") == "arn:aws:s3:::b"
 
 
 def load_balancer_stack(aws: boto3.Session) -> None:
