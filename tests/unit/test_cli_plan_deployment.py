@@ -183,3 +183,18 @@ def test_node_pools_archive_paths_are_in_the_deployments_node_files_bucket_as_th
     data, stderr = plan_json(files_config)
     assert [s["action"] for s in data["stacks"]] == ["no change", "no change"]
     assert stderr == ""
+
+
+def test_the_renderings_warnings_are_shown_a_role_without_clms_boundary_named(clients, stacks_aws, tmp_path):
+    """As `clm render` and the run's render step: a role the ClusterStackRole would refuse (clm.render.bounded_roles)
+    is named with file and logical id, on stderr and in the JSON plan."""
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    stack = config / "cluster" / "stack.yaml"
+    stack.write_text(
+        stack.read_text().replace("\n      PermissionsBoundary: !ImportValue clm-cluster-role-boundary", "", 1)
+    )
+    data, stderr = plan_json(str(config))
+    [warning] = data["warnings"]
+    assert warning.startswith("cluster/stack.yaml: AWS::IAM::Role ") and "has no PermissionsBoundary" in warning
+    assert "cluster/stack.yaml: AWS::IAM::Role" in stderr and "has no PermissionsBoundary" in stderr

@@ -70,8 +70,9 @@ def plan(
         "version": rendered.version,
         "config": {"source": tree.source, "version": tree.version},
         "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
+        "warnings": rendered.warnings,  # what rendered but deserves a look (file and line or logical id)
     }
-    for warning in (etcd_warning, drift_warning, data["drain_preflight"]["warning"]):
+    for warning in (*rendered.warnings, etcd_warning, drift_warning, data["drain_preflight"]["warning"]):
         if warning:
             print_warning(warning)
     if cli.output in TABULAR:
