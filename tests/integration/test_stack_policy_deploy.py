@@ -11,11 +11,11 @@ import json
 
 import pytest
 
+from clm.cli.stack_policy import needed_permissions, policy_template
 from clm.config.local import LocalSource
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.cfn_yaml import load_template
 from clm.render.renderer import Renderer
-from clm.stacks.stack_policy import needed_permissions, policy_template
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, register_example_cluster, the_run
 from tests.integration.test_cluster_roles import upload_attack

@@ -204,7 +204,9 @@ def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_
     rolls = deployment.executions(deployment.roll_node_pool)
     # the child stopped with its parent (moto ends an execution stopped inside a Map FAILED, AWS ABORTED)
     stopped = [deployment.states(e["executionArn"]) for e in rolls if e["status"] in {"ABORTED", "FAILED"}]
-    assert len(stopped) == 1 and stopped[0].count("Terminate") == 1, stopped
+    # killed mid-roll: after its first replacement, before its last (polling the history, the kill can land after
+    # the second drain's Terminate under load: CI saw 2)
+    assert len(stopped) == 1 and 1 <= stopped[0].count("Terminate") < 3, stopped
     assert deployment.roll_states().count("Terminate") == 3  # every node replaced exactly once, over both runs
     assert watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2 held throughout
     cluster = deployment.registry.get(deployment.cluster_id)

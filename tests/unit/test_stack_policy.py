@@ -1,4 +1,4 @@
-"""What the ClusterStackRole needs on top of its rights for a configuration (clm.stacks.stack_policy,
+"""What the ClusterStackRole needs on top of its rights for a configuration (clm.cli.stack_policy,
 `clm render --stack-policy`): held against the synthesized role and CloudFormation's resource schemas (cfn-lint's),
 for the examples and for Zalando's configuration (the corpus, `clm migrate`d, both samples with the etcd stack):
 the role and the written policy together allow every handler permission of every resource, but what the role
@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from clm.render.cfn_yaml import load_template
-from clm.render.renderer import RenderedCluster
-from clm.stacks.stack_policy import (
+from clm.cli.stack_policy import (
     COVERED_TYPES,
     NOT_GENERATED,
     PROPERTY_PERMISSIONS,
@@ -23,6 +21,8 @@ from clm.stacks.stack_policy import (
     needed_permissions,
     policy_template,
 )
+from clm.render.cfn_yaml import load_template
+from clm.render.renderer import RenderedCluster
 from infra.cluster_stack_role import OMITTED
 from tests.corpus_samples import REGION
 from tests.unit.iam_actions import allowing

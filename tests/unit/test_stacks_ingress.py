@@ -29,6 +29,9 @@ Resources:
       AssumeRolePolicyDocument:
         Statement: [{Effect: Allow, Principal: {Service: ec2.amazonaws.com}, Action: sts:AssumeRole}]
 """
+# What the SQS queue's delete handler calls (CloudFormation's schema), judged against the role by the sandbox.
+DELETE_QUEUES = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*",
+                 "Action": ["sqs:DeleteQueue", "sqs:GetQueueAttributes"]}]}  # fmt: skip
 TRUST = {"Statement": [{"Effect": "Allow", "Principal": {"Service": "cloudformation.amazonaws.com"},
                         "Action": "sts:AssumeRole"}]}  # fmt: skip
 
@@ -51,8 +54,9 @@ def calls_of(cfn: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_the_controllers_stacks_of_the_cluster_are_deleted_with_the_role_and_other_stacks_left(clients):
-    cfn = clients["cloudformation"]
-    role = clients["iam"].create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+    cfn, iam = clients["cloudformation"], clients["iam"]
+    role = iam.create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+    iam.put_role_policy(RoleName="cfn", PolicyName="delete-queues", PolicyDocument=json.dumps(DELETE_QUEUES))
     stack(cfn, "kube-ing-a", ingress_tags(CLUSTER_ID), protected=True)  # the controller's termination protection
     stack(cfn, "kube-ing-b", ingress_tags(CLUSTER_ID))
     stack(cfn, "kube-ing-other", ingress_tags(OTHER_ID))  # another cluster's

@@ -116,7 +116,7 @@ def render(
 
 def write_stack_policy(path: Path, stacks: list[tuple[str, str, dict]], cluster_ids: list[str]) -> None:
     """Write the ClusterStackRole's extra policy for `stacks` to `path` (nothing when none is needed) and say so."""
-    from clm.stacks.stack_policy import needed_permissions, policy_template
+    from clm.cli.stack_policy import needed_permissions, policy_template
 
     needed = needed_permissions(stacks)
     for resource_type, reason in sorted(needed.left_out.items()):
