@@ -7,6 +7,7 @@ leaves out on purpose for properties not set and the IAM types a generated polic
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ from tests.unit.test_render_corpus_etcd import rendered  # noqa: F401 (the fixtu
 
 def statements_of(template_text: str) -> list[dict[str, Any]]:
     """The statements of a written policy template."""
-    return load_template(template_text)["Resources"]["Policy"]["Properties"]["PolicyDocument"]["Statement"]
+    resources = load_template(template_text)["Resources"].values()
+    return [statement for policy in resources for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
 
 
 def not_allowed(result: RenderedCluster, statements: list[dict[str, Any]]) -> list[str]:
@@ -131,3 +133,24 @@ def test_only_actions_iam_knows_are_written_the_others_are_named():
     assert "s3:DeleteBucketAnalyticsConfiguration" in needed.not_iam_actions
     assert "s3:PutAnalyticsConfiguration" in needed.actions["AWS::S3::Bucket"]
     assert "#   s3:DeleteBucketAnalyticsConfiguration\n" in policy_template(needed, "x")
+
+
+def test_a_policy_past_iams_size_quota_is_split_and_the_output_names_every_part():
+    """IAM refuses a managed policy over 6,144 characters (whitespace not counted): the written template has as many
+    as needed, each within it, and PolicyArn joins their ARNs as clm:clusterStackPolicyArns takes them."""
+    kinds = [
+        "AWS::S3::Bucket", "AWS::RDS::DBInstance", "AWS::EKS::Cluster", "AWS::Lambda::Function", "AWS::ECS::Service",
+        "AWS::DynamoDB::Table", "AWS::ElasticLoadBalancingV2::LoadBalancer", "AWS::KMS::Key", "AWS::SQS::Queue",
+    ]  # fmt: skip
+    template = {"Resources": {f"R{index}": {"Type": kind} for index, kind in enumerate(kinds)}}
+    needed = needed_permissions([(REGION, "cluster/stack.yaml", template)])
+    written = load_template(policy_template(needed, "many"))
+    policies = written["Resources"]
+    assert len(policies) > 1
+    for policy in policies.values():
+        document = policy["Properties"]["PolicyDocument"]
+        assert len(re.sub(r"\s", "", json.dumps(document))) <= 6_144
+    granted = {a for policy in policies.values() for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               for a in s["Action"]}  # fmt: skip
+    assert granted == {action for actions in needed.actions.values() for action in actions}
+    assert written["Outputs"]["PolicyArn"]["Value"] == {"Fn::Join": [",", [{"Ref": name} for name in policies]]}

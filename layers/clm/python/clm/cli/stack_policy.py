@@ -14,6 +14,7 @@ operator's decision, not a generated one.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -141,29 +142,51 @@ def needed_permissions(stacks: Iterable[tuple[str, str, Mapping[str, Any]]]) -> 
 
 
 def policy_template(needed: StackPermissions, description: str) -> str:
-    """A CloudFormation template of the managed policy granting `needed`, one statement a resource type, with
-    comments naming the files that use each type and what was left out."""
+    """A CloudFormation template of the managed policies granting `needed`, one statement a resource type, as few
+    policies as IAM's size quota allows (output PolicyArn: their ARNs, comma-separated, as context
+    clm:clusterStackPolicyArns takes them), with comments naming the files that use each type and what was left
+    out."""
     from clm.yamlutil import dump
 
     statements = [
         {"Sid": _sid(resource_type), "Effect": "Allow", "Action": sorted(actions), "Resource": "*"}
         for resource_type, actions in sorted(needed.actions.items())
     ]
+    names = {f"Policy{index or ''}": group for index, group in enumerate(_within_quota(statements))}
     template = {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": f"CLM: extra rights of the ClusterStackRole for {description}"[:1024],
         "Resources": {
-            "Policy": {
+            name: {
                 "Type": "AWS::IAM::ManagedPolicy",
                 "Properties": {
-                    "Description": "CLM ClusterStackRole: resource types beyond its built-in rights"[:1000],
-                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                    "Description": "CLM ClusterStackRole: resource types beyond its built-in rights",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": group},
                 },
             }
+            for name, group in names.items()
         },
-        "Outputs": {"PolicyArn": {"Value": {"Ref": "Policy"}}},
+        "Outputs": {"PolicyArn": {"Value": {"Fn::Join": [",", [{"Ref": name} for name in names]]}}},
     }
     return _header(needed) + dump(template)
+
+
+POLICY_SIZE = 6_144  # IAM's quota for a managed policy's document, counted without whitespace
+
+
+def _within_quota(statements: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The statements in order, grouped so that each group's policy document stays within POLICY_SIZE."""
+    groups: list[list[dict[str, Any]]] = [[]]
+    for statement in statements:
+        if groups[-1] and _size(groups[-1] + [statement]) > POLICY_SIZE:
+            groups.append([])
+        groups[-1].append(statement)
+    return groups
+
+
+def _size(statements: list[dict[str, Any]]) -> int:
+    document = {"Version": "2012-10-17", "Statement": statements}
+    return len(re.sub(r"\s", "", json.dumps(document)))
 
 
 def _sid(resource_type: str) -> str:
