@@ -116,14 +116,11 @@ def left_out_on_purpose() -> dict[str, dict[str, str]]:
 
 @functools.lru_cache(maxsize=256)
 def handler_permissions(region: str, resource_type: str, operation: str) -> tuple[str, ...]:
-    """The permissions CloudFormation's handler of ``operation`` needs for the type (none for unknown types)."""
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+    """The permissions CloudFormation's handler of ``operation`` needs for the type (none for unknown types), as
+    `clm render --stack-policy` reads them."""
+    from clm.cli.stack_policy import handler_permissions as listed
 
-    try:
-        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
-    except Exception:  # a type cfn-lint does not know (Custom::...): CloudFormation calls nothing with the role
-        return ()
-    return tuple(schema.get("handlers", {}).get(operation, {}).get("permissions", []))
+    return listed(region, resource_type, (operation,))
 
 
 def resource_arn(stack: Any, resource_type: str, properties: dict[str, Any], physical_id: str) -> str:

@@ -93,17 +93,17 @@ class StackPermissions:
             self.actions.setdefault(resource_type, set()).update(known)
 
 
-def handler_permissions(region: str, resource_type: str) -> set[str]:
-    """The permissions the type's create, update and delete handlers list (none for types cfn-lint does not know,
-    such as Custom::*, which CloudFormation deploys without calling anything with the role)."""
+def handler_permissions(region: str, resource_type: str, handlers: Iterable[str] = HANDLERS) -> tuple[str, ...]:
+    """The permissions the type's handlers list, in the schema's order, each once (none for types cfn-lint does not
+    know, such as Custom::*, which CloudFormation deploys without calling anything with the role)."""
     from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
     try:
         schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
     except Exception:  # cfn-lint raises its own ResourceNotFoundError for unknown types
-        return set()
-    handlers = schema.get("handlers", {})
-    return {action for handler in HANDLERS for action in handlers.get(handler, {}).get("permissions", [])}
+        return ()
+    listed = schema.get("handlers", {})
+    return tuple(dict.fromkeys(a for handler in handlers for a in listed.get(handler, {}).get("permissions", [])))
 
 
 @functools.cache
@@ -126,7 +126,7 @@ def resource_needs(region: str, resource: Mapping[str, Any]) -> set[str]:
     """What deploying one resource of a template needs beyond the role's built-in rights."""
     resource_type = resource.get("Type", "")
     if resource_type not in COVERED_TYPES:
-        return handler_permissions(region, resource_type)
+        return set(handler_permissions(region, resource_type))
     properties = resource.get("Properties") or {}
     gated = PROPERTY_PERMISSIONS.get(resource_type, {})
     return {action for name, actions in gated.items() if name in properties for action in actions}
