@@ -37,6 +37,7 @@ NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 MANAGED_BY = "clm"  # clm.stacks.names.MANAGED_BY
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
+VOLUME_CLUSTER_TAG = "KubernetesCluster"  # clm.stacks.leftovers.VOLUME_CLUSTER_TAG
 KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
 ETCD_KEY_ALIAS = "alias/etcd-cluster"  # clm.render.account_lookups.ETCD_KEY_ALIAS (CLM's etcd key)
 INGRESS_APP_TAG = "kubernetes:application"  # clm.stacks.names.INGRESS_APP_TAG
@@ -245,8 +246,8 @@ def grant_karpenter_termination(function: ClmFunction) -> None:
 
 def _grant_leftovers(function: ClmFunction) -> None:
     """After a decommission: delete the VPC CNI's leaked interfaces (tagged with the cluster's name) and, when asked,
-    the cluster's volumes. EC2 conditions only on fixed tag keys: the interfaces' key is fixed, the volumes' key
-    (kubernetes.io/cluster/<id>) names the cluster, so the code, not IAM, picks each cluster's volumes."""
+    the cluster's volumes. EC2 conditions only on fixed tag keys: the interfaces' and `KubernetesCluster` (a volume's
+    cluster, as its provisioner tags it beside kubernetes.io/cluster/<id>); the code checks their values."""
     stack = Stack.of(function)
     function.allow(
         ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVolumes", "ec2:DescribeInstances"],
@@ -262,7 +263,8 @@ def _grant_leftovers(function: ClmFunction) -> None:
     function.allow(
         ["ec2:DeleteVolume"],
         [stack.format_arn(service="ec2", resource="volume", resource_name="*")],
-        reason="a decommissioned cluster's volumes (tag kubernetes.io/cluster/<id>=owned), only when asked",
+        {"Null": {f"ec2:ResourceTag/{VOLUME_CLUSTER_TAG}": "false"}},
+        reason=f"a decommissioned cluster's volumes, only when asked; only those tagged {VOLUME_CLUSTER_TAG}",
     )
 
 

@@ -48,7 +48,11 @@ def leftovers(ec2: Any, cluster_id: str) -> dict[str, str]:
         ]
 
     def volume(owner: str) -> str:
-        spec = [{"ResourceType": "volume", "Tags": [{"Key": f"kubernetes.io/cluster/{owner}", "Value": "owned"}]}]
+        tags = [
+            {"Key": f"kubernetes.io/cluster/{owner}", "Value": "owned"},
+            {"Key": "KubernetesCluster", "Value": owner},
+        ]
+        spec = [{"ResourceType": "volume", "Tags": tags}]
         return ec2.create_volume(AvailabilityZone="eu-central-1a", Size=1, TagSpecifications=spec)["VolumeId"]
 
     return {
@@ -84,14 +88,16 @@ def test_decommission_scales_kube_system_down_deletes_stacks_then_leftovers(
     [decommission] = [m["stateMachineArn"] for m in machines if m["name"].endswith("-decommission")]
     [child] = deployment.executions(decommission)
     states = deployment.states(child["executionArn"])
-    assert [s for s in states if s in {"ScaleDownKubeSystem", "DecommissionPools", "CleanUp"}] == [
+    assert [s for s in states if s in {"VerifyProvisioned", "ScaleDownKubeSystem", "DecommissionPools", "CleanUp"}] == [
+        "VerifyProvisioned",
         "ScaleDownKubeSystem",
         "DecommissionPools",
         "CleanUp",
     ]
     output = json.loads(deployment.sfn.describe_execution(executionArn=child["executionArn"])["output"])
     assert output["scaled_down"] == {"namespace": "kube-system", "scaled_down": [CONTROLLER]}
-    assert output["cleaned_up"] == {"interfaces": [ids["leaked"]], "volumes": [ids["volume"]]}
+    assert output["provisioned"] == {"proof": "stack kube-1 exists"}
+    assert output["cleaned_up"] == {"interfaces": [ids["leaked"]], "volumes": [ids["volume"]], "volumes_left": []}
     stacks = [s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]]
     assert stacks == ["Clm"]
     interfaces = {eni["NetworkInterfaceId"] for eni in ec2.describe_network_interfaces()["NetworkInterfaces"]}

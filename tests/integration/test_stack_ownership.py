@@ -59,7 +59,11 @@ def test_provision_and_decommission_leave_a_foreign_stack_with_the_cluster_stack
     known = len(deployment.executions(deployment.provision))
     cluster = deployment.registry.get(deployment.cluster_id)
     deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
-    assert failed_run_problem(deployment, known).startswith(expected)
+    not_managed = (
+        f"ClusterNotManaged: cluster {deployment.cluster_id}: nothing cleaned up: stack {FOREIGN} is not CLM's (it "
+        f"lacks kubernetes.io/cluster/{deployment.cluster_id}=owned, clm:managed-by=clm)"
+    )
+    assert not_managed in failed_run_problem(deployment, known)
     assert observed(cfn) == before
     assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommission-requested"
 

@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
+from clm.errors import ValidationError
 from clm.model import Cluster
 from clm.stacks.leftovers import VolumesInUse, cni_cluster_name, delete_leaked_interfaces, delete_volumes
 
@@ -53,14 +54,29 @@ def test_an_eks_clusters_interfaces_carry_its_alias() -> None:
     assert cni_cluster_name(dataclasses.replace(CLUSTER, provider="zalando-eks")) == "sandbox-dev"
 
 
-def test_the_clusters_available_volumes_are_deleted_and_an_attached_one_stops_it(aws: boto3.Session) -> None:
+@pytest.mark.parametrize("alias", ["*", "team-?", "a,b", ""])
+def test_an_eks_alias_that_is_a_filter_wildcard_deletes_no_interface(aws: boto3.Session, alias: str) -> None:
+    """The attack: `alias: "*"` on a zalando-eks cluster matched every available VPC CNI interface of the account."""
     ec2 = aws.client("ec2")
-    owned = {f"kubernetes.io/cluster/{CLUSTER.id}": "owned"}
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+    victims = {interface(ec2, subnet, {"cluster.k8s.amazonaws.com/name": name}) for name in ("team-a", "b")}
+    with pytest.raises(ValidationError, match=r"cannot select resources"):
+        delete_leaked_interfaces(ec2, dataclasses.replace(CLUSTER, provider="zalando-eks", alias=alias))
+    assert {eni["NetworkInterfaceId"] for eni in ec2.describe_network_interfaces()["NetworkInterfaces"]} == victims
+
+
+def test_the_clusters_available_volumes_are_deleted_and_an_attached_one_stops_it(aws: boto3.Session) -> None:
+    """As the EBS CSI driver tags with --k8s-tag-cluster-id (Zalando's cluster/manifests/03-ebs-csi): both
+    `kubernetes.io/cluster/<id>=owned` and `KubernetesCluster=<id>`; a volume with the first alone is named, kept."""
+    ec2 = aws.client("ec2")
+    owned = {f"kubernetes.io/cluster/{CLUSTER.id}": "owned", "KubernetesCluster": CLUSTER.id}
     mine = volume(ec2, owned)
-    other = volume(ec2, {"kubernetes.io/cluster/another": "owned"})
-    shared = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "shared"})
-    assert delete_volumes(ec2, CLUSTER.id) == [mine]
-    assert {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]} == {other, shared}
+    other = volume(ec2, {"kubernetes.io/cluster/another": "owned", "KubernetesCluster": "another"})
+    shared = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "shared", "KubernetesCluster": CLUSTER.id})
+    half = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "owned"})
+    assert delete_volumes(ec2, CLUSTER.id) == ([mine], [f"{half} (no KubernetesCluster={CLUSTER.id} tag)"])
+    assert {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]} == {other, shared, half}
 
     attached = volume(ec2, owned)
     image = ec2.describe_images()["Images"][0]["ImageId"]

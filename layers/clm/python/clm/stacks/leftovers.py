@@ -4,6 +4,9 @@ CLM (provisioner/aws.go DeleteLeakedAWSVPCCNIENIs): interfaces tagged `cluster.k
 alias of a zalando-eks cluster, else its id: api/cluster.go Name) in status `available`. CLM
 (provisioner/clusterpy.go removeEBSVolumes, with --remove-volumes): volumes tagged `kubernetes.io/cluster/<id>=owned`;
 available ones are deleted, deleting/deleted ones skipped, any other state is an error (CLM retries for 5 minutes).
+Here a volume is deleted only if it also carries `KubernetesCluster=<id>`, as the EBS CSI driver and the in-tree
+provisioner tag with the cluster tag (the fixed key IAM's condition names: infra/permissions.py); others are named.
+Only after clm.stacks.provenance proved the cluster CLM's.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from clm.errors import ClmError
 from clm.model import Cluster
 from clm.stacks.cfn import error_code
 from clm.stacks.names import OWNED, cluster_tag_key
+from clm.stacks.provenance import ensure_filter_value
 
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"
+VOLUME_CLUSTER_TAG = "KubernetesCluster"
 EKS_PROVIDER = "zalando-eks"
 REMOVE_VOLUMES_ITEM = "remove_volumes"  # "true": CLM's --remove-volumes, per cluster
 _GONE = {"InvalidNetworkInterfaceID.NotFound", "InvalidVolume.NotFound"}
@@ -37,8 +42,9 @@ def cni_cluster_name(cluster: Cluster) -> str:
 
 def delete_leaked_interfaces(ec2: Any, cluster: Cluster) -> list[str]:
     """Delete the cluster's VPC CNI interfaces left `available`; returns their ids."""
+    name = ensure_filter_value(cni_cluster_name(cluster), "the VPC CNI's cluster name (alias or id)", cluster.id)
     filters = [
-        {"Name": f"tag:{CNI_CLUSTER_TAG}", "Values": [cni_cluster_name(cluster)]},
+        {"Name": f"tag:{CNI_CLUSTER_TAG}", "Values": [name]},
         {"Name": "status", "Values": ["available"]},
     ]
     pages = ec2.get_paginator("describe_network_interfaces").paginate(Filters=filters)
@@ -48,11 +54,16 @@ def delete_leaked_interfaces(ec2: Any, cluster: Cluster) -> list[str]:
     return ids
 
 
-def delete_volumes(ec2: Any, cluster_id: str) -> list[str]:
-    """Delete the cluster's available volumes; returns their ids. Raises VolumesInUse (deleting nothing more)
-    naming the volumes in another state than available, deleting or deleted."""
-    filters = [{"Name": f"tag:{cluster_tag_key(cluster_id)}", "Values": [OWNED]}]
-    volumes = [v for page in ec2.get_paginator("describe_volumes").paginate(Filters=filters) for v in page["Volumes"]]
+def delete_volumes(ec2: Any, cluster_id: str) -> tuple[list[str], list[str]]:
+    """Delete the cluster's available volumes; returns their ids, and those left alone for want of
+    `KubernetesCluster=<id>` (each with why). Raises VolumesInUse (deleting nothing more) naming the volumes in
+    another state than available, deleting or deleted."""
+    filters = [
+        {"Name": f"tag:{cluster_tag_key(ensure_filter_value(cluster_id, 'cluster id', cluster_id))}", "Values": [OWNED]}
+    ]
+    found = [v for page in ec2.get_paginator("describe_volumes").paginate(Filters=filters) for v in page["Volumes"]]
+    volumes = [v for v in found if _tag(v, VOLUME_CLUSTER_TAG) == cluster_id]
+    left = [f"{v['VolumeId']} (no {VOLUME_CLUSTER_TAG}={cluster_id} tag)" for v in found if v not in volumes]
     busy = [
         f"{v['VolumeId']} ({v['State']})" for v in volumes if v["State"] not in {"available", "deleting", "deleted"}
     ]
@@ -61,7 +72,11 @@ def delete_volumes(ec2: Any, cluster_id: str) -> list[str]:
     deleted = [v["VolumeId"] for v in volumes if v["State"] == "available"]
     for volume in deleted:
         _ignore_gone(lambda volume=volume: ec2.delete_volume(VolumeId=volume))
-    return deleted
+    return deleted, left
+
+
+def _tag(resource: dict[str, Any], key: str) -> str | None:
+    return next((tag["Value"] for tag in resource.get("Tags", []) if tag["Key"] == key), None)
 
 
 def _ignore_gone(call: Any) -> None:

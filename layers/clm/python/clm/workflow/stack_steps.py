@@ -124,17 +124,30 @@ def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
     return sweep_ingress_stacks(cfn, event["cluster_id"], _role(), check=bool(event.get("check"))).to_dict()
 
 
-def clean_up(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id}` -> after a decommission deleted the stacks: delete the VPC CNI's leaked network interfaces and,
-    when the cluster's config item remove_volumes is "true" (CLM's --remove-volumes), its volumes (VolumesInUse while
-    some are attached: the state machine retries)."""
-    from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM, delete_leaked_interfaces, delete_volumes
+def verify_provisioned(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> decommission, before anything else: `{proof}` that CLM provisioned the cluster (its cluster
+    stack with CLM's ownership tags, alive or deleted); ClusterNotManaged otherwise (clm.stacks.provenance)."""
+    from clm.stacks.provenance import ensure_provisioned
 
     cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    return {"proof": ensure_provisioned(client("cloudformation"), cluster)}
+
+
+def clean_up(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id}` -> after a decommission deleted the stacks of a cluster CLM provisioned (proved again): delete
+    the VPC CNI's leaked network interfaces and, when the cluster's config item remove_volumes is "true" (CLM's
+    --remove-volumes), its volumes (VolumesInUse while some are attached: the state machine retries)."""
+    from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM, delete_leaked_interfaces, delete_volumes
+    from clm.stacks.provenance import ensure_provisioned
+
+    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    ensure_provisioned(client("cloudformation"), cluster)
     ec2 = client("ec2")
     interfaces = delete_leaked_interfaces(ec2, cluster)
-    remove_volumes = cluster.config_items.get(REMOVE_VOLUMES_ITEM) == "true"
-    return {"interfaces": interfaces, "volumes": delete_volumes(ec2, cluster.id) if remove_volumes else None}
+    if cluster.config_items.get(REMOVE_VOLUMES_ITEM) != "true":
+        return {"interfaces": interfaces, "volumes": None}
+    volumes, left = delete_volumes(ec2, cluster.id)
+    return {"interfaces": interfaces, "volumes": volumes, "volumes_left": left}
 
 
 def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +170,7 @@ STEPS = {
     "pools": pools,
     "delete_stack": delete_stack,
     "ingress_stacks": ingress_stacks,
+    "verify_provisioned": verify_provisioned,
     "clean_up": clean_up,
     "terminate_karpenter": terminate_karpenter,
 }
