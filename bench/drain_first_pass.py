@@ -44,6 +44,7 @@ from clm.kube.settings import DrainSettings
 from clm.model import Cluster
 from clm.workflow import cluster_access
 from clm_sandbox.controlplane import ControlPlane, ensure_built
+from clm_sandbox.deploy_examples import store_secret
 from clm_sandbox.nodesim import NodeSimulator, create_node_pool
 
 REGION = "eu-central-1"
@@ -216,7 +217,7 @@ def scenario() -> Iterator[Bench]:
     with mock_aws(), ControlPlane() as control_plane:
         session = boto3.Session(region_name=REGION)
         kubeconfig = control_plane.kubeconfig_path.read_text()
-        session.client("secretsmanager").create_secret(Name=SECRET, SecretString=kubeconfig)
+        store_secret(session.client("secretsmanager"), SECRET, kubeconfig, CLUSTER_ID)
         create_node_pool(session, CLUSTER_ID, "workers", NODES)
         api = config.new_client_from_config(str(control_plane.kubeconfig_path))
         cluster = Cluster(

@@ -34,7 +34,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.demo import next_run
 from clm_sandbox.deploy import deploy
-from clm_sandbox.deploy_examples import upload_config
+from clm_sandbox.deploy_examples import store_secret, upload_config
 from clm_sandbox.iam.record import LOG_ENV
 from clm_sandbox.moto_server import MODULE, READY_LINE, SANDBOX_ENV
 from clm_sandbox.nodesim import NodeSimulator
@@ -231,7 +231,7 @@ def start(
     s3, bucket = sandbox.client("s3"), outputs["ConfigBucketName"]
     upload_config(s3, bucket, EXAMPLES / "config")
     upload_config(s3, bucket, EXAMPLES / "config", {WORKLOAD: workload_with_grace(simulation.grace)})
-    sandbox.client("secretsmanager").create_secret(Name=SECRET, SecretString=plane.kubeconfig_path.read_text())
+    store_secret(sandbox.client("secretsmanager"), SECRET, plane.kubeconfig_path.read_text(), sandbox.cluster.id)
     simulator = NodeSimulator(
         kube_api,
         session,

@@ -38,6 +38,7 @@ MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
 MANAGED_BY = "clm"  # clm.stacks.names.MANAGED_BY
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # clm.stacks.leftovers.CNI_CLUSTER_TAG
 VOLUME_CLUSTER_TAG = "KubernetesCluster"  # clm.stacks.leftovers.VOLUME_CLUSTER_TAG
+CLUSTER_ID_TAG = "clm:cluster-id"  # clm.kube.auth.CLUSTER_ID_TAG
 KARPENTER_NODEPOOL_TAG = "karpenter.sh/nodepool"  # clm.stacks.karpenter_pool.NODEPOOL_TAG
 ETCD_KEY_ALIAS = "alias/etcd-cluster"  # clm.render.account_lookups.ETCD_KEY_ALIAS (CLM's etcd key)
 INGRESS_APP_TAG = "kubernetes:application"  # clm.stacks.names.INGRESS_APP_TAG
@@ -307,9 +308,11 @@ def _grant_cluster_access(function: ClmFunction, secret_prefix: str) -> None:
         service="secretsmanager", resource="secret", resource_name=f"{secret_prefix}*", arn_format=_COLON
     )
     function.allow(
-        ["secretsmanager:GetSecretValue"],
+        ["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"],
         [secrets],
-        reason=f"cluster credentials are the secrets named under {secret_prefix} (config item kube_auth_secret)",
+        {"Null": {f"secretsmanager:ResourceTag/{CLUSTER_ID_TAG}": "false"}},
+        reason=f"cluster credentials are the secrets named under {secret_prefix} (config item kube_auth_secret), "
+        f"only those bound to a cluster by tag {CLUSTER_ID_TAG} (the code checks it names the cluster)",
     )
     function.allow(
         ["eks:DescribeCluster"],

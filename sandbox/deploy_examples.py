@@ -40,8 +40,9 @@ def deploy_examples(endpoint: str, kubeconfig: Path, clusters_file: Path) -> Dep
     outputs = deploy(endpoint)
     _, client = sandbox_clients(endpoint)
     files = upload_config(client("s3"), outputs["ConfigBucketName"], EXAMPLES / "config")
-    store_secret(client("secretsmanager"), SECRET, kubeconfig.read_text())
-    return Deployed(outputs, files, clusters_file, sandbox_clusters(clusters_file))
+    cluster_id = sandbox_clusters(clusters_file)
+    store_secret(client("secretsmanager"), SECRET, kubeconfig.read_text(), cluster_id)
+    return Deployed(outputs, files, clusters_file, cluster_id)
 
 
 def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
@@ -57,14 +58,17 @@ def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | 
     return len(changed) or len(files)
 
 
-def store_secret(secrets: Any, name: str, value: str) -> None:
-    """Create the secret, or give the existing one this value."""
+def store_secret(secrets: Any, name: str, value: str, cluster_id: str) -> None:
+    """Create the secret bound to `cluster_id` (CLM's tag clm:cluster-id), or give the existing one this value and
+    tag."""
+    tags = [{"Key": "clm:cluster-id", "Value": cluster_id}]  # clm.kube.auth.CLUSTER_ID_TAG
     try:
-        secrets.create_secret(Name=name, SecretString=value)
+        secrets.create_secret(Name=name, SecretString=value, Tags=tags)
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceExistsException":
             raise
         secrets.put_secret_value(SecretId=name, SecretString=value)
+        secrets.tag_resource(SecretId=name, Tags=tags)
 
 
 def sandbox_clusters(path: Path) -> str:

@@ -1,5 +1,6 @@
 """Endpoints for the EKS token tests: an EKS cluster in moto with a real CA, and a local HTTPS server that records
-every connection (the attacker's endpoint a registry writer would point api_server_url at)."""
+every connection (the attacker's endpoint a registry writer would point api_server_url at), and a Secrets Manager
+secret bound to its cluster."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+KUBE_1 = "aws:123456789012:eu-central-1:kube-1"  # examples/clusters.yaml's kube-1, the tests' cluster
 
 
 def self_signed(host: str = "127.0.0.1") -> tuple[bytes, bytes]:
@@ -45,13 +48,17 @@ def self_signed(host: str = "127.0.0.1") -> tuple[bytes, bytes]:
     return certificate.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def create_eks_cluster(session: Any, name: str, ca_pem: bytes) -> str:
-    """Create EKS cluster `name` in moto with `ca_pem` as its certificate authority; returns its endpoint."""
+def create_eks_cluster(session: Any, name: str, ca_pem: bytes, owner: str | None = KUBE_1) -> str:
+    """Create EKS cluster `name` in moto with `ca_pem` as its certificate authority, tagged as CLM's cluster stack
+    tags it for cluster id `owner` (None: untagged); returns its endpoint."""
     from moto.eks.models import eks_backends
 
     eks = session.client("eks")
     described = eks.create_cluster(
-        name=name, roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-1"]}
+        name=name,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+        tags={f"kubernetes.io/cluster/{owner}": "owned"} if owner else {},
     )["cluster"]
     # moto makes up random text as the CA; a client needs a certificate it can load.
     backend = eks_backends["123456789012"][session.region_name]
@@ -112,3 +119,9 @@ def attacker_endpoint(lifetime: float = 60.0) -> Iterator[RecordingServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def store_kube_secret(session: Any, name: str, value: str, cluster_id: str | None = KUBE_1) -> None:
+    """Create secret `name` holding `value`, bound to `cluster_id` by CLM's tag (None: unbound)."""
+    tags = [{"Key": "clm:cluster-id", "Value": cluster_id}] if cluster_id else []  # clm.kube.auth.CLUSTER_ID_TAG
+    session.client("secretsmanager").create_secret(Name=name, SecretString=value, Tags=tags)

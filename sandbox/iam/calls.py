@@ -169,6 +169,8 @@ def _existing(call: Call, resource: str) -> lookups.Found | None:
         return _group(call)
     if call.prefix == "ec2" and any(f":{kind}/" in resource for kind in ("network-interface", "volume", "instance")):
         return lookups.ec2_tagged(call.account, call.region, resource.rsplit("/", 1)[-1])
+    if call.prefix == "secretsmanager" and ":secret:" in resource:
+        return lookups.secret(call.account, call.region, call.params.get("SecretId") or "")
     if call.prefix == "kms" and ":key/" in resource:
         return lookups.kms_key(call.account, call.region, resource.rsplit("/", 1)[-1])
     return None

@@ -17,6 +17,7 @@ from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from clm_sandbox.nodesim import NodeSimulator
+from tests.endpoints import store_kube_secret
 from tests.integration.deployment import REGION, Deployment, remove_example_objects, upload_config
 
 
@@ -70,9 +71,7 @@ def deployment(
     record.clear()
     outputs = deploy_assembly(assembly, sandbox_aws.client, REGION)
     upload_config(sandbox_aws.client("s3"), outputs["ConfigBucketName"])
-    sandbox_aws.client("secretsmanager").create_secret(
-        Name="clm/kube-1", SecretString=control_plane.kubeconfig_path.read_text()
-    )
+    store_kube_secret(sandbox_aws, "clm/kube-1", control_plane.kubeconfig_path.read_text())
     registry = DynamoRegistry(sandbox_aws.client("dynamodb"), outputs["RegistryTableName"])
     deployment = Deployment(sandbox_aws, registry, outputs, "aws:123456789012:eu-central-1:kube-1")
     deployment.settle()  # the upload's reconciles end before a test registers a cluster (no late second run)

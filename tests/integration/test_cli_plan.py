@@ -56,11 +56,15 @@ def cluster(clients, control_plane: ControlPlane) -> Cluster:
     """The example kube-1 under a unique id, its API server's kubeconfig in a Secrets Manager secret, deployed."""
     suffix = uuid.uuid4().hex[:6]
     secret = f"plan-{suffix}-kubeconfig"
-    clients["secretsmanager"].create_secret(Name=secret, SecretString=control_plane.kubeconfig_path.read_text())
+    cluster_id = f"aws:123456789012:eu-central-1:plan-{suffix}"
+    tags = [{"Key": "clm:cluster-id", "Value": cluster_id}]  # clm.kube.auth.CLUSTER_ID_TAG
+    clients["secretsmanager"].create_secret(
+        Name=secret, SecretString=control_plane.kubeconfig_path.read_text(), Tags=tags
+    )
     example = example_cluster("kube-1")
     cluster = dataclasses.replace(
         example,
-        id=f"aws:123456789012:eu-central-1:plan-{suffix}",
+        id=cluster_id,
         local_id=f"plan-{suffix}",
         config_items={**example.config_items, "kube_auth_secret": secret},
     )

@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.controlplane import ControlPlane
 from clm_sandbox.nodesim import NodeSimulator
+from tests.endpoints import store_kube_secret
 from tests.integration.deployment import ROOT, Deployment, register_example_cluster
 
 pytestmark = [
@@ -209,11 +210,11 @@ def test_a_rejected_token_fails_the_run_without_leaking_it(
     """The error path: a secret holding a token the API server refuses (401). The failure is recorded and named,
     and the token stays out of the error, the problem, the logs and the payloads."""
     token = secrets.token_hex(32)
-    secret_value = json.dumps({"token": token})
-    deployment.session.client("secretsmanager").create_secret(Name="clm/kube-1-token", SecretString=secret_value)
-    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     ca = base64.b64encode(control_plane.ca_path.read_bytes()).decode()
-    items = {**cluster.config_items, "kube_auth_secret": "clm/kube-1-token", "api_server_ca": ca}
+    secret_value = json.dumps({"server": control_plane.server, "token": token, "certificate-authority-data": ca})
+    store_kube_secret(deployment.session, "clm/kube-1-token", secret_value, deployment.cluster_id)
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    items = {**cluster.config_items, "kube_auth_secret": "clm/kube-1-token"}
     deployment.registry.put(dataclasses.replace(cluster, api_server_url=control_plane.server, config_items=items))
     runs = deployment.settle(known=0)
     failed = [e for e in runs if e["status"] == "FAILED"]

@@ -420,6 +420,8 @@ def test_kube_and_roll_reach_clusters_through_prefixed_secrets_and_eks(default, 
             statements = policy_statements(raw, role)
             secret = statement_for(statements, "secretsmanager:GetSecretValue")
             assert secret["Resource"]["Fn::Join"][1][-1] == f":secret:{prefix}*"
+            assert actions_of([secret]) == {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
+            assert secret["Condition"] == {"Null": {"secretsmanager:ResourceTag/clm:cluster-id": "false"}}
             assert statement_for(statements, "eks:DescribeCluster")["Resource"]["Fn::Join"][1][-1] == ":cluster/*"
             assert statement_for(statements, "sts:GetCallerIdentity")["Resource"] == "*"
 

@@ -16,7 +16,7 @@ from clm.kube.auth import EKS_TOKEN_PREFIX, EksTokenSource, decode_ca, eks_token
 from clm.kube.connect import connect_cluster
 from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
-from tests.endpoints import create_eks_cluster, self_signed
+from tests.endpoints import KUBE_1, create_eks_cluster, self_signed, store_kube_secret
 
 TOKEN = "sandbox-token-0123456789abcdef"
 CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
@@ -87,29 +87,48 @@ def test_eks_token_source_reuses_a_token_briefly_and_hides_it(aws, monkeypatch):
         (json.dumps(kubeconfig()), "kubeconfig"),
         (f"{TOKEN}\n", "token"),
         (json.dumps({"token": TOKEN}), "token"),
+        (json.dumps({"token": TOKEN, "server": "https://s", "certificate-authority-data": "Q0E="}), "token"),
     ],
 )
 def test_secret_holds_a_kubeconfig_or_a_token(aws, secret, expected):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=secret)
-    credentials = read_secret_credentials(aws, "clm/kube-1")
+    store_kube_secret(aws, "clm/kube-1", secret)
+    credentials = read_secret_credentials(aws, "clm/kube-1", KUBE_1)
     if expected == "kubeconfig":
         assert credentials.kubeconfig == kubeconfig()
+        assert credentials.server == "https://kube-1.example.org"
+        assert base64.b64decode(credentials.ca).decode() == CA_PEM
     else:
         assert credentials.token == TOKEN
+        assert (credentials.server, credentials.ca) == (("https://s", "Q0E=") if "server" in secret else ("", ""))
     assert TOKEN not in repr(credentials)
 
 
 def test_secret_errors_name_the_secret_and_never_its_value(aws):
-    aws.client("secretsmanager").create_secret(Name="clm/junk", SecretString=f"not a {TOKEN} kubeconfig")
+    store_kube_secret(aws, "clm/junk", f"not a {TOKEN} kubeconfig", "c1")
     with pytest.raises(KubeAuthError) as caught:
         read_secret_credentials(aws, "clm/junk", "c1")
     assert str(caught.value) == "cluster c1: secret clm/junk holds neither a kubeconfig nor a token"
     with pytest.raises(KubeAuthError, match="secret clm/missing does not exist"):
-        read_secret_credentials(aws, "clm/missing")
+        read_secret_credentials(aws, "clm/missing", "c1")
+
+
+@pytest.mark.parametrize("bound_to", [None, "aws:123456789012:eu-central-1:kube-2"])
+def test_a_secret_not_bound_to_the_cluster_is_never_read(aws, bound_to):
+    """The attack: a registry item naming another cluster's secret (or any secret under clm/) as its
+    kube_auth_secret. Only a secret tagged clm:cluster-id=<the item's id> is read."""
+    store_kube_secret(aws, "clm/kube-2", yaml.safe_dump(kubeconfig()), bound_to)
+    with pytest.raises(KubeAuthError) as caught:
+        connect_cluster(cluster(kube_auth_secret="clm/kube-2"), aws)
+    where = f"is bound to cluster {bound_to}" if bound_to else "has no tag clm:cluster-id"
+    assert str(caught.value) == (
+        f"cluster {KUBE_1}: secret clm/kube-2 {where}: CLM reads a cluster's credentials only from a secret tagged "
+        f"clm:cluster-id={KUBE_1} (tag it so if it holds this cluster's credentials)"
+    )
+    assert TOKEN not in str(caught.value)
 
 
 def test_connect_with_a_kubeconfig_secret(aws):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=yaml.safe_dump(kubeconfig()))
+    store_kube_secret(aws, "clm/kube-1", yaml.safe_dump(kubeconfig()))
     client = connect_cluster(cluster(kube_auth_secret="clm/kube-1"), aws)
     try:
         assert client.transport.server == "https://kube-1.example.org"
@@ -119,9 +138,10 @@ def test_connect_with_a_kubeconfig_secret(aws):
         client.close()
 
 
-def test_connect_with_a_token_secret_uses_the_registry_url_and_configured_ca(aws):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=TOKEN)
+def test_connect_with_a_token_secret_uses_the_server_and_ca_it_names(aws):
     ca = base64.b64encode(CA_PEM.encode()).decode()
+    secret = {"server": "https://kube-1.example.org", "token": TOKEN, "certificate-authority-data": ca}
+    store_kube_secret(aws, "clm/kube-1", json.dumps(secret))
     client = connect_cluster(cluster(kube_auth_secret="clm/kube-1", api_server_ca=ca), aws)
     try:
         configuration = client.transport.api_client.configuration

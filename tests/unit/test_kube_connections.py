@@ -13,7 +13,7 @@ from clm.kube import connections
 from clm.kube.client import KubeClient
 from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
-from tests.endpoints import create_eks_cluster, self_signed
+from tests.endpoints import create_eks_cluster, self_signed, store_kube_secret
 from tests.unit.test_kube_auth import cluster as registry_cluster
 from tests.unit.test_kube_auth import kubeconfig
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
@@ -94,7 +94,7 @@ def test_a_registry_change_of_api_server_url_never_sends_the_kept_token_elsewher
     [("kube_auth_secret", "clm/kube-1"), ("eks_cluster_name", "prod-eks-2"), ("api_server_ca", EKS_CA.decode())],
 )
 def test_a_change_of_an_auth_config_item_connects_afresh(aws, eks, item, value):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString=json.dumps(kubeconfig()))
+    store_kube_secret(aws, "clm/kube-1", json.dumps(kubeconfig()))
     create_eks_cluster(aws, "prod-eks-2", EKS_CA)
     first = kept(aws, eks_cluster())
     changed = eks_cluster()
@@ -103,6 +103,10 @@ def test_a_change_of_an_auth_config_item_connects_afresh(aws, eks, item, value):
 
 
 def test_clusters_and_principals_are_kept_apart(aws, eks, describes):
+    arn = aws.client("eks").describe_cluster(name="prod-eks")["cluster"]["arn"]
+    aws.client("eks").tag_resource(
+        resourceArn=arn, tags={"kubernetes.io/cluster/aws:123456789012:eu-central-1:kube-2": "owned"}
+    )
     one = kept(aws, eks_cluster(eks))
     other = kept(aws, eks_cluster(eks, cluster_id="aws:123456789012:eu-central-1:kube-2"))
     as_other_role = kept(aws, eks_cluster(eks), principal="AKIAKUBE")

@@ -1,13 +1,15 @@
 """Where connect_cluster sends credentials: the decision table of auth path by registry api_server_url.
 
-An EKS IAM token goes only to the endpoint EKS DescribeCluster names (moto serves it here); a Secrets Manager token
-goes to the registry's URL, trusting config item api_server_ca, since the deployment controls the secret.
+An EKS IAM token goes only to the endpoint EKS DescribeCluster names (moto serves it here), of an EKS cluster tagged
+as the cluster's; a Secrets Manager token only to the server its secret names, trusting only the secret's CA: a
+registry api_server_url or api_server_ca that differs is refused before anything is sent.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 
 import pytest
 
@@ -15,7 +17,7 @@ from clm.kube.auth import EKS_TOKEN_PREFIX
 from clm.kube.connect import connect_cluster, same_endpoint
 from clm.kube.errors import KubeAuthError
 from clm.model import Cluster
-from tests.endpoints import create_eks_cluster, self_signed
+from tests.endpoints import create_eks_cluster, self_signed, store_kube_secret
 from tests.unit.test_kube_auth import cluster as registry_cluster
 
 EKS_CA, _ = self_signed()
@@ -66,22 +68,52 @@ def test_iam_path_without_an_eks_cluster_is_an_error_even_with_url_and_ca_in_the
         connect_cluster(cluster(ELSEWHERE, api_server_ca=REGISTRY_CA.decode()), aws)
 
 
-@pytest.mark.parametrize("url", ["same", "different"])
-def test_secret_path_honours_the_registry_url_and_ca(aws, endpoint, url):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString="secret-token")
-    registry_url = endpoint if url == "same" else ELSEWHERE
-    spec = cluster(registry_url, kube_auth_secret="clm/kube-1", api_server_ca=REGISTRY_CA.decode())
+def token_secret(aws, server: str, ca: bytes | None = REGISTRY_CA) -> None:
+    value = {"server": server, "token": "secret-token"}
+    if ca:
+        value["certificate-authority-data"] = base64.b64encode(ca).decode()
+    store_kube_secret(aws, "clm/kube-1", json.dumps(value))
+
+
+@pytest.mark.parametrize("url", ["", "same"])
+def test_secret_path_uses_the_server_and_ca_the_secret_names(aws, endpoint, url):
+    token_secret(aws, endpoint)
+    spec = cluster(endpoint if url == "same" else "", kube_auth_secret="clm/kube-1", api_server_ca=REGISTRY_CA.decode())
     with connect_cluster(spec, aws) as client:
-        assert client.transport.server == registry_url.rstrip("/")
+        assert client.transport.server == endpoint.rstrip("/")
         assert ca_of(client) == REGISTRY_CA
         assert bearer(client) == "Bearer secret-token"
 
 
-def test_secret_path_with_a_token_needs_a_registry_url(aws, endpoint):
-    aws.client("secretsmanager").create_secret(Name="clm/kube-1", SecretString="secret-token")
-    spec = dataclasses.replace(cluster("", kube_auth_secret="clm/kube-1"))
-    with pytest.raises(KubeAuthError, match="holds a token but api_server_url is empty"):
-        connect_cluster(spec, aws)
+def test_secret_path_refuses_a_registry_url_other_than_the_secrets_server_naming_both(aws, endpoint):
+    """The attack: the registry's api_server_url pointed at the attacker's server, so that CLM sends it the token
+    of the secret the item names. Before, CLM sent the secret's token to the registry's URL."""
+    token_secret(aws, endpoint)
+    with pytest.raises(KubeAuthError) as caught:
+        connect_cluster(cluster(ELSEWHERE, kube_auth_secret="clm/kube-1"), aws)
+    assert ELSEWHERE in str(caught.value) and endpoint in str(caught.value) and "secret-token" not in str(caught.value)
+
+
+@pytest.mark.parametrize("secret_ca", [EKS_CA, None])
+def test_secret_path_refuses_a_registry_ca_other_than_the_secrets(aws, endpoint, secret_ca):
+    token_secret(aws, endpoint, secret_ca)
+    with pytest.raises(KubeAuthError, match="config item api_server_ca is not the certificate authority secret"):
+        connect_cluster(cluster("", kube_auth_secret="clm/kube-1", api_server_ca=REGISTRY_CA.decode()), aws)
+
+
+@pytest.mark.parametrize("value", ["secret-token", '{"token": "secret-token"}'])
+def test_secret_path_refuses_a_token_without_its_server_even_with_a_registry_url(aws, endpoint, value):
+    store_kube_secret(aws, "clm/kube-1", value)
+    with pytest.raises(KubeAuthError, match="secret clm/kube-1 names no server"):
+        connect_cluster(cluster(endpoint, kube_auth_secret="clm/kube-1"), aws)
+
+
+def test_iam_path_refuses_an_eks_cluster_not_tagged_as_the_clusters(aws):
+    """The attack: an item naming another team's EKS cluster in eks_cluster_name, so that CLM applies, scales down
+    or drains there with its cluster-admin token."""
+    create_eks_cluster(aws, "prod-eks", EKS_CA, owner="aws:123456789012:eu-central-1:team-b")
+    with pytest.raises(KubeAuthError, match=r"EKS cluster prod-eks .* lacks the tag kubernetes.io/cluster/aws:"):
+        connect_cluster(cluster(""), aws)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,9 @@ PRESIGN_EXPIRES = 60
 # EKS accepts a token for 15 minutes after it was signed, whatever X-Amz-Expires says (aws-iam-authenticator sets
 # 60 "for legacy reasons" and caches its tokens 14 minutes); CLM remakes it well before.
 TOKEN_REUSE_SECONDS = 600.0
+# A secret is a cluster's credential only if it carries this tag with the cluster's id: a registry item cannot pick
+# another cluster's secret (IAM lets the functions read only secrets carrying the tag: infra/permissions.py).
+CLUSTER_ID_TAG = "clm:cluster-id"
 
 
 def eks_token(session: Any, cluster_name: str) -> str:
@@ -56,10 +59,13 @@ class EksTokenSource:
 
 @dataclass(frozen=True)
 class SecretCredentials:
-    """What a Secrets Manager secret holds: a parsed kubeconfig, or a bearer token (repr hides both)."""
+    """What a Secrets Manager secret holds: a parsed kubeconfig, or a bearer token with its server and CA (repr hides
+    the kubeconfig and the token)."""
 
     kubeconfig: dict[str, Any] | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
+    server: str = ""
+    ca: str = ""
 
 
 def _classify_secret(text: str) -> SecretCredentials | None:
@@ -72,22 +78,40 @@ def _classify_secret(text: str) -> SecretCredentials | None:
         parsed = None
     if isinstance(parsed, dict):
         if parsed.get("clusters"):
-            return SecretCredentials(kubeconfig=parsed)
+            server, ca = kubeconfig_endpoint(parsed)
+            return SecretCredentials(kubeconfig=parsed, server=server, ca=ca)
         if isinstance(parsed.get("token"), str):
-            return SecretCredentials(token=parsed["token"].strip())
+            ca = parsed.get("certificate-authority-data") or parsed.get("ca") or ""
+            return SecretCredentials(token=parsed["token"].strip(), server=str(parsed.get("server") or ""), ca=str(ca))
         return None
     if len(stripped.split()) == 1:
         return SecretCredentials(token=stripped)
     return None
 
 
-def read_secret_credentials(session: Any, secret_id: str, cluster_id: str | None = None) -> SecretCredentials:
-    """Read a secret holding a kubeconfig (YAML or JSON), a bearer token, or JSON `{"token": ...}`."""
+def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> tuple[str, str]:
+    """The server and `certificate-authority-data` of a kubeconfig's current context (its only cluster when no
+    context is current); empty strings where it names none."""
+    clusters = {c.get("name"): c.get("cluster") or {} for c in kubeconfig.get("clusters") or [] if isinstance(c, dict)}
+    contexts = {c.get("name"): c.get("context") or {} for c in kubeconfig.get("contexts") or [] if isinstance(c, dict)}
+    current = contexts.get(kubeconfig.get("current-context"), {}).get("cluster")
+    chosen = clusters.get(current) if current else (next(iter(clusters.values())) if len(clusters) == 1 else None)
+    return str((chosen or {}).get("server") or ""), str((chosen or {}).get("certificate-authority-data") or "")
+
+
+def read_secret_credentials(session: Any, secret_id: str, cluster_id: str) -> SecretCredentials:
+    """Read a secret bound to the cluster (tag `clm:cluster-id`, checked first) holding a kubeconfig (YAML or JSON),
+    a bearer token, or JSON `{"server", "token", "certificate-authority-data"}`."""
     client = session.client("secretsmanager")
     try:
+        tags = {tag["Key"]: tag["Value"] for tag in client.describe_secret(SecretId=secret_id).get("Tags") or []}
+        if tags.get(CLUSTER_ID_TAG) != cluster_id:
+            raise KubeAuthError(_unbound(secret_id, cluster_id, tags.get(CLUSTER_ID_TAG)), cluster_id)
         value = client.get_secret_value(SecretId=secret_id)
     except client.exceptions.ResourceNotFoundException:
         raise KubeAuthError(f"secret {secret_id} does not exist", cluster_id) from None
+    except KubeAuthError:
+        raise
     except Exception as exc:
         raise KubeAuthError(f"secret {secret_id} is unreadable: {type(exc).__name__}", cluster_id) from None
     text = value.get("SecretString")
@@ -97,6 +121,14 @@ def read_secret_credentials(session: Any, secret_id: str, cluster_id: str | None
     if credentials is None:
         raise KubeAuthError(f"secret {secret_id} holds neither a kubeconfig nor a token", cluster_id)
     return credentials
+
+
+def _unbound(secret_id: str, cluster_id: str, bound_to: str | None) -> str:
+    where = f"is bound to cluster {bound_to}" if bound_to else f"has no tag {CLUSTER_ID_TAG}"
+    return (
+        f"secret {secret_id} {where}: CLM reads a cluster's credentials only from a secret tagged "
+        f"{CLUSTER_ID_TAG}={cluster_id} (tag it so if it holds this cluster's credentials)"
+    )
 
 
 def decode_ca(data: str, what: str, cluster_id: str | None = None) -> bytes:

@@ -1,12 +1,15 @@
 """A KubeClient for a registry cluster, choosing its auth from config items.
 
-- `kube_auth_secret`: a Secrets Manager secret (name or ARN) holding a kubeconfig or a bearer token. The deployment
-  controls the secret, so a token goes to the registry's `api_server_url`, trusting config item `api_server_ca`
-  (PEM or base64 PEM; else the system's CAs).
-- otherwise an EKS IAM token for the EKS cluster `eks_cluster_name` (default: the cluster's local_id). That token
-  is cluster-admin for CLM's role, so it goes only to the endpoint EKS DescribeCluster names, trusting only the CA
-  EKS names: a registry writer must not be able to send it elsewhere. A registry `api_server_url` other than that
-  endpoint is an error naming both (nothing is sent); `api_server_ca` is not used on this path.
+- `kube_auth_secret`: a Secrets Manager secret (name or ARN) tagged `clm:cluster-id=<the cluster's id>`, holding a
+  kubeconfig or `{"server", "token", "certificate-authority-data"}`. The credential goes only to the server the
+  secret names, trusting only its CA (else the system's CAs): a registry `api_server_url` or `api_server_ca` that
+  differs is an error naming both, so a registry value never chooses both which secret is read and where it goes.
+- otherwise an EKS IAM token for the EKS cluster `eks_cluster_name` (default: the cluster's local_id), which must
+  carry the cluster's tag `kubernetes.io/cluster/<id>=owned` (CloudFormation gives it from CLM's cluster stack), so
+  an item cannot reach another cluster. That token is cluster-admin for CLM's role, so it goes only to the endpoint
+  EKS DescribeCluster names, trusting only the CA EKS names: a registry writer must not be able to send it
+  elsewhere. A registry `api_server_url` other than that endpoint is an error naming both (nothing is sent);
+  `api_server_ca` is not used on this path.
 """
 
 from __future__ import annotations
@@ -61,6 +64,13 @@ def same_endpoint(first: str, second: str) -> bool:
 def _eks_client(cluster: Cluster, session: Any) -> KubeClient:
     name = cluster.config_items.get(EKS_NAME_ITEM) or cluster.local_id
     described = _describe_eks(session, name, cluster.id)
+    owner = f"kubernetes.io/cluster/{cluster.id}"  # clm.stacks.names.cluster_tag_key
+    if (described.get("tags") or {}).get(owner) != "owned":
+        raise KubeAuthError(
+            f"EKS cluster {name} (config item {EKS_NAME_ITEM}) is not this cluster's: it lacks the tag {owner}=owned "
+            "(CLM's cluster stack gives it; tag an EKS cluster made elsewhere so if it is this cluster)",
+            cluster.id,
+        )
     endpoint = described.get("endpoint") or ""
     if not endpoint:
         raise KubeAuthError(f"EKS cluster {name} has no API server endpoint yet", cluster.id)
@@ -78,14 +88,36 @@ def _eks_client(cluster: Cluster, session: Any) -> KubeClient:
     return KubeClient.from_token(endpoint, EksTokenSource(session, name), ca, cluster.id)
 
 
+def _secret_client(cluster: Cluster, session: Any, secret_id: str) -> KubeClient:
+    credentials = read_secret_credentials(session, secret_id, cluster.id)
+    if not credentials.server:
+        raise KubeAuthError(
+            f"secret {secret_id} names no server: store the kubeconfig, or "
+            '{"server": ..., "token": ..., "certificate-authority-data": ...}, in it (CLM sends a secret\'s token '
+            "only to the server the secret names, never to the registry's api_server_url alone)",
+            cluster.id,
+        )
+    if cluster.api_server_url and not same_endpoint(cluster.api_server_url, credentials.server):
+        raise KubeAuthError(
+            f"api_server_url {cluster.api_server_url} is not the server secret {secret_id} names "
+            f"({credentials.server}): CLM sends a secret's credentials only there; fix api_server_url or clear it",
+            cluster.id,
+        )
+    what = f"secret {secret_id}'s certificate-authority-data"
+    ca = decode_ca(credentials.ca, what, cluster.id) if credentials.ca else None
+    configured = _configured_ca(cluster)
+    if configured is not None and configured != ca:
+        raise KubeAuthError(
+            f"config item {CA_ITEM} is not the certificate authority secret {secret_id} names: CLM trusts only the "
+            f"secret's; clear {CA_ITEM} (or store the CA in the secret)",
+            cluster.id,
+        )
+    if credentials.kubeconfig is not None:
+        return KubeClient.from_kubeconfig(credentials.kubeconfig, cluster_id=cluster.id)
+    return KubeClient.from_token(credentials.server, str(credentials.token), ca, cluster.id)
+
+
 def connect_cluster(cluster: Cluster, session: Any) -> KubeClient:
     """A client for `cluster` with credentials from its config items (see the module doc)."""
     secret_id = cluster.config_items.get(SECRET_ITEM)
-    if not secret_id:
-        return _eks_client(cluster, session)
-    credentials = read_secret_credentials(session, secret_id, cluster.id)
-    if credentials.kubeconfig is not None:
-        return KubeClient.from_kubeconfig(credentials.kubeconfig, cluster_id=cluster.id)
-    if not cluster.api_server_url:
-        raise KubeAuthError(f"secret {secret_id} holds a token but api_server_url is empty", cluster.id)
-    return KubeClient.from_token(cluster.api_server_url, str(credentials.token), _configured_ca(cluster), cluster.id)
+    return _secret_client(cluster, session, secret_id) if secret_id else _eks_client(cluster, session)
