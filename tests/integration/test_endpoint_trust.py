@@ -62,14 +62,18 @@ def secret_for(server: str, ca_pem: bytes) -> str:
 
 def test_an_item_cannot_send_a_secrets_token_elsewhere_nor_use_another_clusters_secret(run_env):
     """The attack: an item (kube-1's own, rewritten, or a made-up decommission-requested one) naming kube-1's secret
-    and the attacker's api_server_url. Before, CLM read the secret and sent its token to the registry's URL."""
+    and the attacker's api_server_url (and CA). Before, CLM read the secret and sent its token to the registry's
+    URL; now the token goes only to the server the secret names, and only for the cluster the secret is bound to."""
     server, ca = "https://kube-1.example.org:6443", self_signed()[0]
     store_kube_secret(run_env, "clm/kube-1", secret_for(server, ca), KUBE_1)
     with attacker_endpoint(lifetime=30) as attacker:
-        rewritten = kube_1(attacker.url, api_server_ca=attacker.ca_pem.decode(), kube_auth_secret="clm/kube-1")
-        with pytest.raises(KubeAuthError) as caught, kube_client(rewritten):
+        rewritten = kube_1(attacker.url, kube_auth_secret="clm/kube-1")
+        with kube_client(rewritten) as kube:
+            assert kube.transport.server == server  # the secret's server: the token never goes to the registry's
+        with_ca = kube_1(attacker.url, api_server_ca=attacker.ca_pem.decode(), kube_auth_secret="clm/kube-1")
+        refused = pytest.raises(KubeAuthError, match="config item api_server_ca is not the certificate authority")
+        with refused, kube_client(with_ca):
             pass
-        assert attacker.url in str(caught.value) and server in str(caught.value)
         made_up = dataclasses.replace(
             kube_1(attacker.url, kube_auth_secret="clm/kube-1", remove_volumes="true"),
             id="aws:123456789012:eu-central-1:team-b",

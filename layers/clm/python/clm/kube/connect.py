@@ -2,8 +2,9 @@
 
 - `kube_auth_secret`: a Secrets Manager secret (name or ARN) tagged `clm:cluster-id=<the cluster's id>`, holding a
   kubeconfig or `{"server", "token", "certificate-authority-data"}`. The credential goes only to the server the
-  secret names, trusting only its CA (else the system's CAs): a registry `api_server_url` or `api_server_ca` that
-  differs is an error naming both, so a registry value never chooses both which secret is read and where it goes.
+  secret names, trusting only its CA (else the system's CAs), whatever the registry's `api_server_url` says (data
+  for templates, e.g. the hosted zone, here); a registry `api_server_ca` that differs from the secret's is an error.
+  So a registry value chooses neither another cluster's secret nor where a secret's token goes.
 - otherwise an EKS IAM token for the EKS cluster `eks_cluster_name` (default: the cluster's local_id), which must
   carry the cluster's tag `kubernetes.io/cluster/<id>=owned` (CloudFormation gives it from CLM's cluster stack), so
   an item cannot reach another cluster. That token is cluster-admin for CLM's role, so it goes only to the endpoint
@@ -95,12 +96,6 @@ def _secret_client(cluster: Cluster, session: Any, secret_id: str) -> KubeClient
             f"secret {secret_id} names no server: store the kubeconfig, or "
             '{"server": ..., "token": ..., "certificate-authority-data": ...}, in it (CLM sends a secret\'s token '
             "only to the server the secret names, never to the registry's api_server_url alone)",
-            cluster.id,
-        )
-    if cluster.api_server_url and not same_endpoint(cluster.api_server_url, credentials.server):
-        raise KubeAuthError(
-            f"api_server_url {cluster.api_server_url} is not the server secret {secret_id} names "
-            f"({credentials.server}): CLM sends a secret's credentials only there; fix api_server_url or clear it",
             cluster.id,
         )
     what = f"secret {secret_id}'s certificate-authority-data"
