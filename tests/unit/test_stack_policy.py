@@ -192,3 +192,21 @@ def test_identity_changes_and_wildcards_are_dropped_and_named_with_the_type():
     assert iam and all(re.fullmatch(r"iam:\w*(Role|InstanceProfile)\w*", a) for a in iam), iam
     assert {"iam:PassRole", "iam:CreateRole", "iam:AttachRolePolicy"} <= granted  # held by the role's own rules
     assert "airflow:CreateEnvironment" in granted and "logs:PutIntegration" in granted  # the rest stays
+
+
+def test_a_region_cfn_lint_does_not_know_fails_naming_it_before_anything_is_written(run, tmp_path):  # noqa: F811
+    """cfn-lint has no schemas for eu-west-9: the policy cannot be made, and saying the built-in rights cover every
+    resource would be wrong."""
+    config, registry, _ = EXAMPLE_SETS["examples/eks"]
+    moved = tmp_path / "clusters.yaml"
+    moved.write_text(registry.read_text().replace("eu-central-1", "eu-west-9"))
+    policy = tmp_path / "policy.yaml"
+    result = run(
+        "render", "all", "--config", str(config), "--registry-file", str(moved), "--no-manage-etcd",
+        "--stack-policy", str(policy), ok=False,
+    )  # fmt: skip
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert ":eu-west-9:eks-dev-1: region 'eu-west-9' is not one cfn-lint knows" in message, message
+    assert "known: af-south-1, " in message and "eu-central-1" in message
+    assert "cover every resource" not in result.stderr and not policy.exists()

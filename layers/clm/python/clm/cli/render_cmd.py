@@ -68,6 +68,10 @@ def render(
     for cluster_id in wanted:
         if cluster_id not in clusters:
             raise ClusterNotFound(cluster_id)
+        if stack_policy is not None:  # before any call: the policy is made of the region's resource schemas
+            from clm.cli.stack_policy import known_region
+
+            known_region(clusters[cluster_id].region, f"cluster {cluster_id}")
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
     settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}

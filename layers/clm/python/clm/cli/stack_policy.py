@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clm.cli.errors import CliError
 from clm.cli.policy_actions import refusal
 
 HANDLERS = ("create", "update", "delete")
@@ -71,6 +72,19 @@ NOT_GENERATED = (
 )
 
 
+class UnknownRegion(CliError):
+    """cfn-lint has no resource schemas for a cluster's region, so what its stacks need cannot be read."""
+
+    def __init__(self, region: str, where: str):
+        from cfnlint.helpers import REGIONS
+
+        super().__init__(
+            f"{where}: region {region!r} is not one cfn-lint knows, so its resource schemas (the handler permissions "
+            f"the policy is made of) cannot be read; known: {', '.join(REGIONS)}. Use a cfn-lint that knows it, or "
+            "render without --stack-policy and write the ClusterStackRole's extra policy yourself"
+        )
+
+
 @dataclass
 class StackPermissions:
     """What a configuration's stacks need beyond the ClusterStackRole: actions and files by resource type, the
@@ -103,13 +117,23 @@ def handler_permissions(region: str, resource_type: str, handlers: Iterable[str]
     """The permissions the type's handlers list, in the schema's order, each once (none for types cfn-lint does not
     know, such as Custom::*, which CloudFormation deploys without calling anything with the role)."""
     from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+    from cfnlint.schema._exceptions import ResourceNotFoundError
 
+    known_region(region, f"resource type {resource_type}")
     try:
         schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
-    except Exception:  # cfn-lint raises its own ResourceNotFoundError for unknown types
+    except ResourceNotFoundError:
         return ()
     listed = schema.get("handlers", {})
     return tuple(dict.fromkeys(a for handler in handlers for a in listed.get(handler, {}).get("permissions", [])))
+
+
+def known_region(region: str, where: str) -> None:
+    """Raise UnknownRegion (naming `where`) unless cfn-lint has the resource schemas of `region`."""
+    from cfnlint.helpers import REGIONS
+
+    if region not in REGIONS:
+        raise UnknownRegion(region, where)
 
 
 def resource_needs(region: str, resource: Mapping[str, Any]) -> set[str]:
