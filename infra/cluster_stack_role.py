@@ -19,22 +19,22 @@ and only with CLM's permissions boundary on them (infra.cluster_role_boundary, o
 `clm:clusterRoleBoundaryPolicyArn`): CreateRole, PutRolePolicy, AttachRolePolicy and PutRolePermissionsBoundary
 are allowed only with iam:PermissionsBoundary equal to it. Explicit denials hold whatever the extra policies
 allow: no such call without the boundary, no DeleteRolePermissionsBoundary, no change to (nor PassRole of) a role
-outside the path or of CLM's own roles (`<stack name>-*`), no instance profile outside the path, no change to CLM's
-own buckets or their objects. PassRole is for
-roles under the path, to EC2 only. The path and the boundary's ARN are exported (`clm-cluster-role-path`,
-`clm-cluster-role-boundary`) for the templates' Fn::ImportValue (examples/config/cluster/stack.yaml).
+outside the path or of CLM's own roles (`<stack name>-*`), no instance profile outside the path; and, in managed
+policies of their own (infra.cluster_stack_denials), no IAM user, group, policy, identity-provider or account change,
+no change to CLM's own buckets or their objects, nothing on its functions, bus, state machines, table, key or
+cluster secrets. PassRole is for roles under the path, to EC2 only. The path and the boundary's ARN are exported
+(`clm-cluster-role-path`, `clm-cluster-role-boundary`) for the templates' Fn::ImportValue
+(examples/config/cluster/stack.yaml).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from aws_cdk import ArnFormat, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.cluster_role_boundary import BOUNDARY_EXPORT, CLUSTER_ROLE_PATH, PATH_EXPORT, ClusterRoleBoundary
+from infra.cluster_stack_denials import ClmsOwn, clms_own_denials, identity_denial
 from infra.ingress_stack_deletes import WILDCARDS, ingress_resources, ingress_statements
 from infra.nag import acknowledge_wildcards
 
@@ -132,8 +132,6 @@ ROLE_CHANGES = sorted(
     {*BOUNDED_ROLE_ACTIONS, *ROLE_ACTIONS, "iam:DeleteRolePermissionsBoundary", "iam:PassRole"}
     - {"iam:GetRole", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies"}
 )
-# What changes a bucket or its objects: denied on CLM's own buckets, whatever else allows it.
-CLMS_BUCKET_CHANGES = ["s3:Put*", "s3:Delete*", "s3:Replicate*", "s3:BypassGovernanceRetention", "s3:RestoreObject"]
 INSTANCE_PROFILE_CHANGES = sorted(set(INSTANCE_PROFILE_ACTIONS) - {"iam:GetInstanceProfile"})
 
 
@@ -219,7 +217,6 @@ class ClusterStackRole(Construct):
         extra_policy_arns: tuple[str, ...] = (),
         role_path: str = CLUSTER_ROLE_PATH,
         boundary_arn: str | None = None,
-        clms_own: Sequence[s3.IBucket] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -236,11 +233,7 @@ class ClusterStackRole(Construct):
                 for index, arn in enumerate(extra_policy_arns)
             ],
         )
-        for statement in [
-            *_statements(stack, role_path, boundary_arn),
-            *ingress_statements(stack),
-            *_not_clms_buckets(clms_own),
-        ]:
+        for statement in [*_statements(stack, role_path, boundary_arn), *ingress_statements(stack)]:
             self.role.add_to_principal_policy(statement)
         CfnOutput(stack, "ClusterRolePath", value=role_path, export_name=PATH_EXPORT)
         CfnOutput(stack, "ClusterRoleBoundaryArn", value=boundary_arn, export_name=BOUNDARY_EXPORT)
@@ -258,6 +251,22 @@ class ClusterStackRole(Construct):
         acknowledge_wildcards(
             self, [_service_linked_roles(stack)], "auto scaling names its service-linked role (AWSServiceRoleFor...)"
         )
+
+    def deny(self, own: ClmsOwn) -> None:
+        """Attach the denials of infra.cluster_stack_denials, IAM identity changes and CLM's own resources, as two
+        managed policies (the role's inline policies are near IAM's 10,240 characters, one managed policy holds
+        6,144)."""
+        for name, statements in (
+            ("IdentityDenials", [identity_denial()]),
+            ("ClmsOwnDenials", clms_own_denials(Stack.of(self), own)),
+        ):
+            iam.ManagedPolicy(
+                self,
+                name,
+                description="CLM ClusterStackRole: what it never does, whatever its extra policies allow",
+                statements=statements,
+                roles=[self.role],  # not the role's ManagedPolicyArns: the role would depend on CLM's functions
+            )
 
 
 def _statements(stack: Stack, role_path: str, boundary_arn: str) -> list[iam.PolicyStatement]:
@@ -321,18 +330,6 @@ def _statements(stack: Stack, role_path: str, boundary_arn: str) -> list[iam.Pol
             not_resources=[profiles],
         ),
         iam.PolicyStatement(sid="NotClmsOwnRoles", effect=iam.Effect.DENY, actions=ROLE_CHANGES, resources=clm_roles),
-    ]
-
-
-def _not_clms_buckets(buckets: Sequence[s3.IBucket]) -> list[iam.PolicyStatement]:
-    """Whatever the extra policies allow (a generated one grants S3 on "*": `clm render --stack-policy`), a
-    configuration's stacks never change, empty or delete CLM's own buckets (configuration, artefacts, node files) nor
-    their objects; reading stays (CloudFormation may read a large template from the artefact bucket)."""
-    if not buckets:
-        return []
-    arns = [arn for bucket in buckets for arn in (bucket.bucket_arn, bucket.arn_for_objects("*"))]
-    return [
-        iam.PolicyStatement(sid="NotClmsBuckets", effect=iam.Effect.DENY, actions=CLMS_BUCKET_CHANGES, resources=arns)
     ]
 
 

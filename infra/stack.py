@@ -12,6 +12,7 @@ from constructs import Construct
 from infra import permissions
 from infra.alarms import executions_failed_alarm
 from infra.artefacts import ArtefactBucket
+from infra.cluster_stack_denials import ClmsOwn
 from infra.cluster_stack_role import ClusterStackRole
 from infra.config_source import ConfigSource
 from infra.config_store import ConfigStore
@@ -47,7 +48,6 @@ class ClmStack(Stack):
             context.cluster_stack_policy_arns,
             role_path=context.cluster_role_path,
             boundary_arn=context.cluster_role_boundary_arn,
-            clms_own=(self.config.bucket, self.artefacts.bucket, self.node_files.bucket),
         )
 
         layer = ClmLayer(self, "Layer").layer
@@ -136,6 +136,20 @@ class ClmStack(Stack):
             functions={"Reconcile": reconciler.function},
         )
         ReconcileTriggers(self, "ReconcileTriggers", config=self.config_source, reconcile=self.reconcile.state_machine)
+        self.cluster_stack_role.deny(
+            ClmsOwn(
+                buckets=(self.config.bucket, self.artefacts.bucket, self.node_files.bucket),
+                functions=[f.function for f in self.functions.values()],
+                layers=[layer],
+                state_machines=[
+                    w.state_machine for w in (self.provision, self.decommission, self.roll_node_pool, self.reconcile)
+                ],
+                bus=self.bus,
+                table=self.registry.table,
+                keys=[self.artefacts.key],
+                secret_prefix=context.kube_secret_prefix,
+            )
+        )
         executions_failed_alarm(self, "ProvisionFailed", self.provision.state_machine)
         executions_failed_alarm(self, "ReconcileFailed", self.reconcile.state_machine)
 

@@ -40,8 +40,9 @@ ADMIN = Policy("extra-admin", {"Statement": [{"Effect": "Allow", "Action": "*", 
 
 
 def resolved(value: Any, refs: dict[str, str]) -> Any:
-    """A synthesized value with Fn::Join, Refs (pseudo parameters, the boundary policy) and the ARNs of CLM's
-    buckets (`arn:aws:s3:::<logical id, lower case>`) filled in."""
+    """A synthesized value with Fn::Join, Refs and Fn::GetAtts (pseudo parameters; `refs`: a logical id, or
+    `<logical id>.<attribute>`, see clms_own_names) and the ARNs of CLM's buckets (`arn:aws:s3:::<logical id, lower
+    case>`) filled in."""
     if isinstance(value, list):
         return [resolved(item, refs) for item in value]
     if isinstance(value, dict) and "Fn::Join" in value:
@@ -49,11 +50,36 @@ def resolved(value: Any, refs: dict[str, str]) -> Any:
         return separator.join(resolved(part, refs) for part in parts)
     if isinstance(value, dict) and set(value) == {"Ref"}:
         return PSEUDO.get(value["Ref"]) or refs[value["Ref"]]
+    if isinstance(value, dict) and set(value) == {"Fn::GetAtt"} and ".".join(value["Fn::GetAtt"]) in refs:
+        return refs[".".join(value["Fn::GetAtt"])]
     if isinstance(value, dict) and set(value) == {"Fn::GetAtt"} and value["Fn::GetAtt"][1] == "Arn":  # a bucket's
         return f"arn:aws:s3:::{value['Fn::GetAtt'][0].lower()}"
     if isinstance(value, dict):
         return {key: resolved(item, refs) for key, item in value.items()}
     return value
+
+
+def clms_own_names(raw: dict[str, Any]) -> dict[str, str]:
+    """`refs` for `resolved`: the ARNs and names CloudFormation gives CLM's functions (`Clm-<logical id>-EXAMPLE`),
+    layer, state machines, event bus, registry table and artefact key."""
+    arn = f"arn:aws:{{}}:{PSEUDO['AWS::Region']}:{ACCOUNT}:{{}}"
+    names = {}
+    for logical, body in raw["Resources"].items():
+        kind, properties = body["Type"], body.get("Properties", {})
+        if kind == "AWS::Lambda::Function":
+            names[f"{logical}.Arn"] = arn.format("lambda", f"function:Clm-{logical}-EXAMPLE")
+        elif kind == "AWS::Lambda::LayerVersion":
+            names[logical] = arn.format("lambda", f"layer:Clm-{logical}:1")
+        elif kind == "AWS::StepFunctions::StateMachine":
+            names[logical] = arn.format("states", f"stateMachine:{properties['StateMachineName']}")
+            names[f"{logical}.Name"] = properties["StateMachineName"]
+        elif kind == "AWS::Events::EventBus":
+            names[logical], names[f"{logical}.Arn"] = properties["Name"], arn.format("events", "event-bus/clm")
+        elif kind == "AWS::DynamoDB::Table":
+            names[f"{logical}.Arn"] = arn.format("dynamodb", f"table/{properties['TableName']}")
+        elif kind == "AWS::KMS::Key":
+            names[f"{logical}.Arn"] = arn.format("kms", f"key/{logical.lower()}")
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +91,9 @@ def default(tmp_path_factory) -> dict[str, Any]:
 def role_policy(default) -> Policy:
     """The ClusterStackRole's policy as IAM sees it (CLM's boundary policy named BOUNDARY)."""
     [boundary] = [name for name in resources(default, "AWS::IAM::ManagedPolicy") if "Boundary" in name]
-    statements = resolved(policy_statements(default, "ClusterStackRole"), {boundary: BOUNDARY})
+    statements = resolved(
+        policy_statements(default, "ClusterStackRole"), {boundary: BOUNDARY, **clms_own_names(default)}
+    )
     return Policy("ClusterStackRole", {"Statement": statements})
 
 
@@ -174,7 +202,8 @@ def test_context_widens_the_path_and_names_another_boundary(tmp_path):
     context = {**DEFAULTS, "clm:clusterRolePath": "/nodes/", "clm:clusterRoleBoundaryPolicyArn": other}
     raw = synthesized(context, tmp_path)[1]
     assert not [name for name in resources(raw, "AWS::IAM::ManagedPolicy") if "Boundary" in name]
-    policy = Policy("ClusterStackRole", {"Statement": resolved(policy_statements(raw, "ClusterStackRole"), {})})
+    statements = resolved(policy_statements(raw, "ClusterStackRole"), clms_own_names(raw))
+    policy = Policy("ClusterStackRole", {"Statement": statements})
     assert decide(policy, "iam:CreateRole", f"{ROLES}/nodes/n", **{"iam:PermissionsBoundary": other})
     assert not decide(policy, "iam:CreateRole", f"{ROLES}/clm-cluster/n", **{"iam:PermissionsBoundary": other})
 

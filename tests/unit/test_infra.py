@@ -85,11 +85,13 @@ def function_named(raw: dict[str, Any], folder: str) -> tuple[str, dict[str, Any
 
 
 def policy_statements(raw: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
-    """The statements of the inline policies attached to the role whose logical id starts with `role_prefix`."""
+    """The statements of the policies attached to the role whose logical id starts with `role_prefix`: inline, and
+    managed policies of the template that name it (their `Roles`)."""
     statements = []
-    for body in resources(raw, "AWS::IAM::Policy").values():
-        if any(role["Ref"].startswith(role_prefix) for role in body["Properties"]["Roles"]):
-            statements += body["Properties"]["PolicyDocument"]["Statement"]
+    for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        for body in resources(raw, kind).values():
+            if any(role["Ref"].startswith(role_prefix) for role in body["Properties"].get("Roles", [])):
+                statements += body["Properties"]["PolicyDocument"]["Statement"]
     return statements
 
 

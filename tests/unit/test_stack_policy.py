@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
+from clm.cli.policy_actions import NOT_IAM, is_iam_action, refusal
 from clm.cli.stack_policy import (
     COVERED_TYPES,
     NOT_GENERATED,
     PROPERTY_PERMISSIONS,
     handler_permissions,
-    is_iam_action,
     needed_permissions,
     policy_template,
+    resource_needs,
 )
 from clm.render.cfn_yaml import load_template
 from clm.render.renderer import RenderedCluster
@@ -41,7 +42,8 @@ def statements_of(template_text: str) -> list[dict[str, Any]]:
 def not_allowed(result: RenderedCluster, statements: list[dict[str, Any]]) -> list[str]:
     """`<file> <logical id> <type>: <action>` for every handler permission of the rendering's resources that the
     statements do not allow and that is not left out on purpose: by the role (OMITTED) for a property the resource
-    does not set, or by the generator (IAM beyond roles and instance profiles, what IAM knows no action of)."""
+    does not set, or by the generator (IAM types beyond roles and instance profiles, the actions it refuses:
+    clm.cli.policy_actions)."""
     missing = []
     for stack in result.stacks:
         for logical_id, resource in stack.template["Resources"].items():
@@ -51,7 +53,7 @@ def not_allowed(result: RenderedCluster, statements: list[dict[str, Any]]) -> li
             for action in sorted(handler_permissions(REGION, kind)):
                 omitted = kind in COVERED_TYPES and action in OMITTED.get(kind, {}) and action not in needed_for_set
                 never = kind.startswith("AWS::IAM::") and kind not in COVERED_TYPES
-                if not (allowing(statements, action) or omitted or never or not is_iam_action(action)):
+                if not (allowing(statements, action) or omitted or never or refusal(action)):
                     missing.append(f"{stack.file} {logical_id} {kind}: {action}")
     return missing
 
@@ -77,6 +79,12 @@ def test_the_role_and_the_written_policy_allow_what_zalandos_stacks_need(rendere
     assert not_allowed(result, role_statements) != []  # the role alone does not do
     written = policy_template(needed, f"the {provider} sample")
     assert not_allowed(result, role_statements + statements_of(written)) == []
+    for _, _, template in stacks:  # what the generator refuses is named with its type
+        for resource in template["Resources"].values():
+            kind = resource["Type"]
+            for action in resource_needs(REGION, resource):
+                if refusal(action) and kind not in needed.left_out:
+                    assert kind in needed.dropped[refusal(action)][action], f"{kind}: {action}"
     if provider == "zalando-aws":
         assert "autoscaling:AttachLoadBalancerTargetGroups" in needed.actions["AWS::AutoScaling::AutoScalingGroup"]
         assert {"AWS::KMS::Key", "AWS::S3::Bucket", "AWS::AutoScaling::LifecycleHook"} <= set(needed.actions)
@@ -130,9 +138,9 @@ def test_only_actions_iam_knows_are_written_the_others_are_named():
     assert is_iam_action("s3:GetObject") and is_iam_action("ec2:Describe*")
     assert not is_iam_action("s3:DeleteBucketAnalyticsConfiguration") and not is_iam_action("managed-fleets:Get*")
     needed = needed_permissions([(REGION, "cluster/stack.yaml", {"Resources": {"B": {"Type": "AWS::S3::Bucket"}}})])
-    assert "s3:DeleteBucketAnalyticsConfiguration" in needed.not_iam_actions
+    assert needed.dropped[NOT_IAM]["s3:DeleteBucketAnalyticsConfiguration"] == {"AWS::S3::Bucket"}
     assert "s3:PutAnalyticsConfiguration" in needed.actions["AWS::S3::Bucket"]
-    assert "#   s3:DeleteBucketAnalyticsConfiguration\n" in policy_template(needed, "x")
+    assert "#     s3:DeleteBucketAnalyticsConfiguration (AWS::S3::Bucket)\n" in policy_template(needed, "x")
 
 
 def test_a_policy_past_iams_size_quota_is_split_and_the_output_names_every_part():
@@ -154,3 +162,51 @@ def test_a_policy_past_iams_size_quota_is_split_and_the_output_names_every_part(
                for a in s["Action"]}  # fmt: skip
     assert granted == {action for actions in needed.actions.values() for action in actions}
     assert written["Outputs"]["PolicyArn"]["Value"] == {"Fn::Join": [",", [{"Ref": name} for name in policies]]}
+
+
+# Types whose handlers list IAM identity changes or service wildcards, with what they would have brought.
+IDENTITY_AND_WILDCARD_TYPES = {
+    "AWS::MWAA::Environment": ("iam:CreatePolicy", "iam:ListRoles"),
+    "AWS::Logs::Integration": ("iam:AttachUserPolicy",),
+    "AWS::SSO::Assignment": ("iam:CreateSAMLProvider", "iam:UpdateSAMLProvider", "sso:CreateAccountAssignment"),
+    "AWS::SecurityLake::DataLake": ("lambda:*", "s3:*", "organizations:*", "events:*", "sqs:*", "securitylake:List*"),
+}
+
+
+def test_identity_changes_and_wildcards_are_dropped_and_named_with_the_type():
+    """A configuration writer's AWS::MWAA::Environment would bring iam:CreatePolicy, AWS::Logs::Integration
+    iam:AttachUserPolicy (a policy of theirs on their own user), AWS::SSO::Assignment a SAML provider,
+    AWS::SecurityLake::DataLake lambda:*, s3:*, organizations:* and events:* on "*" (AddPermission on CLM's
+    functions...): none is written, each is named in the note with the type that lists it."""
+    template = {"Resources": {kind.split("::")[1]: {"Type": kind} for kind in IDENTITY_AND_WILDCARD_TYPES}}
+    needed = needed_permissions([(REGION, "cluster/stack.yaml", template)])
+    written = policy_template(needed, "x")
+    granted = {action for s in statements_of(written) for action in s["Action"]}
+    for kind, actions in IDENTITY_AND_WILDCARD_TYPES.items():
+        for action in actions:
+            assert action not in granted, f"{kind}: {action}"
+            assert re.search(rf"^#     {re.escape(action)} \([^)]*{kind}[^)]*\)$", written, re.M), f"{kind}: {action}"
+    assert not [a for a in granted if "*" in a or "?" in a]
+    assert not [a for a in granted if a.split(":")[0] in ("sts", "organizations", "sso", "identitystore")]
+    iam = [a for a in granted if a.startswith("iam:")]
+    assert iam and all(re.fullmatch(r"iam:\w*(Role|InstanceProfile)\w*", a) for a in iam), iam
+    assert {"iam:PassRole", "iam:CreateRole", "iam:AttachRolePolicy"} <= granted  # held by the role's own rules
+    assert "airflow:CreateEnvironment" in granted and "logs:PutIntegration" in granted  # the rest stays
+
+
+def test_a_region_cfn_lint_does_not_know_fails_naming_it_before_anything_is_written(run, tmp_path):  # noqa: F811
+    """cfn-lint has no schemas for eu-west-9: the policy cannot be made, and saying the built-in rights cover every
+    resource would be wrong."""
+    config, registry, _ = EXAMPLE_SETS["examples/eks"]
+    moved = tmp_path / "clusters.yaml"
+    moved.write_text(registry.read_text().replace("eu-central-1", "eu-west-9"))
+    policy = tmp_path / "policy.yaml"
+    result = run(
+        "render", "all", "--config", str(config), "--registry-file", str(moved), "--no-manage-etcd",
+        "--stack-policy", str(policy), ok=False,
+    )  # fmt: skip
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert ":eu-west-9:eks-dev-1: region 'eu-west-9' is not one cfn-lint knows" in message, message
+    assert "known: af-south-1, " in message and "eu-central-1" in message
+    assert "cover every resource" not in result.stderr and not policy.exists()

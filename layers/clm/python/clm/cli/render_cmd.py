@@ -51,7 +51,8 @@ def render(
     With --stack-policy, also what the stacks' resource types need beyond the
     ClusterStackRole's rights (CloudFormation's resource schemas), as a policy
     template to deploy and pass with `cdk deploy -c clm:clusterStackPolicyArns=ARN`;
-    IAM users, groups, policies and identity providers are named, never granted.
+    IAM users, groups, policies and identity providers, STS, Organizations and
+    wildcard actions are named, never granted.
     """
     from clm.config.channels import ConfigSources
     from clm.registry.clusters_yaml import load_clusters
@@ -67,6 +68,10 @@ def render(
     for cluster_id in wanted:
         if cluster_id not in clusters:
             raise ClusterNotFound(cluster_id)
+        if stack_policy is not None:  # before any call: the policy is made of the region's resource schemas
+            from clm.cli.stack_policy import known_region
+
+            known_region(clusters[cluster_id].region, f"cluster {cluster_id}")
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
     settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}
@@ -116,15 +121,22 @@ def render(
 
 def write_stack_policy(path: Path, stacks: list[tuple[str, str, dict]], cluster_ids: list[str]) -> None:
     """Write the ClusterStackRole's extra policy for `stacks` to `path` (nothing when none is needed) and say so."""
+    from clm.cli.policy_actions import NOT_IAM
     from clm.cli.stack_policy import needed_permissions, policy_template
 
     needed = needed_permissions(stacks)
     for resource_type, reason in sorted(needed.left_out.items()):
         print_warning(f"{resource_type} ({', '.join(sorted(needed.used_in[resource_type]))}): {reason}")
+    refused = {reason: actions for reason, actions in needed.dropped.items() if reason != NOT_IAM}  # others: no such
+    for reason, actions in sorted(refused.items()):
+        listed = "; ".join(f"{action} ({', '.join(sorted(kinds))})" for action, kinds in sorted(actions.items()))
+        print_warning(f"not granted: {listed}: {reason}")
     if not needed.actions:
+        but = " but what is named above" if refused else ""
         click.echo(
             err=True,
-            message="The ClusterStackRole's built-in rights cover every resource of these stacks: no policy written.",
+            message=f"The ClusterStackRole's built-in rights cover every resource of these stacks{but}: no policy "
+            "written.",
         )
         return
     path.parent.mkdir(parents=True, exist_ok=True)

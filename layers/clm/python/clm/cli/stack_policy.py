@@ -6,19 +6,22 @@ configuration (COVERED_TYPES), except those a handler calls only for properties 
 on top (context `clm:clusterStackPolicyArns`). `needed_permissions` reads the rendered stacks and lists, by
 resource type, what CloudFormation's resource schemas (as cfn-lint ships them) say the create, update and delete
 handlers call; `policy_template` writes it as a CloudFormation template of that managed policy
-(`clm render --stack-policy`). IAM types other than roles and instance profiles are left out, named: users,
-groups, policies and identity providers are not held by CLM's permissions boundary, so granting them is the
-operator's decision, not a generated one.
+(`clm render --stack-policy`). IAM types other than roles and instance profiles are left out, named, and so is
+every action clm.cli.policy_actions refuses (wildcards, IAM beyond roles and instance profiles, STS,
+Organizations, Identity Center), with the types that list it: CLM's permissions boundary does not hold them.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from clm.cli.errors import CliError
+from clm.cli.policy_actions import refusal
 
 HANDLERS = ("create", "update", "delete")
 COVERED_TYPES = frozenset(
@@ -64,22 +67,37 @@ PROPERTY_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 NOT_GENERATED = (
     "IAM beyond roles and instance profiles: CLM's permissions boundary does not hold users, groups, policies or "
-    "identity providers, so a configuration writer could use them to act beyond it; grant it yourself if you mean to"
+    "identity providers, so a configuration writer could use them to act beyond it; the ClusterStackRole denies "
+    "their changes whatever extra policies allow: make them outside CLM's stacks"
 )
+
+
+class UnknownRegion(CliError):
+    """cfn-lint has no resource schemas for a cluster's region, so what its stacks need cannot be read."""
+
+    def __init__(self, region: str, where: str):
+        from cfnlint.helpers import REGIONS
+
+        super().__init__(
+            f"{where}: region {region!r} is not one cfn-lint knows, so its resource schemas (the handler permissions "
+            f"the policy is made of) cannot be read; known: {', '.join(REGIONS)}. Use a cfn-lint that knows it, or "
+            "render without --stack-policy and write the ClusterStackRole's extra policy yourself"
+        )
 
 
 @dataclass
 class StackPermissions:
-    """What a configuration's stacks need beyond the ClusterStackRole: actions and files by resource type, and the
-    types left out of a generated policy with the reason."""
+    """What a configuration's stacks need beyond the ClusterStackRole: actions and files by resource type, the
+    types left out of a generated policy with the reason, and the actions dropped (reason -> action -> types)."""
 
     actions: dict[str, set[str]] = field(default_factory=dict)
     used_in: dict[str, set[str]] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
-    not_iam_actions: set[str] = field(default_factory=set)  # listed by a schema, unknown to IAM: dropped
+    dropped: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
     def add(self, resource_type: str, actions: Iterable[str], file: str) -> None:
-        """Record that `file` needs `actions` for `resource_type` (left out when not to be generated)."""
+        """Record that `file` needs `actions` for `resource_type`: the type left out when not to be generated, each
+        action refused by clm.cli.policy_actions dropped with its reason."""
         actions = set(actions)
         if not actions:
             return
@@ -87,39 +105,35 @@ class StackPermissions:
         if resource_type.startswith("AWS::IAM::") and resource_type not in COVERED_TYPES:
             self.left_out[resource_type] = NOT_GENERATED
             return
-        known = {action for action in actions if is_iam_action(action)}
-        self.not_iam_actions |= actions - known
-        if known:
-            self.actions.setdefault(resource_type, set()).update(known)
+        for action in actions:
+            reason = refusal(action)
+            if reason is None:
+                self.actions.setdefault(resource_type, set()).add(action)
+            else:
+                self.dropped.setdefault(reason, {}).setdefault(action, set()).add(resource_type)
 
 
 def handler_permissions(region: str, resource_type: str, handlers: Iterable[str] = HANDLERS) -> tuple[str, ...]:
     """The permissions the type's handlers list, in the schema's order, each once (none for types cfn-lint does not
     know, such as Custom::*, which CloudFormation deploys without calling anything with the role)."""
     from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+    from cfnlint.schema._exceptions import ResourceNotFoundError
 
+    known_region(region, f"resource type {resource_type}")
     try:
         schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
-    except Exception:  # cfn-lint raises its own ResourceNotFoundError for unknown types
+    except ResourceNotFoundError:
         return ()
     listed = schema.get("handlers", {})
     return tuple(dict.fromkeys(a for handler in handlers for a in listed.get(handler, {}).get("permissions", [])))
 
 
-@functools.cache
-def _service_actions() -> dict[str, dict[str, Any]]:
-    from cfnlint.data import AdditionalSpecs
-    from cfnlint.helpers import load_resource
+def known_region(region: str, where: str) -> None:
+    """Raise UnknownRegion (naming `where`) unless cfn-lint has the resource schemas of `region`."""
+    from cfnlint.helpers import REGIONS
 
-    return load_resource(AdditionalSpecs, "Policies.json")
-
-
-def is_iam_action(action: str) -> bool:
-    """Whether IAM knows the action (the Service Authorization Reference, cfn-lint's copy); a wildcard counts when
-    its service exists. Schemas list a few that are not (`s3:DeleteBucketAnalyticsConfiguration`)."""
-    service, _, name = action.partition(":")
-    actions = _service_actions().get(service, {}).get("Actions")
-    return actions is not None and ("*" in name or name.lower() in actions)
+    if region not in REGIONS:
+        raise UnknownRegion(region, where)
 
 
 def resource_needs(region: str, resource: Mapping[str, Any]) -> set[str]:
@@ -199,7 +213,9 @@ def _header(needed: StackPermissions) -> str:
         "What CloudFormation's ClusterStackRole needs beyond its built-in rights to deploy these stacks: the create,",
         "update and delete handler permissions of CloudFormation's resource schemas (written by `clm render",
         '--stack-policy`). Review it: every statement is on Resource "*"; scope what you can to your names. The',
-        "role's own denials hold whatever this allows (roles only under CLM's path and boundary). Deploy it, then:",
+        "role's own denials hold whatever this allows: roles only under CLM's path and boundary, no change to IAM",
+        "users, groups, policies or identity providers, none to CLM's own buckets, nothing on its functions, bus,",
+        "state machines, table, key or cluster secrets. Deploy it, then:",
         "  cdk deploy -c clm:clusterStackPolicyArns=<PolicyArn output>",
         "",
         "Resource types and the files that use them:",
@@ -208,7 +224,9 @@ def _header(needed: StackPermissions) -> str:
     if needed.left_out:
         lines += ["", "Left out (not in this policy):"]
         lines += [f"  {kind}: {reason}" for kind, reason in sorted(needed.left_out.items())]
-    if needed.not_iam_actions:
-        lines += ["", "Listed by the schemas but not IAM actions (IAM knows no such action; dropped):"]
-        lines += [f"  {action}" for action in sorted(needed.not_iam_actions)]
+    if needed.dropped:
+        lines += ["", "Dropped (listed by the schemas, not in this policy), with the types that list them:"]
+        for reason, actions in sorted(needed.dropped.items()):
+            lines += [f"  {line}" for line in textwrap.wrap(f"{reason}:", 112)]
+            lines += [f"    {action} ({', '.join(sorted(actions[action]))})" for action in sorted(actions)]
     return "".join(f"# {line}".rstrip() + "\n" for line in lines)
