@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/fleet.py [--clusters 1000] [--sample 50] [--repeat 3] [--follow 10,50] [--run-minutes 10]
 
-The fleet is generated from examples/clusters.yaml: ids, accounts, regions, node pools (1 to 4 per cluster, from
-the example pools) and statuses vary (most clusters up to date; some outdated, interrupted, decommission-requested,
-decommissioned or blocked), and is written through DynamoRegistry. The configuration is examples/config in a
+The fleet is generated from examples/clusters.yaml: ids, node pools (1 to 4 per cluster, from the example pools)
+and statuses vary (most clusters up to date; some outdated, interrupted, decommission-requested, decommissioned or
+blocked), every cluster in the deployment's account and region (CLM refuses others: clm.workflow.placement), and
+is written through DynamoRegistry. The configuration is examples/config in a
 versioned S3 bucket, as a deployment has it. Figures:
 
 - the registry read (DynamoRegistry.list_clusters_report: a strongly consistent Scan, then validation),
@@ -52,8 +53,7 @@ from clm.workflow.render_step import render_to_s3
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 REGION = "eu-central-1"
 TABLE, CONFIG_BUCKET, ARTEFACT_BUCKET, PREFIX = "clm-registry", "clm-config", "clm-artefacts", "config/"
-REGIONS = ("eu-central-1", "eu-west-1", "eu-north-1", "us-east-1", "us-west-2", "ap-southeast-1")
-ACCOUNTS = 7
+ACCOUNT = "aws:123456789012"  # moto's, the deployment's
 MAX_RUNNING = 10
 PAGE_BYTES = 1024 * 1024  # a Scan page reads at most 1 MB
 READ_UNIT_BYTES = 4096
@@ -70,8 +70,7 @@ def fleet(count: int, config_version: str) -> list[Cluster]:
 
 
 def _cluster(template: Cluster, pools: list[NodePool], i: int) -> Cluster:
-    account = f"aws:{100000000000 + i % ACCOUNTS}"
-    region = REGIONS[i % len(REGIONS)]
+    account, region = ACCOUNT, REGION
     local_id = f"bench-{i:04d}"
     node_pools = [
         dataclasses.replace(

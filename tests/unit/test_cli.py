@@ -40,9 +40,9 @@ def test_import_list_show_export_round_trip(run, tmp_path):
     listed = json.loads(run("-o", "json", "registry", "list").output)
     assert {row["id"] for row in listed} == {
         "aws:123456789012:eu-central-1:kube-1",
-        "aws:123456789012:eu-west-1:kube-2",
+        "aws:123456789012:eu-central-1:kube-2",
     }
-    shown = yaml.safe_load(run("registry", "show", "aws:123456789012:eu-west-1:kube-2").output)
+    shown = yaml.safe_load(run("registry", "show", "aws:123456789012:eu-central-1:kube-2").output)
     assert shown["node_pools"][0]["instance_type"] == "m5.xlarge"
     out = tmp_path / "export.yaml"
     run("registry", "export", "--no-status", str(out))
@@ -57,10 +57,11 @@ def test_import_dry_run_writes_nothing(run):
 
 def test_invalid_file_writes_nothing(run, tmp_path):
     bad = tmp_path / "clusters.yaml"
-    bad.write_text((EXAMPLES / "clusters.yaml").read_text().replace("region: eu-west-1", "region: moon"))
+    head, _, tail = (EXAMPLES / "clusters.yaml").read_text().rpartition("region: eu-central-1")  # kube-2's
+    bad.write_text(head + "region: moon" + tail)
     result = run("registry", "import", str(bad), ok=False)
     assert result.exit_code != 0
-    assert "cluster aws:123456789012:eu-west-1:kube-2: region" in str(result.exception)
+    assert "cluster aws:123456789012:eu-central-1:kube-2: region" in str(result.exception)
     assert json.loads(run("-o", "json", "registry", "list").output) == []
 
 

@@ -16,7 +16,7 @@ from tests.unit.test_cli import EXAMPLES
 
 TABLE = "clm-registry"
 KUBE_1 = "aws:123456789012:eu-central-1:kube-1"
-KUBE_2 = "aws:123456789012:eu-west-1:kube-2"
+KUBE_2 = "aws:123456789012:eu-central-1:kube-2"
 Invoke = Callable[..., Result]
 
 

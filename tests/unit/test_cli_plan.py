@@ -88,12 +88,12 @@ def config_with_new_ami(tmp_path: Path) -> str:
 
 
 def test_a_new_cluster_creates_every_stack_and_writes_nothing(stacks_aws):
-    before = aws_state(stacks_aws, "eu-west-1")
-    data = plan_json("--region", "eu-west-1", cluster_id="aws:123456789012:eu-west-1:kube-2")
+    before = aws_state(stacks_aws)
+    data = plan_json(cluster_id="aws:123456789012:eu-central-1:kube-2")
     assert [(s["stack_name"], s["node_pool"], s["action"]) for s in data["stacks"]] == [
         ("kube-2", None, "create"),
-        ("nodepool-default-worker-aws-123456789012-eu-west-1-kube-2", "default-worker", "create"),
-        ("nodepool-batch-aws-123456789012-eu-west-1-kube-2", "batch", "create"),
+        ("nodepool-default-worker-aws-123456789012-eu-central-1-kube-2", "default-worker", "create"),
+        ("nodepool-batch-aws-123456789012-eu-central-1-kube-2", "batch", "create"),
     ]
     assert [s["file"] for s in data["stacks"]] == [
         "cluster/stack.yaml",
@@ -104,7 +104,7 @@ def test_a_new_cluster_creates_every_stack_and_writes_nothing(stacks_aws):
     assert data["drain_preflight"] == {"checked": False, "warning": "", "nodes": []}
     assert data["version"] == render(example_cluster("kube-2")).version
     assert data["version"].startswith(data["config"]["version"] + "#")
-    assert aws_state(stacks_aws, "eu-west-1") == before
+    assert aws_state(stacks_aws) == before
 
 
 def test_deployed_cluster_has_no_change(clients, stacks_aws):

@@ -162,7 +162,7 @@ def test_render_writes_the_etcd_stack_with_its_archive_path(clients, stacks_aws,
     result = plan(*args, "--out", str(out))
     assert [(row["cluster"], row["etcd_stack"]) for row in json.loads(result.stdout)] == [
         ("aws:123456789012:eu-central-1:kube-1", "yes"),
-        ("aws:123456789012:eu-west-1:kube-2", "yes"),
+        ("aws:123456789012:eu-central-1:kube-2", "yes"),
     ]
     assert f"s3://{BUCKET}/kube-1/etcd/" in (out / "kube-1" / "etcd-stack.yaml").read_text()
     without = plan(*args, "--no-manage-etcd", "--out", str(tmp_path / "without"))

@@ -152,7 +152,7 @@ def test_edited_clusters_yaml_loads_or_names_the_culprit(edit: dict[str, Any]) -
 
 @FUZZ
 @given(damaged(EXAMPLE_TEXT.encode(), st.sampled_from([*YAML_DAMAGE, "- id: x\n", "clusters:\n"]).map(str.encode)))
-@example(EXAMPLE_TEXT.replace("- id: aws:123456789012:eu-west-1:kube-2", "- ? [a, b]\n  : c", 1).encode())
+@example(EXAMPLE_TEXT.replace("- id: aws:123456789012:eu-central-1:kube-2", "- ? [a, b]\n  : c", 1).encode())
 @example(EXAMPLE_TEXT.replace('app_replicas: "3"', "? {a: 1}\n    : c", 1).encode())
 @example(EXAMPLE_TEXT.replace("owner: team-platform", "owner: !!timestamp team-platform").encode())
 def test_damaged_clusters_yaml_loads_or_names_the_file(broken: bytes) -> None:

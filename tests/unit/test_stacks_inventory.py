@@ -162,13 +162,13 @@ def test_instances_of_another_launch_template_are_outdated(clients):
 
 
 def test_spot_pool_launches_spot_instances_that_are_up_to_date(stacks_aws):
-    clients = Clients(stacks_aws, "eu-west-1")
+    clients = Clients(stacks_aws, "eu-central-1")
     cluster = example_cluster("kube-2")
     batch = dataclasses.replace(cluster.node_pool("batch"), min_size=2)
     rendered = render(dataclasses.replace(cluster, node_pools=[batch]))
     deploy(clients, cluster_stack_spec(rendered))
     deploy(clients, node_pool_stack_spec(rendered, "batch"))
-    found = inventory(clients, "nodepool-batch-aws-123456789012-eu-west-1-kube-2")
+    found = inventory(clients, "nodepool-batch-aws-123456789012-eu-central-1-kube-2")
     assert (found.spot, found.instance_types) == (True, ["c5.xlarge"])
     reservations = clients["ec2"].describe_instances(InstanceIds=[i.id for i in found.instances])["Reservations"]
     assert [i["InstanceLifecycle"] for r in reservations for i in r["Instances"]] == ["spot", "spot"]

@@ -23,13 +23,13 @@ from tests.unit.test_stacks_support import (
 
 __all__ = ["clients", "stacks_aws"]  # fixtures
 
-CLUSTER_ID = "aws:123456789012:eu-west-1:kube-2"
-WORKER_STACK = "nodepool-default-worker-aws-123456789012-eu-west-1-kube-2"
-BATCH_STACK = "nodepool-batch-aws-123456789012-eu-west-1-kube-2"
+CLUSTER_ID = "aws:123456789012:eu-central-1:kube-2"
+WORKER_STACK = "nodepool-default-worker-aws-123456789012-eu-central-1-kube-2"
+BATCH_STACK = "nodepool-batch-aws-123456789012-eu-central-1-kube-2"
 
 
 def test_removed_pool_is_listed_then_its_stack_deleted_with_its_instances(stacks_aws):
-    clients = Clients(stacks_aws, "eu-west-1")
+    clients = Clients(stacks_aws, "eu-central-1")
     cfn, s3 = clients["cloudformation"], clients["s3"]
     cluster = example_cluster("kube-2")
     rendered = render(cluster)

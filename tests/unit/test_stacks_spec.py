@@ -32,9 +32,9 @@ def test_cluster_stack_is_named_after_local_id_and_tagged_owned():
 def test_node_pool_stack_name_and_tags_follow_clm():
     rendered = render(example_cluster("kube-2"))
     spec = node_pool_stack_spec(rendered, "batch")
-    assert spec.name == "nodepool-batch-aws-123456789012-eu-west-1-kube-2"
+    assert spec.name == "nodepool-batch-aws-123456789012-eu-central-1-kube-2"
     assert spec.tags == {
-        "kubernetes.io/cluster/aws:123456789012:eu-west-1:kube-2": "owned",
+        "kubernetes.io/cluster/aws:123456789012:eu-central-1:kube-2": "owned",
         "clm:managed-by": "clm",
         "kubernetes.io/role/node-pool": "true",
         "kubernetes.io/node-pool": "batch",

@@ -83,8 +83,7 @@ def stacks_aws(aws: boto3.Session) -> boto3.Session:
     and the exports CLM's own stack gives cluster stacks (the path and permissions boundary of their roles)."""
     for patch in PATCHES:
         patch.install()
-    for region in ("eu-central-1", "eu-west-1"):  # the example clusters' regions (exports are regional)
-        export_cluster_role_settings(SESSION.client("cloudformation", region_name=region))
+    export_cluster_role_settings(SESSION.client("cloudformation"))  # the example clusters' region
     return SESSION
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clm.cli.aws_errors import record_failed_calls
+
+if TYPE_CHECKING:
+    from clm.workflow.placement import Placement
 
 DEFAULT_TABLE = "clm-registry"
 
@@ -37,3 +40,10 @@ class CliContext:
         from clm.registry.dynamodb import DynamoRegistry
 
         return DynamoRegistry(self.client("dynamodb"), self.table)
+
+    def placement(self) -> Placement:
+        """The caller's account (STS GetCallerIdentity of the session) and the region its registry is in (--region):
+        where CLM acts on the clusters of this registry."""
+        from clm.workflow.placement import of_caller
+
+        return of_caller(self.client("sts"), self.client("dynamodb").meta.region_name)

@@ -18,6 +18,8 @@ from clm.cli.status_cmd import status
 EPILOG = """\b
 Examples:
   clm registry import examples/clusters.yaml     load CLM's registry file into DynamoDB
+  clm registry import fleet.yaml --skip-foreign  only its clusters in this account and region (CLM acts
+                                                 nowhere else); the others are listed as skipped
   clm registry list                              clusters, lifecycle and versions
   clm registry set CLUSTER_ID node_pools.default-worker.max_size=5 --dry-run
                                                  change fields of one cluster (validated as on import)

@@ -11,6 +11,7 @@ from rich.text import Text
 from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
 from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
+from clm.cli.errors import CliError
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import TABULAR, console, emit, print_warning
 from clm.errors import ClusterNotFound
@@ -51,18 +52,23 @@ def plan(
     - the drain pre-flight of their nodes (what would block or hurt the drain), when
       the cluster's API server can be reached (otherwise one warning line).
 
-    A template error stops with the file and line at fault, before CloudFormation is asked.
+    A template error stops with the file and line at fault, before CloudFormation is asked;
+    then a cluster in another account or region than the caller's stops, as a run refuses it.
     """
     from clm.config.channels import ConfigSources
     from clm.render.inputs import RenderInputs
     from clm.render.renderer import Renderer
     from clm.stacks.plan import plan_stacks
+    from clm.workflow.placement import ONLY_HERE, refusal
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
     settings = DeploymentSettings(cli, stack, manage_etcd)
     inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(cli.client, None), cluster, tree.files)
     rendered = Renderer(tree, inputs).render(cluster)
+    refused = refusal(cluster, cli.placement())  # after the render: a template error is shown before any AWS call
+    if refused:
+        raise CliError(f"a run would refuse {refused}: {ONLY_HERE}; it changes nothing")
     drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
     stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
     data = {

@@ -9,10 +9,11 @@ import click
 from clm.cli.context import CliContext
 from clm.cli.errors import CliError
 from clm.cli.options import pass_cli
-from clm.cli.output import Column, console, emit, print_error, short_id, short_version
+from clm.cli.output import Column, console, emit, print_error, print_warning, short_id, short_version
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
 from clm.model import Cluster
-from clm.registry.clusters_yaml import dump_clusters, load_clusters
+from clm.registry.clusters_yaml import dump_clusters, load_located_clusters
+from clm.workflow.placement import ONLY_HERE, refusal
 
 LIST_COLUMNS = [
     Column("id", "cluster", short_id),
@@ -23,6 +24,7 @@ LIST_COLUMNS = [
     Column("problems"),
     Column("node_pools", "pools"),
 ]
+WRITES = ("new", "updated")  # the import's changes that write the cluster
 
 
 @click.group()
@@ -33,26 +35,51 @@ def registry() -> None:
 @registry.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Validate and show what would change; write nothing.")
+@click.option(
+    "--skip-foreign",
+    is_flag=True,
+    help="Leave out (and list) the clusters in another account or region than the caller's, importing the others: "
+    "a multi-account file's local part.",
+)
 @pass_cli
-def import_(cli: CliContext, file: Path, dry_run: bool) -> None:
+def import_(cli: CliContext, file: Path, dry_run: bool, skip_foreign: bool) -> None:
     """Validate FILE (CLM's clusters.yaml) and write its clusters' specs.
 
     The whole file is validated first: one invalid cluster and nothing is written.
+    CLM acts only in its own account and region: a cluster whose infrastructure_account
+    or region is not the caller's (the account of the credentials, --region) is refused,
+    and nothing is written, unless --skip-foreign leaves such clusters out.
     Status and locks of existing clusters are kept.
     """
-    clusters = load_clusters(file.read_text(), source=str(file))
+    located = load_located_clusters(file.read_text(), source=str(file))
+    home = cli.placement()
+    foreign = {cluster.id: f"{where}: {reason}" for where, cluster in located if (reason := refusal(cluster, home))}
+    if foreign and not skip_foreign:
+        raise CliError(
+            f"{file}: {len(foreign)} cluster(s) in another account or region ({ONLY_HERE}), nothing written: "
+            f"{'; '.join(foreign.values())}; pass --skip-foreign to import the others"
+        )
+    for reason in foreign.values():
+        print_warning(f"skipped {reason}")
     store = cli.registry()
     existing = {c.id: c for c in store.list_clusters()}
     rows = []
-    for cluster in clusters:
-        before = existing.get(cluster.id)
-        change = "new" if before is None else ("unchanged" if before.spec_dict() == cluster.spec_dict() else "updated")
-        if change != "unchanged" and not dry_run:
+    for _, cluster in located:
+        change = "skipped" if cluster.id in foreign else _change(existing.get(cluster.id), cluster)
+        if change in WRITES and not dry_run:
             store.put(cluster)
         rows.append({"cluster": cluster.id, "change": change})
     verb = "would write" if dry_run else "wrote"
-    written = sum(row["change"] != "unchanged" for row in rows)
-    emit(rows, ["cluster", "change"], cli.output, title=f"{verb} {written} of {len(rows)} clusters")
+    written = sum(row["change"] in WRITES for row in rows)
+    skipped = f", skipped {len(foreign)} in another account or region" if foreign else ""
+    emit(rows, ["cluster", "change"], cli.output, title=f"{verb} {written} of {len(rows)} clusters{skipped}")
+
+
+def _change(before: Cluster | None, cluster: Cluster) -> str:
+    """What an import does to the registry's `before`: new, unchanged or updated."""
+    if before is None:
+        return "new"
+    return "unchanged" if before.spec_dict() == cluster.spec_dict() else "updated"
 
 
 @registry.command("export")
@@ -127,7 +154,8 @@ def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: 
     clm registry set ID node_pools.default-worker.max_size=5 node_pools.default-worker.config_items.surge=1
     clm registry set ID --unset config_items.cluster_update_block
 
-    The whole cluster is validated as an import validates it before anything is written.
+    The whole cluster is validated as an import validates it before anything is written,
+    its account and region too (those of the caller).
     """
     if not assignments and not unset:
         raise CliError("nothing to change: give FIELD=VALUE or --unset FIELD")
@@ -135,6 +163,9 @@ def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: 
     before = store.get(cluster_id)
     spec = edit_spec(before.spec_dict(), [parse_assignment(text) for text in assignments], list(unset), cluster_id)
     after = Cluster.from_dict({**spec, "status": before.status.to_dict()}, source=f"clm registry set {cluster_id}")
+    refused = refusal(after, cli.placement())
+    if refused:
+        raise CliError(f"clm registry set: {refused}: {ONLY_HERE}; nothing written")
     rows = changes(before.spec_dict(), after.spec_dict())
     if rows and not dry_run:
         store.put(after)

@@ -11,6 +11,11 @@ from clm.yamlutil import dump, error_line, error_reason, load_with_lines
 
 def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Cluster]:
     """Parse and validate a clusters.yaml; every error names the file, line and cluster."""
+    return [cluster for _, cluster in load_located_clusters(text, source)]
+
+
+def load_located_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[tuple[str, Cluster]]:
+    """As `load_clusters`, each cluster with where it starts (`source:line`)."""
     try:
         data = load_with_lines(text)
     except yaml.YAMLError as exc:
@@ -24,7 +29,7 @@ def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Clus
     items = data.get("clusters") or []
     if not isinstance(items, list):
         raise ValidationError([f"'clusters' (line {data.line_of('clusters')}) must be a list"], source=source)
-    clusters: list[Cluster] = []
+    clusters: list[tuple[str, Cluster]] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
     for index, item in enumerate(items):
@@ -40,7 +45,7 @@ def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Clus
             )
             continue
         first_line[cluster.id] = line
-        clusters.append(cluster)
+        clusters.append((f"{source}:{line}", cluster))
     if problems:
         raise ValidationError(problems)
     return clusters

@@ -12,6 +12,7 @@ from clm.config.channels import ConfigSources
 from clm.errors import ConfigSourceError
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
+from clm.workflow import placement
 from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
 from clm.workflow.settings import Settings, SettingsError
@@ -23,8 +24,10 @@ DEFAULT_MAX_RUNNING = 10
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     """`{execution, input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING) and say whether
     to look again for the deferred ones (clm.workflow.follow_up); invalid registry items and clusters whose
-    configuration cannot be resolved are reported, not fatal. A config change (`change`: `{bucket, key}` or
-    `{repository, branch}`) concerns only the clusters reading its source on its channel."""
+    configuration cannot be resolved are reported, not fatal; so are the clusters needing a run outside the
+    deployment's account and region (`foreign`: no run is started, as it would only be refused: clm.workflow.placement).
+    A config change (`change`: `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its
+    source on its channel."""
     settings = Settings.from_env()
     state_machine = os.environ.get("CLM_PROVISION_STATE_MACHINE")
     if not state_machine:
@@ -40,7 +43,10 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
     versions, errors = _versions(sources, clusters, scope)
     concerned = [cluster for cluster in clusters if cluster.id in versions]
-    selections = select(concerned, lambda cluster: versions[cluster.id], time.time())
+    home = placement.deployment()
+    refused = {cluster.id: reason for cluster in concerned if (reason := placement.refusal(cluster, home))}
+    needing = select(concerned, lambda cluster: versions[cluster.id], time.time())
+    selections = [selection for selection in needing if selection.cluster_id not in refused]
     result = start_runs(sfn, state_machine, selections, max_running)
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
@@ -52,6 +58,9 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         "invalid": [
             {"cluster_id": cluster_id, "error": error[:300]} for cluster_id, error in (invalid + errors)[:MAX_LISTED]
         ],
+        "foreign": [
+            {"cluster_id": s.cluster_id, "reason": refused[s.cluster_id]} for s in needing if s.cluster_id in refused
+        ][:MAX_LISTED],
         **follow_up(len(result["deferred"]), started),
     }
 

@@ -11,6 +11,7 @@ from clm.errors import ConfigSourceError, LockHeld
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.version import desired_version
+from clm.workflow import placement
 
 PROVISION, DECOMMISSION, SKIP = "provision", "decommission", "skip"
 
@@ -36,16 +37,23 @@ def begin(
     execution: str,
     is_running: Callable[[str], bool],
     wake: Callable[[], list[str]] | None = None,
+    home: Callable[[], placement.Placement] = placement.deployment,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
     lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem. When the
-    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes.
+    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster outside `home`
+    (the deployment's account and region) is a problem on the cluster and a `skip`, before any AWS call for it.
     """
     cluster = registry.get(cluster_id)
     if cluster.lifecycle_status == "decommissioned":
         return RunPlan(cluster_id, SKIP, "cluster is decommissioned")
+    refused = placement.refusal(cluster, home())
+    if refused:  # recorded on the cluster as a configuration problem is; no lock, no AWS call for the cluster
+        title = f"placement: {refused}: {placement.ONLY_HERE}"
+        registry.record_problem(cluster_id, Problem(title=title, instance=execution))
+        return RunPlan(cluster_id, SKIP, title)
     if cluster.update_blocked:
         return RunPlan(cluster_id, SKIP, "updates blocked by config item cluster_update_block")
     try:

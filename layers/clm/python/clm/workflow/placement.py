@@ -1,0 +1,71 @@
+"""Where a cluster lives against where CLM runs: CLM acts only in its own account and region.
+
+Every AWS client CLM makes is the deployment's, so a cluster whose `infrastructure_account` or `region` names
+another account or region would be provisioned and decommissioned here. Until the fleet's hub reaches other
+accounts on purpose, such a cluster is refused: its run records a problem and skips (clm.workflow.run.begin),
+reconcile starts no run for it, and `clm registry import|set` and `clm plan` refuse it (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from clm.aws import client
+from clm.model import Cluster
+
+ONLY_HERE = "CLM acts only in its own account and region"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """An AWS account (12 digits) and a region."""
+
+    account: str
+    region: str
+
+    def __str__(self) -> str:
+        return f"account {self.account}, region {self.region}"
+
+
+def of_cluster(cluster: Cluster) -> Placement:
+    """The account of the cluster's `infrastructure_account` (aws:<12 digits>) and its `region`."""
+    return Placement(cluster.account_id, cluster.region)
+
+
+def of_caller(sts: Any, region: str) -> Placement:
+    """The account of the credentials of `sts` (a boto3 STS client: GetCallerIdentity, which needs no permission)
+    in `region`."""
+    return Placement(sts.get_caller_identity()["Account"], region)
+
+
+def deployment() -> Placement:
+    """The deployment's own account and region, for its functions: the STS caller identity, asked once per container
+    and credentials (steps see no Lambda context), in the region CLM's clients call (the function's AWS_REGION)."""
+    return _deployment(client("sts"))
+
+
+@functools.cache
+def _deployment(sts: Any) -> Placement:
+    return of_caller(sts, sts.meta.region_name)
+
+
+def refusal(cluster: Cluster, home: Placement) -> str:
+    """Why CLM, running in `home`, refuses `cluster` (to be followed by ONLY_HERE), naming the cluster, its fields that
+    differ and `home`; empty when the cluster is in `home`."""
+    where = of_cluster(cluster)
+    fields = [
+        f"{name} {value}"
+        for name, value, differs in (
+            ("infrastructure_account", cluster.infrastructure_account, where.account != home.account),
+            ("region", cluster.region, where.region != home.region),
+        )
+        if differs
+    ]
+    if not fields:
+        return ""
+    return (
+        f"cluster {cluster.id}: {' and '.join(fields)} {'are' if len(fields) > 1 else 'is'} not this deployment's "
+        f"({home})"
+    )

@@ -1,0 +1,166 @@
+"""A cluster whose infrastructure_account or region is not the deployment's is refused before any AWS call for it:
+its run records a problem naming both placements and skips (no lock, no configuration read, no stack), and reconcile
+starts no run for it, schedule after schedule (in-process moto: the deployment in 123456789012, eu-central-1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from clm.model import Cluster
+from clm.registry.dynamodb import DynamoRegistry
+from clm.workflow.run import SKIP, begin
+from tests.unit.test_lambda_run import EXAMPLES, call
+from tests.unit.test_lambda_run import deployment as run_deployment
+
+__all__ = ["run_deployment"]  # fixture
+
+EXECUTION = "arn:aws:states:eu-central-1:123456789012:execution:provision:run-1"
+DEPLOYMENT = "this deployment's (account 123456789012, region eu-central-1)"
+
+
+def elsewhere(base: Cluster, account: str = "123456789012", region: str = "eu-central-1", **changes: Any) -> Cluster:
+    """`base` as another cluster in `account` and `region`, named after them."""
+    name = f"kube-{account[-1]}-{region}"
+    return dataclasses.replace(
+        base,
+        id=f"aws:{account}:{region}:{name}",
+        local_id=name,
+        infrastructure_account=f"aws:{account}",
+        region=region,
+        **changes,
+    )
+
+
+FOREIGN = {  # where each cluster is, and how its refusal names what differs
+    "account": ({"account": "999999999999"}, "infrastructure_account aws:999999999999 is"),
+    "region": ({"region": "us-east-1"}, "region us-east-1 is"),
+    "both": (
+        {"account": "999999999999", "region": "us-east-1"},
+        "infrastructure_account aws:999999999999 and region us-east-1 are",
+    ),
+}
+
+
+def expected_refusal(cluster: Cluster, differs: str) -> str:
+    return f"cluster {cluster.id}: {differs} not {DEPLOYMENT}"
+
+
+def registry_items(aws: boto3.Session, table: str) -> dict[str, Any]:
+    items = aws.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    return {item["id"]["S"]: item for item in items}
+
+
+def never_read(cluster: Cluster) -> str:
+    raise AssertionError(f"the configuration was read for {cluster.id}")
+
+
+@pytest.mark.parametrize("where", FOREIGN)
+def test_refusal_names_the_cluster_its_fields_that_differ_and_the_deployment(example_clusters, where) -> None:
+    from clm.workflow.placement import Placement, refusal
+
+    home = Placement("123456789012", "eu-central-1")
+    placed, differs = FOREIGN[where]
+    cluster = elsewhere(example_clusters[0], **placed)
+    assert refusal(cluster, home) == expected_refusal(cluster, differs)
+    assert refusal(example_clusters[0], home) == ""
+
+
+@pytest.mark.parametrize("lifecycle", ["requested", "ready", "decommission-requested"])
+@pytest.mark.parametrize("where", FOREIGN)
+def test_a_run_of_a_cluster_elsewhere_records_a_problem_and_skips_before_any_call_for_it(
+    aws, example_registry: DynamoRegistry, example_clusters, where, lifecycle
+) -> None:
+    placed, differs = FOREIGN[where]
+    cluster = elsewhere(example_clusters[0], **placed, lifecycle_status=lifecycle)
+    example_registry.put(cluster)
+    before = registry_items(aws, "clm-registry")
+    plan = begin(example_registry, never_read, cluster.id, EXECUTION, lambda _: False)
+    title = f"placement: {expected_refusal(cluster, differs)}: CLM acts only in its own account and region"
+    assert (plan.action, plan.reason) == (SKIP, title)
+    after = registry_items(aws, "clm-registry")
+    assert {key: after[key] for key in after if key != cluster.id} == {
+        key: before[key] for key in before if key != cluster.id
+    }  # the example clusters are as they were
+    refused = example_registry.get(cluster.id)
+    assert [(p.title, p.instance) for p in refused.status.problems] == [(title, EXECUTION)]
+    assert example_registry.lock_holder(cluster.id) is None
+    assert (refused.status.next_version, refused.lifecycle_status) == ("", lifecycle)
+    assert aws.client("cloudformation").describe_stacks()["Stacks"] == []
+
+
+def test_the_deployments_placement_is_asked_of_sts_once_per_container(aws) -> None:
+    from clm.aws import client, forget_clients
+    from clm.workflow.placement import Placement, deployment
+
+    forget_clients()
+    asked = []
+    client("sts").meta.events.register("before-call.sts.GetCallerIdentity", lambda **_: asked.append(1))
+    assert deployment() == deployment() == Placement("123456789012", "eu-central-1")
+    assert len(asked) == 1
+
+
+def test_the_run_functions_begin_refuses_a_cluster_of_another_account(run_deployment: DynamoRegistry) -> None:
+    cluster = elsewhere(run_deployment.list_clusters()[0], account="999999999999")
+    run_deployment.put(cluster)
+    plan = call("begin", cluster_id=cluster.id)
+    assert plan["action"] == SKIP and plan["reason"].startswith(f"placement: cluster {cluster.id}: infrastructure_")
+    assert [p.title for p in run_deployment.get(cluster.id).status.problems] == [plan["reason"]]
+    assert run_deployment.lock_holder(cluster.id) is None
+
+
+@pytest.fixture
+def reconciling(aws: boto3.Session, example_registry: DynamoRegistry, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """What the reconcile function gets from the CDK app, with a provision state machine that does nothing; yields
+    the Step Functions client."""
+    sfn = aws.client("stepfunctions")
+    definition = json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}})
+    machine = sfn.create_state_machine(
+        name="provision", definition=definition, roleArn="arn:aws:iam::123456789012:role/provision"
+    )["stateMachineArn"]
+    for name, value in {
+        "CLM_REGISTRY_TABLE": "clm-registry",
+        "CLM_CONFIG_SOURCE": str(EXAMPLES / "config"),
+        "CLM_ARTEFACT_BUCKET": "unused",
+        "CLM_PROVISION_STATE_MACHINE": machine,
+    }.items():
+        monkeypatch.setenv(name, value)
+    from clm.aws import forget_clients
+
+    forget_clients()  # clients bound to this test's moto
+    yield sfn, machine
+    forget_clients()
+
+
+def test_reconcile_starts_no_run_for_clusters_elsewhere_schedule_after_schedule(
+    aws, reconciling, example_registry: DynamoRegistry, example_clusters
+) -> None:
+    from clm.workflow.reconcile_steps import reconcile
+
+    sfn, machine = reconciling
+    base = example_clusters[0]
+    account = elsewhere(base, account="999999999999")
+    region = elsewhere(base, region="us-east-1", lifecycle_status="decommission-requested")
+    for cluster in (account, region):
+        example_registry.put(cluster)
+    before = registry_items(aws, "clm-registry")
+    for _ in range(2):  # two schedules
+        result = reconcile({})
+        assert result["foreign"] == [
+            {"cluster_id": region.id, "reason": expected_refusal(region, FOREIGN["region"][1])},
+            {"cluster_id": account.id, "reason": expected_refusal(account, FOREIGN["account"][1])},
+        ]  # in reconcile's order: the decommission first
+        assert sorted(result["started"]["ids"] + result["already_started"]["ids"]) == [c.id for c in example_clusters]
+    started = [json.loads(e["input"])["cluster_id"] for e in _executions(sfn, machine)]
+    assert sorted(started) == [c.id for c in example_clusters]
+    assert registry_items(aws, "clm-registry") == before  # no problem recorded over and over
+
+
+def _executions(sfn: Any, machine: str) -> list[dict[str, Any]]:
+    listed = sfn.list_executions(stateMachineArn=machine)["executions"]
+    return [sfn.describe_execution(executionArn=e["executionArn"]) for e in listed]
