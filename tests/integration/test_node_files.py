@@ -4,7 +4,10 @@ files.yaml (one plain file, one KMS-encrypted private key from an encrypted conf
 the archive at CLM's key in the node-files bucket; it holds the plain file and `<path>.enc`, which KMS decrypts to
 the key; the launch template's UserData is the gzipped, base64-encoded userdata with the archive's path. A second
 run that changes nothing for the pool uploads nothing and changes neither the node-pool stack nor the launch
-template. The private key is nowhere but in the archive's encrypted entry."""
+template. The private key is nowhere but in the archive's encrypted entry. A cluster stack that replaces its files
+key (the old one deleted with it) makes the next run rewrite the archive at the same path under the new key, which
+a node launched then decrypts as its role (clm_sandbox.nodesim_bootstrap); the format stays CLM's
+(provisioner/remote_files.go makeArchive: each file KMS-encrypted, which nodes decrypt with KMS)."""
 
 from __future__ import annotations
 
@@ -21,9 +24,11 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
+from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.nodesim import EventKind, NodeSimulator
+from clm_sandbox.nodesim_bootstrap import NodeBootstrap
 from tests.integration.deployment import ROOT, Deployment, instances
 from tests.integration.test_encrypted_config_items import NAMED_KEY, NAMED_KEY_ID, create_key, encrypted, forms
 from tests.integration.test_no_secrets_leak import (
@@ -140,12 +145,18 @@ def launch_template_user_data(deployment: Deployment) -> tuple[str, int]:
     return text, len(versions["LaunchTemplateVersions"])
 
 
-def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second_run_changes_nothing(
-    deployment: Deployment,
-    nodes: NodeSimulator,
-    handler_output: HandlerOutput,  # noqa: F811 - the fixture
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@dataclasses.dataclass
+class Provisioned:
+    """kube-1 provisioned with the worker profile's files: its registry entry, the private key in the archive."""
+
+    cluster: Cluster
+    private_key: str
+    worker_key: str  # the private key base64-encoded, as the config item holds it before encryption
+
+
+def provision_with_files(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> Provisioned:
+    """The config items' key, the ClusterStackRole's KMS policy, the profile uploaded, kube-1 registered with an
+    encrypted private key; its first run succeeded."""
     assert create_key(deployment, NAMED_KEY_ID, monkeypatch) == NAMED_KEY
     attach_kms_policy(deployment)
     private_key = f"-----BEGIN PRIVATE KEY-----\n{secrets.token_hex(32)}\n-----END PRIVATE KEY-----\n"
@@ -157,9 +168,37 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
         "kube_auth_secret": "clm/kube-1",
         "worker_key": encrypted(deployment, NAMED_KEY, worker_key),
     }
-    deployment.registry.put(dataclasses.replace(cluster, config_items=items))
+    cluster = dataclasses.replace(cluster, config_items=items)
+    deployment.registry.put(cluster)
     runs = deployment.settle(known=0)
     assert runs and all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
+    return Provisioned(cluster, private_key, worker_key)
+
+
+def archive_members(archive: bytes) -> tuple[dict[str, tarfile.TarInfo], dict[str, bytes]]:
+    """The archive's members by name, and their contents."""
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        members = {member.name: member for member in tar.getmembers()}
+        contents = {name: tar.extractfile(member).read() for name, member in members.items()}  # type: ignore[union-attr]
+    return members, contents
+
+
+def files_key_id(deployment: Deployment) -> str:
+    """The cluster stack's output WorkerFilesEncryptionKey: its files key's id."""
+    outputs = deployment.session.client("cloudformation").describe_stacks(StackName="kube-1")["Stacks"][0]["Outputs"]
+    [key_id] = [o["OutputValue"] for o in outputs if o["OutputKey"] == "WorkerFilesEncryptionKey"]
+    return key_id
+
+
+def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second_run_changes_nothing(
+    deployment: Deployment,
+    nodes: NodeSimulator,
+    handler_output: HandlerOutput,  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provisioned = provision_with_files(deployment, monkeypatch)
+    cluster, private_key, worker_key = provisioned.cluster, provisioned.private_key, provisioned.worker_key
+    items = cluster.config_items
 
     s3, bucket = deployment.session.client("s3"), deployment.outputs["NodeFilesBucketName"]
     assert bucket == f"cluster-lifecycle-manager-{ACCOUNT}-eu-central-1"
@@ -167,9 +206,7 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
     [(versioned_key, archive)] = archives.items()
     key = versioned_key.split("@")[0]
     assert re.fullmatch(r"kube-1/worker/[0-9a-f]{128}\.userdata", key), key
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        members = {member.name: member for member in tar.getmembers()}
-        contents = {name: tar.extractfile(member).read() for name, member in members.items()}  # type: ignore[union-attr]
+    members, contents = archive_members(archive)
     assert sorted(members) == ["/etc/kubernetes/.local-id", "/etc/kubernetes/ssl/worker-key.pem.enc"]
     assert {member.mode for member in members.values()} == {0o400}
     assert contents["/etc/kubernetes/.local-id"] == b"kube-1"
@@ -178,9 +215,7 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
     kms = deployment.session.client("kms")
     decrypted = kms.decrypt(CiphertextBlob=sealed)
     assert decrypted["Plaintext"] == private_key.encode()
-    outputs = deployment.session.client("cloudformation").describe_stacks(StackName="kube-1")["Stacks"][0]["Outputs"]
-    [key_id] = [o["OutputValue"] for o in outputs if o["OutputKey"] == "WorkerFilesEncryptionKey"]
-    assert decrypted["KeyId"].endswith(key_id)  # the cluster stack's key, not the config items' key
+    assert decrypted["KeyId"].endswith(files_key_id(deployment))  # the cluster stack's key, not the config items'
 
     # The nodes bootstrap as their role: they fetch the archive and decrypt its key (clm_sandbox.nodesim_bootstrap).
     running = len(instances(deployment.session))
@@ -212,6 +247,38 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
     assert_no_secret("CloudWatch Logs", "\n".join(log_events(deployment.session)), leaks)
     for name, body in bucket_objects(s3, deployment.outputs["ArtefactBucketName"]).items():
         assert_no_secret(f"artefacts {name}", body.decode(errors="replace"), leaks)
+
+
+def test_a_replaced_files_key_rewrites_the_archive_which_a_new_node_decrypts(
+    deployment: Deployment, nodes: NodeSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provisioned = provision_with_files(deployment, monkeypatch)
+    s3, bucket = deployment.session.client("s3"), deployment.outputs["NodeFilesBucketName"]
+    [key] = {versioned.split("@")[0] for versioned in bucket_objects(s3, bucket)}
+    old_key, user_data = files_key_id(deployment), launch_template_user_data(deployment)
+
+    known = len(deployment.executions(deployment.provision))
+    config = deployment.outputs["ConfigBucketName"]
+    stack = s3.get_object(Bucket=config, Key="config/cluster/stack.yaml")["Body"].read().decode()
+    replaced = stack.replace("  WorkerFilesEncryptionKey:\n", "  WorkerFilesKeyReplaced:\n", 1)
+    replaced = replaced.replace("!Ref WorkerFilesEncryptionKey\n", "!Ref WorkerFilesKeyReplaced\n", 1)
+    assert replaced.count("WorkerFilesKeyReplaced") == 2
+    s3.put_object(Bucket=config, Key="config/cluster/stack.yaml", Body=replaced.encode())  # reconcile: a run
+    again = deployment.settle(known=known)
+    assert again and all(e["status"] == "SUCCEEDED" for e in again), [(e["status"], e.get("error")) for e in again]
+
+    new_key, kms = files_key_id(deployment), deployment.session.client("kms")
+    assert new_key != old_key
+    with pytest.raises(kms.exceptions.NotFoundException):
+        kms.describe_key(KeyId=old_key)  # deleted with the stack's old resource
+    versions = s3.list_object_versions(Bucket=bucket)["Versions"]
+    assert [version["Key"] for version in versions] == [key, key]  # rewritten at its path
+    _, contents = archive_members(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    decrypted = kms.decrypt(CiphertextBlob=contents["/etc/kubernetes/ssl/worker-key.pem.enc"])
+    assert decrypted["KeyId"].endswith(new_key) and decrypted["Plaintext"] == provisioned.private_key.encode()
+    assert launch_template_user_data(deployment) == user_data  # the same path: no roll
+    running = instances(deployment.session)  # a node launched now bootstraps as they do, as its role
+    assert running and {NodeBootstrap(deployment.session).failure(instance) for instance in running} == {None}
 
 
 def _states(deployment: Deployment, execution: str) -> list[str]:

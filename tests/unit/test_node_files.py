@@ -1,4 +1,6 @@
-"""Node bootstrap archives as CLM's makeArchive writes them, CLM's sha512 object keys, strict files.yaml, user data."""
+"""Node bootstrap archives as CLM's makeArchive writes them, CLM's sha512 object keys, strict files.yaml, user data;
+an encrypted file KMS cannot encrypt (over 4,096 bytes: nodes decrypt each with KMS, provisioner/remote_files.go)
+fails at render naming it, before any KMS or S3 call."""
 
 from __future__ import annotations
 
@@ -7,16 +9,19 @@ import gzip
 import hashlib
 import io
 import tarfile
+from types import SimpleNamespace
 
 import pytest
 
 from clm.errors import RenderError
 from clm.render.node_files import (
+    KMS_PLAINTEXT_LIMIT,
     NodeFile,
     archive_key,
     encode_user_data,
     key_arn,
     make_archive,
+    node_values,
     parse_files,
 )
 
@@ -70,3 +75,29 @@ def test_user_data_is_gzipped_then_base64_and_keys_may_be_ids_or_arns() -> None:
     assert key_arn(arn.rsplit("/", 1)[1], "eu-central-1", "123456789012") == arn
     with pytest.raises(ValueError, match="invalid KMS key"):
         key_arn("alias/x", "eu-central-1", "123456789012")
+
+
+def files_yaml(size: int, encrypted: bool) -> str:
+    data = base64.b64encode(b"k" * size).decode()
+    return f"files:\n- path: /etc/plain\n  data: eA==\n- path: /etc/big.pem\n  data: {data}\n  encrypted: {encrypted}\n"
+
+
+def test_an_encrypted_file_over_kms_limit_fails_naming_it_before_any_kms_or_s3_call() -> None:
+    def store(*args: object) -> str:
+        raise AssertionError("nothing is encrypted or uploaded")
+
+    profile, file = "cluster/node-pools/worker-default/", "cluster/node-pools/worker-default/files.yaml"
+    context = {"cluster": SimpleNamespace(id="c"), "values": {}}
+    with pytest.raises(RenderError) as raised:
+        node_values(
+            lambda path, _: files_yaml(KMS_PLAINTEXT_LIMIT + 1, True),
+            {file: b""},
+            profile,
+            context,
+            store,
+            ("kube-1", "worker", "eu-central-1", "123456789012"),
+        )
+    assert (raised.value.file, raised.value.line, raised.value.cluster_id) == (file, 5, "c")
+    assert raised.value.message.startswith("file /etc/big.pem: 4097 bytes to encrypt, over the 4096 KMS encrypts")
+    assert len(parse_files(files_yaml(KMS_PLAINTEXT_LIMIT, True), "files.yaml", "c")) == 2
+    assert len(parse_files(files_yaml(KMS_PLAINTEXT_LIMIT + 1, False), "files.yaml", "c")) == 2

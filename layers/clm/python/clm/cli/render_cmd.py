@@ -11,6 +11,7 @@ from clm.cli.deployment import stack_option
 from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import emit, print_warning
+from clm.cli.render_out import OutFolder
 from clm.errors import ClusterNotFound
 
 
@@ -46,7 +47,7 @@ def render(
 
     CLM's etcd stack (etcd-stack.yaml) too, when the deployment manages it: its files'
     archive is neither encrypted nor uploaded, only its path computed.
-    A template error stops with the file and line at fault.
+    A template error stops with the file and line at fault, and --out then writes nothing.
 
     With --stack-policy, also what the stacks' resource types need beyond the
     ClusterStackRole's rights (CloudFormation's resource schemas), as a policy
@@ -75,7 +76,7 @@ def render(
     sources, renderers = ConfigSources(config_uri, cli.client), {}
     inputs = RenderInputs.from_aws(cli.client, None)  # `aws:kms:` items, lookups: your credentials, asked if needed
     settings, trees = DeploymentSettings(cli, stack, manage_etcd), {}
-    rows, stacks = [], []
+    rows, stacks, folder = [], [], OutFolder(out) if out is not None else None
     for cluster_id in wanted:
         channels = tuple(sources.channels(clusters[cluster_id]).items())  # one tree per channel the clusters read
         if channels not in trees:
@@ -90,11 +91,8 @@ def render(
         rendered = renderer.render(clusters[cluster_id])
         files = rendered_files(rendered)
         stacks += [(rendered.cluster.region, s.file, s.template) for s in rendered.stacks]
-        if out is not None:
-            folder = out / rendered.cluster.local_id
-            for relative, content in files.items():
-                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-                (folder / relative).write_text(content)
+        if folder is not None:
+            folder.add(cluster_id, rendered.cluster.local_id, files)
         facts = summary(rendered)
         for warning in rendered.warnings:
             print_warning(f"{cluster_id}: {warning}")
@@ -109,6 +107,8 @@ def render(
                 "folder": str(out / rendered.cluster.local_id) if out else "-",
             }
         )
+    if folder is not None:
+        folder.write()  # only once every cluster rendered and every path is inside its folder
     if stack_policy is not None:
         write_stack_policy(stack_policy, stacks, wanted)
     emit(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from clm.kube.errors import KubeApiError
+from clm.object_names import path_segment
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
@@ -39,10 +40,11 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str = "", name: str = "") -> str:
-        """The collection path (all namespaces when `namespace` is ""), or an object's path with `name`."""
+        """The collection path (all namespaces when `namespace` is ""), or an object's path with `name`; each
+        one segment (clm.object_names: ValueError for `..`, `/`, `%`), so that no name reaches another path."""
         prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        scope = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
-        return f"{prefix}{scope}/{self.name}" + (f"/{name}" if name else "")
+        scope = f"/namespaces/{path_segment(namespace)}" if self.namespaced and namespace else ""
+        return f"{prefix}{scope}/{self.name}" + (f"/{path_segment(name)}" if name else "")
 
 
 def _group_version_path(api_version: str) -> str:

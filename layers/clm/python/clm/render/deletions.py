@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from clm.errors import RenderError
+from clm.object_names import path_segment_problem
 from clm.yamlutil import error_line, error_reason, load_with_lines, plain
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -67,6 +68,11 @@ def _entry_problems(entry: Any) -> list[str]:
         f"{key} must be a string"
         for key in ("namespace", "name", "selector")
         if entry.get(key) is not None and not isinstance(entry[key], str)
+    ]
+    problems += [
+        f"{key} {problem}"
+        for key in ("namespace", "name")
+        if isinstance(entry.get(key), str) and entry[key] and (problem := path_segment_problem(entry[key]))
     ]
     targets = [key for key in ("name", "selector", "labels") if entry.get(key) not in (None, "", {})]
     if len(targets) != 1:

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from clm.errors import RenderError
+from clm.object_names import path_segment_problem
 from clm.render.json_values import json_problem
 from clm.yamlutil import error_line, error_reason, load_all_with_lines, plain
 
@@ -49,6 +50,17 @@ def _document_problem(doc: Any) -> str | None:
     return None
 
 
+def _name_problem(doc: dict[str, Any]) -> tuple[str, int | None] | None:
+    """Why the object's metadata.name or metadata.namespace cannot be a segment of its API path, with its line."""
+    metadata = doc["metadata"]
+    for field in ("name", "namespace"):
+        value = metadata.get(field)
+        problem = path_segment_problem(value) if isinstance(value, str) else None
+        if problem:
+            return f"{doc['kind']}: metadata.{field} {problem}", getattr(metadata, "line_of", lambda _: None)(field)
+    return None
+
+
 def split_manifests(
     text: str, file: str, cluster_id: str | None = None, warnings: list[str] | None = None
 ) -> list[Manifest]:
@@ -71,6 +83,9 @@ def split_manifests(
         problem = _document_problem(doc)
         if problem:
             raise RenderError(f"document {index}: {problem}", file, line, cluster_id)
+        bad_name = _name_problem(doc)
+        if bad_name:
+            raise RenderError(f"document {index}: {bad_name[0]}", file, bad_name[1] or line, cluster_id)
         not_json = json_problem(doc)
         if not_json:
             raise RenderError(f"document {index}: {not_json[0]}", file, not_json[1] or line, cluster_id)

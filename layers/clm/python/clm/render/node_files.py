@@ -4,10 +4,13 @@ provisioner/remote_files.go).
 A profile's `files.yaml` renders to `files: [{path, data (base64), encrypted, permissions}]` (strict: nothing
 else); the files go into a gzipped tar archive, those marked `encrypted` KMS-encrypted with the key the cluster
 stack outputs (`MasterFilesEncryptionKey` for master pools, `WorkerFilesEncryptionKey` otherwise) and named
-`<path>.enc`. The archive is stored at `<local id>/<master|worker>/<sha512 of the rendered files.yaml>.userdata` in
-CLM's bucket `cluster-lifecycle-manager-<account>-<region>`, which nodes read (the same text makes the same key:
-nothing new to upload, no stack change). `values.S3GeneratedFilesPath` names it for `userdata.yaml`, whose
-rendering, gzipped and base64-encoded, is `values.UserData` for the pool's stack.yaml.
+`<path>.enc`; nodes decrypt each with KMS, so one holds at most KMS Encrypt's 4,096 bytes (a larger one fails at
+render, naming it). The archive is stored at `<local id>/<master|worker>/<sha512 of the rendered files.yaml>.userdata`
+in CLM's bucket `cluster-lifecycle-manager-<account>-<region>`, which nodes read (the same text makes the same key:
+nothing new to upload, no stack change), with the ARN of the key its files are encrypted with as the object's
+metadata `clm-kms-key`: another key (a recreated cluster stack's, a new etcd key) rewrites it.
+`values.S3GeneratedFilesPath` names it for `userdata.yaml`, whose rendering, gzipped and base64-encoded, is
+`values.UserData` for the pool's stack.yaml.
 
 The rendered files.yaml holds decrypted config items (private keys): it is never stored, logged or returned; errors
 about it name file, line and field, never a value.
@@ -37,6 +40,8 @@ KEY_OUTPUTS = {"master": "MasterFilesEncryptionKey", "worker": "WorkerFilesEncry
 OUTPUTS_VALUE = "ClusterStackOutputs"
 _FIELDS = {"path": str, "data": str, "encrypted": bool, "permissions": int}
 _KEY_ID = re.compile(r"(mrk-)?[0-9a-fA-F-]{32,36}")
+KMS_PLAINTEXT_LIMIT = 4096  # bytes KMS Encrypt takes
+KEY_METADATA = "clm-kms-key"  # an archive's S3 metadata: the ARN of the key its encrypted files are under
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,14 @@ def _entry(entry: Any, line: int, fail: Callable[[str, int | None], RenderError]
         data = base64.b64decode(entry.get("data") or "", validate=True)
     except (binascii.Error, ValueError):
         raise fail(f"failed to decode data for file: {path} (not base64)", entry.line_of("data")) from None
-    return NodeFile(path, data, bool(entry.get("encrypted")), entry.get("permissions") or 0)
+    encrypted = bool(entry.get("encrypted"))
+    if encrypted and len(data) > KMS_PLAINTEXT_LIMIT:
+        message = (
+            f"file {path}: {len(data)} bytes to encrypt, over the {KMS_PLAINTEXT_LIMIT} KMS encrypts (nodes decrypt "
+            "each encrypted file with KMS): make it smaller, or not encrypted"
+        )
+        raise fail(message, entry.line_of("data"))
+    return NodeFile(path, data, encrypted, entry.get("permissions") or 0)
 
 
 def make_archive(files: list[NodeFile], encrypt: Callable[[bytes], bytes]) -> bytes:
@@ -159,30 +171,41 @@ class PlannedFiles:
 
 @dataclass(frozen=True)
 class UploadedFiles:
-    """The archive built (encrypted entries through KMS Encrypt) and uploaded, unless its key is there already."""
+    """The archive built (encrypted entries through KMS Encrypt) and uploaded, unless it is there already under the
+    same key, its encrypted files under the same KMS key (its metadata `clm-kms-key`; a key named by alias is known
+    only once KMS has encrypted with it)."""
 
     bucket: str
     s3: Any
     kms: Callable[[], Any]
 
     def __call__(self, key: str, files: list[NodeFile], kms_key: Callable[[], str]) -> str:
-        if not self._exists(key):
-            arn = kms_key() if any(file.encrypted for file in files) else ""
+        stored = self._stored_key(key)
+        requested = kms_key() if any(file.encrypted for file in files) else ""
+        if stored != requested:
+            used: set[str] = set()  # the key ARN KMS encrypted with
 
             def encrypt(data: bytes) -> bytes:
-                return self.kms().encrypt(KeyId=arn, Plaintext=data)["CiphertextBlob"]
+                sealed = self.kms().encrypt(KeyId=requested, Plaintext=data)
+                used.add(sealed["KeyId"])
+                return sealed["CiphertextBlob"]
 
-            self.s3.put_object(Bucket=self.bucket, Key=key, Body=make_archive(files, encrypt))
+            archive = make_archive(files, encrypt)
+            arn = ",".join(sorted(used))  # one key (two only if an alias moved meanwhile: rewritten next time)
+            if stored != arn:
+                metadata = {KEY_METADATA: arn} if arn else {}
+                self.s3.put_object(Bucket=self.bucket, Key=key, Body=archive, Metadata=metadata)
         return f"s3://{self.bucket}/{key}"
 
-    def _exists(self, key: str) -> bool:
+    def _stored_key(self, key: str) -> str | None:
+        """The KMS key ARN of the archive stored at `key` ("" when none is recorded), None when there is none."""
         try:
-            self.s3.head_object(Bucket=self.bucket, Key=key)
+            head = self.s3.head_object(Bucket=self.bucket, Key=key)
         except self.s3.exceptions.ClientError as exc:
             if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-                return False
+                return None
             raise
-        return True
+        return head.get("Metadata", {}).get(KEY_METADATA, "")
 
 
 def node_values(
