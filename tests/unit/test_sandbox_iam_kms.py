@@ -1,5 +1,6 @@
-"""IAM enforcement of KMS as AWS does it: Decrypt is judged on the key its ciphertext names, and S3 asks KMS as the
-caller (GenerateDataKey to write, Decrypt to read) for objects of a bucket encrypted with a KMS key."""
+"""IAM enforcement of KMS as AWS does it: Decrypt is judged on the key its ciphertext names, with the request's
+encryption context as condition keys (kms:EncryptionContext:<key>, kms:EncryptionContextKeys), and S3 asks KMS as
+the caller (GenerateDataKey to write, Decrypt to read) for objects of a bucket encrypted with a KMS key."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from clm_sandbox.iam import principals
+from clm_sandbox.iam.calls import Call, requests_for
+from clm_sandbox.iam.policy import Policy, evaluate
 from tests.unit.test_sandbox_iam_enforcement import ACCOUNT, REGION, TRUST
 
 VIA_S3 = {"StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}}
@@ -71,3 +74,34 @@ def test_s3_objects_of_a_kms_bucket_need_the_key_through_s3(sandbox_aws: boto3.S
     with pytest.raises(ClientError, match=f"kms:Decrypt on resource: {key}"):
         reader.client("s3").get_object(Bucket="bkt", Key="k")
     assert ACCOUNT in key
+
+
+def test_encryption_context_condition_keys_are_computed_for_the_operations_that_take_one() -> None:
+    """kms:EncryptionContext:<key> (its key case-insensitive, as every IAM condition key) and
+    kms:EncryptionContextKeys (the keys as sent); known, and absent, for a request without context."""
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/k"
+    decrypt = Call("kms", "Decrypt", {"KeyId": key, "EncryptionContext": {"Clm:Cluster-Id": "c1"}}, ACCOUNT, REGION)
+    [request] = requests_for(decrypt)
+    assert request.values("kms:encryptioncontext:clm:cluster-id") == ["c1"]
+    assert request.values("kms:encryptioncontextkeys") == ["Clm:Cluster-Id"]
+    needs = Policy(
+        "p",
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": "kms:*",
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"kms:EncryptionContext:clm:cluster-id": "c1"}},
+                }
+            ]
+        },
+    )
+    assert evaluate(request, [needs]).allowed
+    [bare] = requests_for(Call("kms", "Decrypt", {"KeyId": key}, ACCOUNT, REGION))
+    assert bare.knows("kms:encryptioncontext:clm:cluster-id") and bare.values("kms:encryptioncontextkeys") is None
+    assert not evaluate(bare, [needs]).allowed
+    [generate] = requests_for(
+        Call("kms", "GenerateDataKey", {"KeyId": key, "EncryptionContext": {"a": "b"}}, ACCOUNT, REGION)
+    )
+    assert generate.values("kms:encryptioncontext:a") == ["b"] and not evaluate(generate, [needs]).allowed
