@@ -1,5 +1,6 @@
 """KMS-encrypted config items (`aws:kms:<base64>`, CLM's pkg/decrypter) decrypted at render, on moto's KMS:
-only with keys the deployment names, never kept in clear in what is stored or in error messages."""
+only with keys the deployment names and the encryption context of their cluster and item, never kept in clear in
+what is stored or in error messages."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ from tests.unit.test_render_config_items import with_defaults_lines
 
 SECRET = "s3cret: 'value' #1"  # YAML syntax in it: it must land only where the template quotes it
 CONFIGMAP = "cluster/manifests/secret-test/configmap.yaml"
+KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-west-1:kube-2"
+ITEM = "db_password"
+# Longer than the 80 characters an error showed of a value, with YAML syntax (': ', ' #') past its first 77.
+LONG_SECRET = "Zq7Xv-k9Lm2Wp8-Rt5Yh3Nb6-Gd4Fs1Qj0-Hx2Ck7Vz9-Mw3Pb5Tn8-Ly6Rq4Ud7Se1-Oa9Ki2: 'Gf5Zw8' #Ym3Jx4"
 
 
 @pytest.fixture
@@ -30,8 +35,13 @@ def kms(aws):
     return client, client.create_key()["KeyMetadata"]["Arn"], client.create_key()["KeyMetadata"]["Arn"]
 
 
-def encrypted(client, key: str, text: str = SECRET) -> str:
-    blob = client.encrypt(KeyId=key, Plaintext=text.encode())["CiphertextBlob"]
+def encrypted(client, key: str, text: str = SECRET, cluster_id: str | None = KUBE_1, item: str = ITEM) -> str:
+    """`text` as `clm encrypt` makes it for `item` of `cluster_id` ("*": config-defaults.yaml; None: no encryption
+    context, as Zalando's CLM encrypts)."""
+    context = (
+        {} if cluster_id is None else {"EncryptionContext": {"clm:cluster-id": cluster_id, "clm:config-item": item}}
+    )
+    blob = client.encrypt(KeyId=key, Plaintext=text.encode(), **context)["CiphertextBlob"]
     return KMS_PREFIX + base64.b64encode(blob).decode()
 
 
@@ -47,7 +57,7 @@ def secret_tree(example_tree, line: str = "data: {password: {{ cluster.config_it
 
 def test_an_encrypted_item_is_decrypted_for_the_templates_and_stored_encrypted(kms, example_tree, example_clusters):
     client, key, _ = kms
-    value = encrypted(client, key)
+    value = encrypted(client, key, cluster_id=KUBE_2)
     cluster = with_secret(example_clusters[1], value)
     rendered = Renderer(secret_tree(example_tree), RenderInputs(KmsDecrypter(lambda: client, [key]))).render(cluster)
     configmap = next(m for c in rendered.components for m in c.manifests if m.name == "secret-test")
@@ -68,8 +78,8 @@ def test_an_encrypted_item_is_decrypted_for_the_templates_and_stored_encrypted(k
 def test_config_defaults_items_are_decrypted_too_and_pool_items_are_not(kms, example_tree, example_clusters):
     """clusterpy.go decrypts cluster.ConfigItems after updateDefaults, before propagating; pools' own stay."""
     client, key, _ = kms
-    tree = with_defaults_lines(secret_tree(example_tree), f"db_password: {encrypted(client, key)}\n")
-    pool_value = encrypted(client, key, "pool-own")
+    tree = with_defaults_lines(secret_tree(example_tree), f"db_password: {encrypted(client, key, cluster_id='*')}\n")
+    pool_value = encrypted(client, key, "pool-own", cluster_id=KUBE_2, item="token")
     default, batch = example_clusters[1].node_pools
     pools = [default, dataclasses.replace(batch, config_items={"token": pool_value})]
     kube2 = dataclasses.replace(example_clusters[1], node_pools=pools)
@@ -128,3 +138,52 @@ def test_scrub_and_keys_from_env():
     assert scrub("bad 'a\\nb' and a\nb", ["a\nb"]) == "bad '<decrypted config item>' and <decrypted config item>"
     assert keys_from_env({"CLM_DECRYPT_KEY_ARNS": "arn:1,arn:2"}) == ("arn:1", "arn:2")
     assert keys_from_env({}) == ()
+
+
+def renderer(client, key: str, tree) -> Renderer:
+    return Renderer(tree, RenderInputs(KmsDecrypter(lambda: client, [key])))
+
+
+@pytest.mark.parametrize(
+    ("made_for", "bound_to"),
+    [
+        ("another cluster", (KUBE_2, ITEM)),
+        ("another item", (KUBE_1, "admin_token")),
+        ("config-defaults.yaml", ("*", ITEM)),
+        ("no item: without encryption context, as Zalando's CLM", (None, ITEM)),
+    ],
+)
+def test_a_ciphertext_decrypts_only_in_the_item_it_was_made_for(
+    kms, example_tree, example_clusters, made_for, bound_to
+):
+    """The attack: a registry writer pastes one cluster's (or item's) ciphertext into another's item, so that the
+    render decrypts it into a cluster they can read. Refused: naming the cluster, the item and the context needed."""
+    client, key, _ = kms
+    pasted = encrypted(client, key, LONG_SECRET, *bound_to)
+    kube1 = with_secret(example_clusters[0], pasted)
+    with pytest.raises(RenderError) as info:
+        renderer(client, key, secret_tree(example_tree)).render(kube1)
+    message = str(info.value)
+    assert info.value.cluster_id == KUBE_1 and f"cluster {KUBE_1}" in message, message
+    assert f"config item {ITEM}: cannot decrypt its aws:kms: value: KMS refused (InvalidCiphertextException" in message
+    assert (
+        f"it is not bound to this item (encryption context clm:cluster-id={KUBE_1}, clm:config-item={ITEM})" in message
+    )
+    assert f"`clm encrypt {KUBE_1} {ITEM}`" in message and "`clm registry reencrypt`" in message
+    assert LONG_SECRET[:20] not in message
+    if bound_to[0] == KUBE_2:  # where it was made for, it decrypts
+        kube2 = with_secret(example_clusters[1], pasted)
+        rendered = renderer(client, key, secret_tree(example_tree)).render(kube2)
+        assert rendered.cluster.config_items[ITEM] == LONG_SECRET
+
+
+def test_a_config_defaults_ciphertext_decrypts_for_every_cluster_and_only_there(kms, example_tree, example_clusters):
+    client, key, _ = kms
+    shared = with_defaults_lines(secret_tree(example_tree), f"{ITEM}: {encrypted(client, key, cluster_id='*')}\n")
+    for cluster in example_clusters:
+        assert renderer(client, key, shared).render(cluster).cluster.config_items[ITEM] == SECRET
+    kube1s = with_defaults_lines(secret_tree(example_tree), f"{ITEM}: {encrypted(client, key)}\n")
+    with pytest.raises(RenderError) as info:  # kube-1's registry ciphertext copied into config-defaults.yaml
+        renderer(client, key, kube1s).render(example_clusters[1])
+    assert f"(encryption context clm:cluster-id=*, clm:config-item={ITEM})" in str(info.value)
+    assert f"`clm encrypt --defaults {ITEM}`" in str(info.value)

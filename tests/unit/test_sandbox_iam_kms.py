@@ -10,10 +10,14 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from clm.render import secrets
 from clm_sandbox.iam import principals
 from clm_sandbox.iam.calls import Call, requests_for
 from clm_sandbox.iam.policy import Policy, evaluate
+from infra import permissions
 from tests.unit.test_sandbox_iam_enforcement import ACCOUNT, REGION, TRUST
+
+KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-west-1:kube-2"
 
 VIA_S3 = {"StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}}
 
@@ -74,6 +78,37 @@ def test_s3_objects_of_a_kms_bucket_need_the_key_through_s3(sandbox_aws: boto3.S
     with pytest.raises(ClientError, match=f"kms:Decrypt on resource: {key}"):
         reader.client("s3").get_object(Bucket="bkt", Key="k")
     assert ACCOUNT in key
+
+
+def test_the_run_functions_decrypt_needs_a_config_items_encryption_context(sandbox_aws: boto3.Session) -> None:
+    """infra.permissions' condition on the run function's kms:Decrypt, judged by the sandbox as IAM does: a config
+    item's context (its cluster and name, no other key) is allowed; no context, another use's context, CLM's keys
+    with more, or one key alone is refused by IAM. A context of another cluster passes IAM and KMS refuses it."""
+    assert permissions.CONFIG_ITEM_CONTEXT == (secrets.CLUSTER_KEY, secrets.ITEM_KEY)  # the same keys on both sides
+    kms = sandbox_aws.client("kms")
+    key = kms.create_key()["KeyMetadata"]["Arn"]
+    condition = permissions.config_item_context()
+    session = session_allowed(sandbox_aws, [{"Action": "kms:Decrypt", "Resource": key, "Condition": condition}])
+    item, other_use = secrets.encryption_context(KUBE_1, "db_password"), {"app": "billing"}
+    bound, plain, theirs = (
+        kms.encrypt(KeyId=key, Plaintext=b"x", **({"EncryptionContext": c} if c else {}))["CiphertextBlob"]
+        for c in (item, None, other_use)
+    )
+    decrypt = session.client("kms").decrypt
+    assert decrypt(CiphertextBlob=bound, EncryptionContext=item)["Plaintext"] == b"x"
+    for blob, context in (
+        (plain, {}),
+        (theirs, other_use),
+        (bound, {**item, **other_use}),
+        (bound, {secrets.ITEM_KEY: "db_password"}),
+    ):
+        with pytest.raises(ClientError) as refused:
+            decrypt(CiphertextBlob=blob, EncryptionContext=context)
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException", context
+        assert f"kms:Decrypt on resource: {key}" in str(refused.value)
+    with pytest.raises(ClientError) as invalid:
+        decrypt(CiphertextBlob=bound, EncryptionContext=secrets.encryption_context(KUBE_2, "db_password"))
+    assert invalid.value.response["Error"]["Code"] == "InvalidCiphertextException"
 
 
 def test_encryption_context_condition_keys_are_computed_for_the_operations_that_take_one() -> None:

@@ -190,7 +190,7 @@ class Renderer:
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
-        items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster.id)
+        items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster)
         computed, items = self._cluster_values(cluster, items)
         try:
             return self._render(cluster, items, encrypted, {**computed, **(values or {})})
