@@ -3,9 +3,9 @@ names one key (`clm:decryptKeyArns`); the deployed run function decrypts an item
 and item (`clm encrypt`: the encryption context binds them) and the cluster gets the value; an item encrypted with a
 key not named is refused by IAM, a ciphertext made for another cluster (pasted into this one's item) or without
 context (Zalando CLM's) is refused by KMS, each run failing with a problem naming the cluster and the item; `clm
-registry reencrypt` binds Zalando's, and the next run decrypts it. No clear value shows up in a payload, a log line,
-the registry, the config bucket or the stored rendering's config items (the rendered manifest holds it, as CLM
-applies it, in the KMS-encrypted artefact bucket)."""
+registry reencrypt` binds Zalando's, and the next run decrypts it. No clear value, nor any part of one, shows up in
+a payload, a log line, the registry, the config bucket or the stored rendering's config items (the rendered manifest
+holds it, as CLM applies it, in the KMS-encrypted artefact bucket)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.secrets import encryption_context
+from clm.scrub import MIN_FRAGMENT
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from tests.integration.deployment import REGION, ROOT, Deployment
@@ -79,11 +80,14 @@ def encrypted(deployment: Deployment, key: str, text: str, cluster_id: str | Non
 
 
 def forms(*texts: str) -> dict[str, str]:
-    found = {}
+    """Each text, JSON-escaped, in base64, and each run of twice MIN_FRAGMENT of its characters (MIN_FRAGMENT hex
+    digits of a secret would turn up by chance in histories full of hashes and ids)."""
+    found, size = {}, 2 * MIN_FRAGMENT
     for number, text in enumerate(texts):
         found[f"secret {number}"] = text
         found[f"secret {number}, JSON-escaped"] = json.dumps(text)[1:-1]
         found[f"secret {number}, base64"] = base64.b64encode(text.encode()).decode()
+        found.update({f"secret {number}[{i}:{i + size}]": text[i : i + size] for i in range(len(text) - size + 1)})
     return found
 
 
@@ -166,6 +170,7 @@ def test_items_encrypted_with_a_named_key_are_decrypted_others_refused_and_nothi
         runs = deployment.settle(known=known)
         assert [e["status"] for e in runs] == ["SUCCEEDED"], [(e["status"], e.get("error")) for e in runs]
         assert core.read_namespaced_config_map("secret-test", "default").data == {"password": zalando_secret}
+
     finally:
         core.delete_namespaced_config_map("secret-test", "default")
 

@@ -1,21 +1,24 @@
 """KMS-encrypted config items (`aws:kms:<base64>`, CLM's pkg/decrypter) decrypted at render, on moto's KMS:
 only with keys the deployment names and the encryption context of their cluster and item, never kept in clear in
-what is stored or in error messages."""
+what is stored, never shown in error messages or warnings, not even in part (clm.scrub)."""
 
 from __future__ import annotations
 
 import base64
 import dataclasses
 import json
+import urllib.parse
 
 import pytest
+import yaml
 
 from clm.errors import RenderError
 from clm.render import stored
 from clm.render.artefacts import rendered_files
 from clm.render.inputs import RenderInputs
 from clm.render.renderer import Renderer
-from clm.render.secrets import KMS_PREFIX, KmsDecrypter, keys_from_env, scrub
+from clm.render.secrets import KMS_PREFIX, KmsDecrypter, keys_from_env
+from clm.scrub import MIN_FRAGMENT, PLACEHOLDER, Scrubber
 from clm.version import desired_version
 from tests.unit.test_render import tree_with
 from tests.unit.test_render_config_items import with_defaults_lines
@@ -43,6 +46,13 @@ def encrypted(client, key: str, text: str = SECRET, cluster_id: str | None = KUB
     )
     blob = client.encrypt(KeyId=key, Plaintext=text.encode(), **context)["CiphertextBlob"]
     return KMS_PREFIX + base64.b64encode(blob).decode()
+
+
+def assert_no_fragment(text: str, secret: str) -> None:
+    """No MIN_FRAGMENT characters in a row of `secret`, as it is or JSON-escaped, show in `text`."""
+    for shown in (secret, json.dumps(secret)[1:-1]):
+        for start in range(len(shown) - MIN_FRAGMENT + 1):
+            assert shown[start : start + MIN_FRAGMENT] not in text, (shown[start : start + MIN_FRAGMENT], text)
 
 
 def with_secret(cluster, value: str, **pool_items: str):
@@ -128,14 +138,13 @@ def test_a_template_error_never_shows_the_plaintext(kms, example_tree, example_c
     cluster = with_secret(example_clusters[0], encrypted(client, key))
     raw = "data: {password: {{ cluster.config_items.db_password }}}"  # YAML syntax spliced raw: the check's error
     failing = "x: {{ {}[cluster.config_items.db_password] }}"  # Jinja's error quotes the missing key
-    for line in (raw, failing):
+    for line, shown in ((raw, "(its value is not shown)"), (failing, "<decrypted config item>")):
         with pytest.raises(RenderError) as info:
             Renderer(secret_tree(example_tree, line), RenderInputs(KmsDecrypter(lambda: client, [key]))).render(cluster)
-        assert "s3cret" not in str(info.value) and "<decrypted config item>" in str(info.value), str(info.value)
+        assert "s3cret" not in str(info.value) and shown in str(info.value), str(info.value)
 
 
-def test_scrub_and_keys_from_env():
-    assert scrub("bad 'a\\nb' and a\nb", ["a\nb"]) == "bad '<decrypted config item>' and <decrypted config item>"
+def test_keys_from_env():
     assert keys_from_env({"CLM_DECRYPT_KEY_ARNS": "arn:1,arn:2"}) == ("arn:1", "arn:2")
     assert keys_from_env({}) == ()
 
@@ -170,7 +179,7 @@ def test_a_ciphertext_decrypts_only_in_the_item_it_was_made_for(
         f"it is not bound to this item (encryption context clm:cluster-id={KUBE_1}, clm:config-item={ITEM})" in message
     )
     assert f"`clm encrypt {KUBE_1} {ITEM}`" in message and "`clm registry reencrypt`" in message
-    assert LONG_SECRET[:20] not in message
+    assert_no_fragment(message, LONG_SECRET)
     if bound_to[0] == KUBE_2:  # where it was made for, it decrypts
         kube2 = with_secret(example_clusters[1], pasted)
         rendered = renderer(client, key, secret_tree(example_tree)).render(kube2)
@@ -187,3 +196,84 @@ def test_a_config_defaults_ciphertext_decrypts_for_every_cluster_and_only_there(
         renderer(client, key, kube1s).render(example_clusters[1])
     assert f"(encryption context clm:cluster-id=*, clm:config-item={ITEM})" in str(info.value)
     assert f"`clm encrypt --defaults {ITEM}`" in str(info.value)
+
+
+def test_a_long_decrypted_value_spliced_raw_is_named_and_none_of_it_shown(kms, example_tree, example_clusters):
+    """The attack: a template splices a long decrypted item raw where it is YAML syntax; the splice check's error
+    showed its first 77 characters. Now it names the item and shows no part of the value."""
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key, LONG_SECRET))
+    tree = secret_tree(example_tree, "data: {password: {{ cluster.config_items.db_password }}}")
+    with pytest.raises(RenderError) as info:
+        renderer(client, key, tree).render(cluster)
+    message = info.value.message
+    assert message.startswith(
+        f"config item {ITEM} (from the registry, decrypted) (its value is not shown) is not data where the template "
+        "splices it raw ("
+    ), message
+    assert (info.value.file, info.value.line, info.value.cluster_id) == (CONFIGMAP, 4, KUBE_1)
+    assert_no_fragment(str(info.value), LONG_SECRET)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "cluster.config_items.db_password[:60]",  # a prefix
+        "cluster.config_items.db_password[20:70]",  # a middle part
+        "cluster.config_items.db_password[-30:]",  # the end, with quotes and '#'
+        "cluster.config_items.db_password | tojson",  # JSON-escaped, then quoted by Python
+        "('x' ~ cluster.config_items.db_password) | base64",  # base64, at another offset than the value's own
+        "cluster.config_items.db_password | wordwrap(20)",  # wrapped over lines
+    ],
+)
+def test_an_error_showing_part_of_a_decrypted_value_shows_none_of_it(kms, example_tree, example_clusters, expression):
+    """Where the value's origin is lost (Jinja's own error quotes the key it misses), the message is scrubbed of
+    every fragment of MIN_FRAGMENT characters or more, in any of the forms an error shows text in."""
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key, LONG_SECRET))
+    tree = secret_tree(example_tree, f"x: {{{{ {{}}[{expression}] }}}}")
+    with pytest.raises(RenderError) as info:
+        renderer(client, key, tree).render(cluster)
+    message = str(info.value)
+    assert PLACEHOLDER in message and (info.value.file, info.value.line) == (CONFIGMAP, 4), message
+    assert_no_fragment(message, LONG_SECRET)
+    assert_no_fragment(message.replace("\\n", ""), LONG_SECRET.replace(" ", ""))
+    assert base64.b64encode(("x" + LONG_SECRET).encode()).decode()[8:-8] not in message
+
+
+def test_warnings_never_show_a_decrypted_value(kms, example_tree, example_clusters):
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key, LONG_SECRET))
+    twice = (
+        "data:\n  {{ cluster.config_items.db_password | yaml }}: a\n  {{ cluster.config_items.db_password | yaml }}: b"
+    )
+    rendered = renderer(client, key, secret_tree(example_tree, twice)).render(cluster)
+    [warning] = [w for w in rendered.warnings if "duplicate key" in w]
+    assert warning.startswith(f'{CONFIGMAP}:6: duplicate key "{PLACEHOLDER}"'), warning
+    assert_no_fragment(warning, LONG_SECRET)
+
+
+def test_scrubber_finds_a_value_however_a_message_shows_it():
+    scrub = Scrubber([LONG_SECRET])
+    shown = {
+        "as is": LONG_SECRET,
+        "truncated": LONG_SECRET[:77] + "...",
+        "Python repr": repr(LONG_SECRET),
+        "JSON": json.dumps(LONG_SECRET),
+        "Go %q": json.dumps(LONG_SECRET),
+        "YAML, folded": yaml.safe_dump(LONG_SECRET, default_style='"', width=30),
+        "wrapped": "\n    ".join(LONG_SECRET[i : i + 25] for i in range(0, len(LONG_SECRET), 25)),
+        "base64 at offset 1": base64.b64encode(b"a" + LONG_SECRET.encode()).decode(),
+        "base64 at offset 2": base64.b64encode(b"ab" + LONG_SECRET.encode()).decode(),
+        "URL-encoded": urllib.parse.quote(LONG_SECRET),
+    }
+    for how, text in shown.items():
+        message = f"file x.yaml line 3: value {text} refused"
+        scrubbed = scrub(message)
+        assert scrubbed.startswith("file x.yaml line 3: value ") and scrubbed.endswith(" refused"), (how, scrubbed)
+        assert PLACEHOLDER in scrubbed and LONG_SECRET[30:36] not in scrubbed, (how, scrubbed)
+    assert scrub("nothing of it here: cluster kube-1, file a.yaml, line 12") == (
+        "nothing of it here: cluster kube-1, file a.yaml, line 12"
+    )
+    assert Scrubber(["a\nb"])("bad 'a\\nb' and a\nb") == f"bad '{PLACEHOLDER}' and {PLACEHOLDER}"  # short: whole
+    assert Scrubber([])("any text") == "any text" and not Scrubber([])

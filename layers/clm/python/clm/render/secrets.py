@@ -8,20 +8,23 @@ name for a registry item, the item's name for one of config-defaults.yaml), so t
 pasted into another's item does not decrypt; `clm encrypt` makes them, `clm registry reencrypt` binds Zalando's
 (made without context). A refusal is a RenderError naming the cluster and the item. Plaintexts never leave the
 renderer except inside the rendered documents: the stored rendering keeps the items' ciphertext
-(clm.render.renderer.RenderedCluster.at_rest) and error messages are scrubbed of them (:func:`scrub`).
+(clm.render.renderer.RenderedCluster.at_rest) and error messages are scrubbed of them (clm.scrub).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Collection, Iterable, Mapping
+import dataclasses
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clm.errors import RenderError
 
 if TYPE_CHECKING:
     from clm.model import Cluster
+    from clm.render.renderer import RenderedCluster
+    from clm.scrub import Scrubber
 
 KMS_PREFIX = "aws:kms:"  # pkg/decrypter/kms.go AWSKMSSecretPrefix
 DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # the run function's keys, comma-separated (infra.permissions)
@@ -118,6 +121,13 @@ class KmsDecrypter:
         return "any the caller may use" if self.keys is None else ", ".join(sorted(self.keys)) or "none"
 
 
+def seal(rendered: RenderedCluster, scrub: Scrubber) -> RenderedCluster:
+    """`rendered` with its warnings scrubbed; as it is when no item was decrypted."""
+    if not scrub:
+        return rendered
+    return dataclasses.replace(rendered, warnings=[scrub(warning) for warning in rendered.warnings])
+
+
 def keys_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The key ARNs the deployment names (empty when it names none)."""
     return tuple(arn for arn in environ.get(DECRYPT_KEYS_ENV, "").split(",") if arn)
@@ -131,12 +141,3 @@ def unbound(context: Mapping[str, str]) -> str:
         f"is refused; make this item's with `{encrypt_command(context)}`, or bind one made without context "
         "(Zalando CLM's) with `clm registry reencrypt` (docs/migrating-from-zalando-clm.md)"
     )
-
-
-def scrub(message: str, plaintexts: Iterable[str]) -> str:
-    """`message` with every plaintext (as is, and as `repr` shows it) replaced by a placeholder."""
-    for text in sorted(set(plaintexts), key=len, reverse=True):
-        if text:
-            for shown in (text, repr(text)[1:-1]):
-                message = message.replace(shown, "<decrypted config item>")
-    return message
