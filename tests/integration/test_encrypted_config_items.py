@@ -3,9 +3,10 @@ names one key (`clm:decryptKeyArns`); the deployed run function decrypts an item
 and item (`clm encrypt`: the encryption context binds them) and the cluster gets the value; an item encrypted with a
 key not named is refused by IAM, a ciphertext made for another cluster (pasted into this one's item) or without
 context (Zalando CLM's) is refused by KMS, each run failing with a problem naming the cluster and the item; `clm
-registry reencrypt` binds Zalando's, and the next run decrypts it. No clear value, nor any part of one, shows up in
-a payload, a log line, the registry, the config bucket or the stored rendering's config items (the rendered manifest
-holds it, as CLM applies it, in the KMS-encrypted artefact bucket)."""
+registry reencrypt` binds Zalando's, and the next run decrypts it. A template putting the value in a label makes the
+API server's 422 echo it: the problem shows none of it. No clear value, nor any part of one, shows up in a payload,
+a log line, the registry, the config bucket or the stored rendering's config items (the rendered manifest holds it,
+as CLM applies it, in the KMS-encrypted artefact bucket)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.secrets import encryption_context
-from clm.scrub import MIN_FRAGMENT
+from clm.scrub import MIN_FRAGMENT, PLACEHOLDER
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from tests.integration.deployment import REGION, ROOT, Deployment
@@ -41,7 +42,16 @@ ACCOUNT = "123456789012"
 NAMED_KEY_ID = "0e5a1c3b-7d2f-4a6e-9b8c-1f2e3d4c5b6a"
 NAMED_KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{NAMED_KEY_ID}"
 CONFIGMAP_KEY = "config/cluster/manifests/secret-test/configmap.yaml"
+LABELLED_KEY = "config/cluster/manifests/secret-test/labelled.yaml"
 OTHER_CLUSTER = "aws:123456789012:eu-central-1:kube-2"  # whose ciphertext a registry writer pastes into kube-1's item
+# The item in a label: not a valid label value, so the API server refuses the object and its 422 echoes the value.
+LABELLED = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: secret-label
+  namespace: default
+  labels: {password: {{ cluster.config_items.db_password | yaml }}}
+"""
 CONFIGMAP = """apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -171,8 +181,19 @@ def test_items_encrypted_with_a_named_key_are_decrypted_others_refused_and_nothi
         assert [e["status"] for e in runs] == ["SUCCEEDED"], [(e["status"], e.get("error")) for e in runs]
         assert core.read_namespaced_config_map("secret-test", "default").data == {"password": zalando_secret}
 
+        # The attack: the item in a label; the API server's 422 echoes it, the problem shows none of it.
+        known = len(deployment.executions(deployment.provision))
+        s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=LABELLED_KEY, Body=LABELLED.encode())
+        runs = deployment.settle(known=known)
+        assert [e["status"] for e in runs] == ["FAILED"], [(e["status"], e.get("error")) for e in runs]
+        problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
+        where = "cluster/manifests/secret-test/labelled.yaml document 1 (line 1): ConfigMap default/secret-label: 422"
+        assert problem.startswith(f"ApplyError: cluster {deployment.cluster_id}: {where}"), problem
+        assert f'metadata.labels: Invalid value: "{PLACEHOLDER}"' in problem, problem
+        assert [(j.action, j.resource) for j in record.judged() if j.refused] == [("kms:Decrypt", other_key)]
     finally:
         core.delete_namespaced_config_map("secret-test", "default")
+        s3.delete_object(Bucket=deployment.outputs["ConfigBucketName"], Key=LABELLED_KEY)
 
     leaks = forms(named_secret, other_secret, pasted_secret, zalando_secret)
     for machine, described, events in histories(deployment):

@@ -1,6 +1,7 @@
 """KMS-encrypted config items (`aws:kms:<base64>`, CLM's pkg/decrypter) decrypted at render, on moto's KMS:
 only with keys the deployment names and the encryption context of their cluster and item, never kept in clear in
-what is stored, never shown in error messages or warnings, not even in part (clm.scrub)."""
+what is stored, never shown in error messages or warnings, not even in part (clm.scrub), from the render or from
+the API server's answer to the apply (clm.sealed)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import urllib.parse
 import pytest
 import yaml
 
+from clm.config.tree import ConfigTree
 from clm.errors import RenderError
+from clm.kube.apply import apply_manifests
+from clm.kube.client import KubeClient
+from clm.kube.errors import ApplyError
 from clm.render import stored
 from clm.render.artefacts import rendered_files
 from clm.render.inputs import RenderInputs
@@ -20,6 +25,7 @@ from clm.render.renderer import Renderer
 from clm.render.secrets import KMS_PREFIX, KmsDecrypter, keys_from_env
 from clm.scrub import MIN_FRAGMENT, PLACEHOLDER, Scrubber
 from clm.version import desired_version
+from tests.unit.test_kube_client import RecordedTransport, response, status_body
 from tests.unit.test_render import tree_with
 from tests.unit.test_render_config_items import with_defaults_lines
 
@@ -277,3 +283,78 @@ def test_scrubber_finds_a_value_however_a_message_shows_it():
     )
     assert Scrubber(["a\nb"])("bad 'a\\nb' and a\nb") == f"bad '{PLACEHOLDER}' and {PLACEHOLDER}"  # short: whole
     assert Scrubber([])("any text") == "any text" and not Scrubber([])
+
+
+def secret_objects(example_tree) -> ConfigTree:
+    """A ConfigMap holding the item in a label and under a key, and a Secret holding it in base64 twice over (a
+    registry credential in .dockerconfigjson)."""
+    configmap = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: secret-test
+  namespace: default
+  labels: {app: secret-test, checksum: {{ cluster.config_items.db_password | yaml }}}
+data:
+  plain: kept
+  {{ cluster.config_items.db_password | yaml }}: as a key
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: registry, namespace: default}
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: {{ ({"auths": {"r.example.org": {"auth": ("u:" ~ cluster.config_items.db_password) | base64}}}
+                         | tojson) | base64 }}
+"""
+    return tree_with(example_tree, **{"cluster__manifests__secret-test__configmap_dot_yaml": configmap})
+
+
+def test_objects_record_where_they_hold_decrypted_items_and_the_stored_rendering_keeps_it(
+    kms, example_tree, example_clusters
+):
+    """The apply step cannot decrypt: the render records which nodes hold decrypted items (paths, never values)."""
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key, LONG_SECRET))
+    rendered = renderer(client, key, secret_objects(example_tree)).render(cluster)
+    sealed = {m.name: m.sealed for c in rendered.components for m in c.manifests if c.name == "secret-test"}
+    assert sealed == {"secret-test": ("/metadata/labels/checksum", "/data"), "registry": ("/data/.dockerconfigjson",)}
+    assert all(not m.sealed for c in rendered.components for m in c.manifests if c.name != "secret-test")
+    loaded = stored.loads(stored.dumps(rendered))
+    assert {m.name: m.sealed for c in loaded.components for m in c.manifests if c.name == "secret-test"} == sealed
+    plain = renderer(client, key, secret_objects(example_tree)).render(with_secret(example_clusters[0], "plain"))
+    assert not any(m.sealed for c in plain.components for m in c.manifests)
+
+
+def test_an_api_server_error_echoing_a_decrypted_value_shows_none_of_it(kms, example_tree, example_clusters):
+    """The attack: a template puts a decrypted item where the API server validates it (a label); the server's 422
+    echoes the value (Go-quoted, as v1.20's field errors do) and the apply copied it into the problem. Now the apply
+    step, reading the stored rendering, scrubs the object's sealed nodes from the error; it names file and object."""
+    client, key, _ = kms
+    cluster = with_secret(example_clusters[0], encrypted(client, key, LONG_SECRET))
+    rendered = stored.loads(stored.dumps(renderer(client, key, secret_objects(example_tree)).render(cluster)))
+    [configmap] = [m for c in rendered.components for m in c.manifests if m.name == "secret-test"]
+    echoed = (
+        'ConfigMap "secret-test" is invalid: metadata.labels: Invalid value: '
+        f"{json.dumps(configmap.body['metadata']['labels']['checksum'])}: a valid label must be an empty string or "
+        "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+    )
+    transport = RecordedTransport(
+        {
+            ("GET", "/api/v1"): [
+                response(200, {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True}]})
+            ],
+            ("PATCH", "/api/v1/namespaces/default/configmaps/secret-test"): [
+                response(422, status_body(422, "Invalid", echoed))
+            ],
+        }
+    )
+    with pytest.raises(ApplyError) as info:
+        apply_manifests(KubeClient(transport, KUBE_1), [configmap])
+    message = str(info.value)
+    assert message.startswith(
+        f"cluster {KUBE_1}: {CONFIGMAP} document 1 (line 1): ConfigMap default/secret-test: 422 ConfigMap "
+        f'"secret-test" is invalid: metadata.labels: Invalid value: "{PLACEHOLDER}": a valid label must be'
+    ), message
+    assert_no_fragment(message, LONG_SECRET)
+    sent = transport.calls[-1]["body"]["metadata"]["labels"]["checksum"]
+    assert sent == LONG_SECRET  # the object itself is applied as rendered

@@ -191,7 +191,8 @@ class Renderer:
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied. Decrypted
-        config items show in no error or warning, not even in part (clm.scrub)."""
+        config items show in no error or warning, not even in part (clm.scrub); the objects that hold them record
+        where (clm.sealed)."""
         items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster)
         scrub = Scrubber(items[name] for name in encrypted)
         try:

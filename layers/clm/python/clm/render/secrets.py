@@ -23,6 +23,7 @@ from clm.errors import RenderError
 
 if TYPE_CHECKING:
     from clm.model import Cluster
+    from clm.render.manifests import Manifest
     from clm.render.renderer import RenderedCluster
     from clm.scrub import Scrubber
 
@@ -122,10 +123,21 @@ class KmsDecrypter:
 
 
 def seal(rendered: RenderedCluster, scrub: Scrubber) -> RenderedCluster:
-    """`rendered` with its warnings scrubbed; as it is when no item was decrypted."""
+    """`rendered` with its warnings scrubbed and each object's nodes holding decrypted items recorded (clm.sealed),
+    for the steps that apply them; as it is when no item was decrypted."""
     if not scrub:
         return rendered
-    return dataclasses.replace(rendered, warnings=[scrub(warning) for warning in rendered.warnings])
+    from clm.sealed import sealed_paths
+
+    def sealed(manifests: list[Manifest]) -> list[Manifest]:
+        return [dataclasses.replace(m, sealed=sealed_paths(m.body, scrub)) for m in manifests]
+
+    return dataclasses.replace(
+        rendered,
+        components=[dataclasses.replace(c, manifests=sealed(c.manifests)) for c in rendered.components],
+        node_pool_manifests={pool: sealed(items) for pool, items in rendered.node_pool_manifests.items()},
+        warnings=[scrub(warning) for warning in rendered.warnings],
+    )
 
 
 def keys_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
