@@ -21,7 +21,7 @@ def key(aws) -> str:
     """A KMS key, named by the stand-in CLM stack's output DecryptKeyArns (as clm:decryptKeyArns makes it)."""
     arn = aws.client("kms").create_key()["KeyMetadata"]["Arn"]
     template = {
-        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Resources": {"Anything": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "anything"}}},
         "Outputs": {"DecryptKeyArns": {"Value": arn}},
     }
     aws.client("cloudformation").create_stack(StackName="Clm", TemplateBody=json.dumps(template))
