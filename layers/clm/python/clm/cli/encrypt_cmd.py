@@ -50,8 +50,9 @@ def key_option(function: F) -> F:
 def encrypt(
     cli: CliContext, names: tuple[str, ...], defaults: bool, reencrypt: bool, key: str | None, stack: str
 ) -> None:
-    """Print a config item's value, read from standard input (as is: `printf %s VALUE | clm encrypt ...`), as
-    `aws:kms:<base64>` bound to CLUSTER_ID and ITEM: it decrypts for that item of that cluster only.
+    """Print a config item's value, read from standard input (as is: `printf %s VALUE | clm encrypt ...`; at a
+    terminal, asked for twice without echo), as `aws:kms:<base64>` bound to CLUSTER_ID and ITEM: it decrypts for
+    that item of that cluster only.
 
     \b
     clm encrypt aws:123456789012:eu-central-1:kube-1 db_password < password.txt
