@@ -32,6 +32,7 @@ from infra.context import ClmContext
 from infra.functions import ClmFunction
 
 DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
+CONFIG_ITEM_CONTEXT = ("clm:cluster-id", "clm:config-item")  # clm.render.secrets.CLUSTER_KEY, ITEM_KEY
 NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # clm.workflow.run_steps.NODE_FILES_BUCKET_ENV
 NODE_POOL_TAG = "kubernetes.io/node-pool"  # clm.stacks.names.NODE_POOL_TAG (CLM's, provisioner/node_pools.go)
 MANAGED_BY_TAG = "clm:managed-by"  # clm.stacks.names.MANAGED_BY_TAG
@@ -148,7 +149,16 @@ def grant_decrypt(function: ClmFunction, key_arns: tuple[str, ...]) -> None:
     if not key_arns:
         return
     function.function.add_environment(DECRYPT_KEYS_ENV, ",".join(key_arns))
-    function.allow(["kms:Decrypt"], list(key_arns))
+    function.allow(["kms:Decrypt"], list(key_arns), config_item_context())
+
+
+def config_item_context() -> dict[str, dict[str, object]]:
+    """The condition that a Decrypt carries a config item's encryption context (its cluster and its name) and no
+    other: the function cannot decrypt what the same keys encrypted without it or for other uses."""
+    return {
+        "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": list(CONFIG_ITEM_CONTEXT)},
+        "Null": {f"kms:EncryptionContext:{key}": "false" for key in CONFIG_ITEM_CONTEXT},
+    }
 
 
 def grant_artefact_key(function: ClmFunction, artefacts: s3.IBucket, *, write: bool) -> None:

@@ -161,6 +161,8 @@ class ClmStack(Stack):
         CfnOutput(  # read by `clm plan` and `clm render` (clm.cli.deployment_settings)
             self, "ManageEtcdStack", value="true" if context.manage_etcd_stack else "false"
         )
+        if context.decrypt_key_arns:  # the keys `clm encrypt` encrypts config items with (clm.cli.encrypt_cmd)
+            CfnOutput(self, "DecryptKeyArns", value=",".join(context.decrypt_key_arns))
         CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
         CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)

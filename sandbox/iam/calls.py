@@ -22,6 +22,16 @@ PASSES_STACK_ROLE = {"CreateStack", "UpdateStack", "DeleteStack", "CreateChangeS
 # What S3 asks KMS for, as the caller, when an object of an SSE-KMS bucket is written or read (AWS: "Using
 # server-side encryption with AWS KMS keys": PutObject needs kms:GenerateDataKey, GetObject kms:Decrypt).
 S3_KMS_ACTIONS = {"PutObject": "kms:GenerateDataKey", "GetObject": "kms:Decrypt"}
+# KMS operations whose request's EncryptionContext IAM sees as kms:EncryptionContext:<key> and kms:EncryptionContextKeys
+# (AWS: "AWS KMS condition keys"; ReEncrypt has two contexts and is left unjudged).
+KMS_CONTEXT_OPERATIONS = {
+    "Encrypt",
+    "Decrypt",
+    "GenerateDataKey",
+    "GenerateDataKeyWithoutPlaintext",
+    "GenerateDataKeyPair",
+    "GenerateDataKeyPairWithoutPlaintext",
+}
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,9 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         named = str(call.params.get("KeyId") or "")
         if "alias/" in named:
             context["kms:requestalias"] = "alias/" + named.split("alias/", 1)[1]
+    if call.prefix == "kms" and call.operation in KMS_CONTEXT_OPERATIONS:
+        context.update(_encryption_context(call.params.get("EncryptionContext") or {}))
+        known |= {"kms:encryptioncontextkeys", "kms:encryptioncontext:"}
     if call.prefix == "cloudformation":
         known |= {"cloudformation:rolearn", "aws:requesttag/", "aws:tagkeys"}
         if call.params.get("RoleARN"):
@@ -159,6 +172,15 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         if tags:
             context["aws:tagkeys"] = list(tags)
     return context, frozenset(known)
+
+
+def _encryption_context(pairs: Mapping[str, str]) -> dict[str, Any]:
+    """A KMS request's encryption context as condition keys: one `kms:encryptioncontext:<key>` (IAM's key names are
+    case-insensitive, the values are not) each, and `kms:encryptioncontextkeys`, the keys as sent (absent if none)."""
+    keys: dict[str, Any] = {f"kms:encryptioncontext:{key}".lower(): value for key, value in pairs.items()}
+    if pairs:
+        keys["kms:encryptioncontextkeys"] = list(pairs)
+    return keys
 
 
 def _existing(call: Call, resource: str) -> lookups.Found | None:

@@ -30,7 +30,8 @@ class Request:
     """One authorization question: may the principal perform ``action`` on ``resource`` in this context?
 
     ``context`` maps lower-case condition keys to their values; ``known`` lists the keys (or key prefixes ending
-    in ``/``) that the builder computed, so that a key absent from ``context`` but known is truly absent.
+    in ``/`` or ``:``, e.g. ``kms:encryptioncontext:``) that the builder computed, so that a key absent from
+    ``context`` but known is truly absent.
     """
 
     action: str
@@ -42,7 +43,7 @@ class Request:
         """Whether the request's context is complete for ``key`` (lower case)."""
         if key in GLOBAL_KEYS or key in self.known:
             return True
-        return any(prefix.endswith("/") and key.startswith(prefix) for prefix in self.known)
+        return any(prefix.endswith(("/", ":")) and key.startswith(prefix) for prefix in self.known)
 
     def values(self, key: str) -> list[str] | None:
         """The key's values, or None if the request has no such key."""

@@ -238,8 +238,10 @@ def test_only_the_run_function_decrypts_config_items_and_only_with_the_keys_name
         statements = policy_statements(variant[1], folder.title() + "FunctionRole")
         decrypting = [s for s in statements if s["Resource"] == key]
         environment = function_named(variant[1], folder)[1]["Properties"]["Environment"]["Variables"]
-        if folder == "run":
-            assert [(s["Action"], s.get("Condition")) for s in decrypting] == [("kms:Decrypt", None)]
+        if folder == "run":  # with a config item's encryption context only (clm.render.secrets.encryption_context)
+            assert [(s["Action"], s.get("Condition")) for s in decrypting] == [
+                ("kms:Decrypt", permissions.config_item_context())
+            ]
             assert environment[permissions.DECRYPT_KEYS_ENV] == key
         else:
             assert not decrypting and permissions.DECRYPT_KEYS_ENV not in environment

@@ -1,5 +1,6 @@
-"""IAM enforcement of KMS as AWS does it: Decrypt is judged on the key its ciphertext names, and S3 asks KMS as the
-caller (GenerateDataKey to write, Decrypt to read) for objects of a bucket encrypted with a KMS key."""
+"""IAM enforcement of KMS as AWS does it: Decrypt is judged on the key its ciphertext names, with the request's
+encryption context as condition keys (kms:EncryptionContext:<key>, kms:EncryptionContextKeys), and S3 asks KMS as
+the caller (GenerateDataKey to write, Decrypt to read) for objects of a bucket encrypted with a KMS key."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from clm.render import secrets
 from clm_sandbox.iam import principals
+from clm_sandbox.iam.calls import Call, requests_for
+from clm_sandbox.iam.policy import Policy, evaluate
+from infra import permissions
 from tests.unit.test_sandbox_iam_enforcement import ACCOUNT, REGION, TRUST
+
+KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-west-1:kube-2"
 
 VIA_S3 = {"StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}}
 
@@ -71,3 +78,65 @@ def test_s3_objects_of_a_kms_bucket_need_the_key_through_s3(sandbox_aws: boto3.S
     with pytest.raises(ClientError, match=f"kms:Decrypt on resource: {key}"):
         reader.client("s3").get_object(Bucket="bkt", Key="k")
     assert ACCOUNT in key
+
+
+def test_the_run_functions_decrypt_needs_a_config_items_encryption_context(sandbox_aws: boto3.Session) -> None:
+    """infra.permissions' condition on the run function's kms:Decrypt, judged by the sandbox as IAM does: a config
+    item's context (its cluster and name, no other key) is allowed; no context, another use's context, CLM's keys
+    with more, or one key alone is refused by IAM. A context of another cluster passes IAM and KMS refuses it."""
+    assert permissions.CONFIG_ITEM_CONTEXT == (secrets.CLUSTER_KEY, secrets.ITEM_KEY)  # the same keys on both sides
+    kms = sandbox_aws.client("kms")
+    key = kms.create_key()["KeyMetadata"]["Arn"]
+    condition = permissions.config_item_context()
+    session = session_allowed(sandbox_aws, [{"Action": "kms:Decrypt", "Resource": key, "Condition": condition}])
+    item, other_use = secrets.encryption_context(KUBE_1, "db_password"), {"app": "billing"}
+    bound, plain, theirs = (
+        kms.encrypt(KeyId=key, Plaintext=b"x", **({"EncryptionContext": c} if c else {}))["CiphertextBlob"]
+        for c in (item, None, other_use)
+    )
+    decrypt = session.client("kms").decrypt
+    assert decrypt(CiphertextBlob=bound, EncryptionContext=item)["Plaintext"] == b"x"
+    for blob, context in (
+        (plain, {}),
+        (theirs, other_use),
+        (bound, {**item, **other_use}),
+        (bound, {secrets.ITEM_KEY: "db_password"}),
+    ):
+        with pytest.raises(ClientError) as refused:
+            decrypt(CiphertextBlob=blob, EncryptionContext=context)
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException", context
+        assert f"kms:Decrypt on resource: {key}" in str(refused.value)
+    with pytest.raises(ClientError) as invalid:
+        decrypt(CiphertextBlob=bound, EncryptionContext=secrets.encryption_context(KUBE_2, "db_password"))
+    assert invalid.value.response["Error"]["Code"] == "InvalidCiphertextException"
+
+
+def test_encryption_context_condition_keys_are_computed_for_the_operations_that_take_one() -> None:
+    """kms:EncryptionContext:<key> (its key case-insensitive, as every IAM condition key) and
+    kms:EncryptionContextKeys (the keys as sent); known, and absent, for a request without context."""
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/k"
+    decrypt = Call("kms", "Decrypt", {"KeyId": key, "EncryptionContext": {"Clm:Cluster-Id": "c1"}}, ACCOUNT, REGION)
+    [request] = requests_for(decrypt)
+    assert request.values("kms:encryptioncontext:clm:cluster-id") == ["c1"]
+    assert request.values("kms:encryptioncontextkeys") == ["Clm:Cluster-Id"]
+    needs = Policy(
+        "p",
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": "kms:*",
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"kms:EncryptionContext:clm:cluster-id": "c1"}},
+                }
+            ]
+        },
+    )
+    assert evaluate(request, [needs]).allowed
+    [bare] = requests_for(Call("kms", "Decrypt", {"KeyId": key}, ACCOUNT, REGION))
+    assert bare.knows("kms:encryptioncontext:clm:cluster-id") and bare.values("kms:encryptioncontextkeys") is None
+    assert not evaluate(bare, [needs]).allowed
+    [generate] = requests_for(
+        Call("kms", "GenerateDataKey", {"KeyId": key, "EncryptionContext": {"a": "b"}}, ACCOUNT, REGION)
+    )
+    assert generate.values("kms:encryptioncontext:a") == ["b"] and not evaluate(generate, [needs]).allowed

@@ -7,6 +7,7 @@ import sys
 import click
 
 from clm.cli.context import DEFAULT_TABLE, CliContext
+from clm.cli.encrypt_cmd import encrypt, reencrypt
 from clm.cli.migrate_cmd import migrate
 from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
@@ -34,6 +35,8 @@ Examples:
                                                  what a run would change (stack diffs, nodes to replace)
   clm sandbox up                                 start the local sandbox with CLM deployed into it
   clm migrate ../kubernetes-on-aws config        translate a Zalando CLM configuration (Go templates)
+  clm encrypt CLUSTER_ID ITEM < value.txt        a config item as aws:kms:... bound to its cluster and item
+  clm registry reencrypt --dry-run               bind Zalando CLM's aws:kms: items to their cluster and item
 
 Against the local sandbox, pass --endpoint-url (or set AWS_ENDPOINT_URL). provision, decommission and
 status find the workflows in the outputs of the CloudFormation stack `Clm` (--stack or CLM_STACK to change).
@@ -72,6 +75,8 @@ cli.add_command(render)
 cli.add_command(plan)
 cli.add_command(sandbox)
 cli.add_command(migrate)
+cli.add_command(encrypt)
+registry.add_command(reencrypt)
 
 
 def describe_error(exc: BaseException) -> str | None:

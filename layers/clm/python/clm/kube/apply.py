@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clm.kube.client import APPLY_PATCH
 from clm.kube.crds import crd_api_versions, crd_kind, crd_status, is_crd
 from clm.kube.errors import ApplyError, KubeApiError, UnknownKindError
+from clm.sealed import sealed_scrubber
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
@@ -122,8 +123,9 @@ class _Applier:
         namespace = manifest.namespace
         name = _object_name(manifest.kind, namespace, manifest.name)
         if not resource.namespaced and namespace:
+            shown = sealed_scrubber(manifest.body, manifest.sealed)
             raise ApplyError(
-                f"{_where(manifest)}: {name}: {manifest.kind} is cluster-scoped but has a namespace",
+                f"{_where(manifest)}: {shown(name)}: {manifest.kind} is cluster-scoped but has a namespace",
                 self.kube.cluster_id,
             )
         if resource.namespaced and not namespace:
@@ -138,8 +140,9 @@ class _Applier:
             status, _ = self.kube.exchange(
                 "PATCH", resource.path(namespace, manifest.name), query=query, body=body, content_type=APPLY_PATCH
             )
-        except KubeApiError as exc:
-            message = f"{_where(manifest)}: {name}: {exc.status or 'no response'} {exc.reason}"
+        except KubeApiError as exc:  # the server's message may echo the object's fields: its sealed ones are scrubbed
+            shown = sealed_scrubber(manifest.body, manifest.sealed)
+            message = f"{_where(manifest)}: {shown(name)}: {exc.status or 'no response'} {shown(exc.reason)}"
             raise ApplyError(message, self.kube.cluster_id, transient=exc.transient) from None  # applying is idempotent
         self.report.objects.append(
             AppliedObject(manifest.file, manifest.index, name, "created" if status == 201 else "configured")

@@ -108,6 +108,23 @@ class DynamoRegistry:
             values={":spec": spec, ":status": cluster.status.to_dict(), ":zero": 0},
         )
 
+    def replace_config_item(self, cluster_id: str, item: str, old: str, new: str) -> bool:
+        """Set the cluster's config item `item` to `new` if it still is `old` (False, nothing written, otherwise);
+        the rest of the spec is not touched."""
+        try:
+            self._update(
+                cluster_id,
+                "SET #spec.#items.#item = :new",
+                "#spec.#items.#item = :old",
+                values={":new": new, ":old": old},
+                names={"#items": "config_items", "#item": item},
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
     def delete(self, cluster_id: str, force: bool = False) -> None:
         """Delete the cluster's item; refuse with RegistryError while its lock is held, unless `force`."""
         condition = "attribute_exists(#id)" + ("" if force else " AND attribute_not_exists(#lock)")

@@ -15,12 +15,14 @@ from clm.yamlutil import error_line, error_reason, load_all_with_lines, plain
 
 @dataclass(frozen=True)
 class Manifest:
-    """One Kubernetes object rendered from `file` (document `index`, 1-based, starting at `line`)."""
+    """One Kubernetes object rendered from `file` (document `index`, 1-based, starting at `line`); `sealed`: the
+    pointers of its nodes that hold decrypted config items (clm.sealed), scrubbed from errors about it."""
 
     file: str
     index: int
     line: int
     body: dict[str, Any]
+    sealed: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from clm.model import Cluster, NodePool
 
 DERIVED = "a value derived from "
+DECRYPTED = ", decrypted)"  # ends the origin of a decrypted config item, and of any value derived from one
 # Text that is data in any YAML context: no indicator first, a colon only before another such character (aws:1:eu-1).
 INERT = re.compile(r"[A-Za-z0-9_/+](?:[A-Za-z0-9_./=+@-]|:(?=[A-Za-z0-9_/+]))*")
 # Cluster fields that are registry text (the rest are numbers, or status CLM writes itself).
@@ -68,6 +69,11 @@ class RegistryStr(str):
 
     def __getitem__(self, key: Any) -> Any:
         return retaint(str.__getitem__(self, key), self.origin)
+
+
+def is_decrypted(origin: str) -> bool:
+    """Whether text of `origin` is (or derives from) a decrypted config item: its value must never be shown."""
+    return origin.endswith(DECRYPTED)
 
 
 def derived(origin: str) -> str:
@@ -153,16 +159,20 @@ def _pool(index: int, pool: NodePool) -> NodePool:
     )
 
 
-def registry_view(cluster: Cluster, registry_items: Mapping[str, str] | None = None) -> Cluster:
+def registry_view(
+    cluster: Cluster, registry_items: Mapping[str, str] | None = None, decrypted: Collection[str] = ()
+) -> Cluster:
     """A copy of `cluster` for templates, its registry text as RegistryStr (inert text stays plain).
 
     Config items not in `registry_items` (default: all of them are) came from config-defaults.yaml; they are
-    marked as such, and checked all the same: the registry may set any of them.
+    marked as such, and checked all the same: the registry may set any of them. Those named in `decrypted` were
+    `aws:kms:` ciphertext: their origin says so (`is_decrypted`).
     """
     registry_items = cluster.config_items if registry_items is None else registry_items
 
     def item_origin(key: str) -> str:
-        return f"config item {key} (from {'the registry' if key in registry_items else 'config-defaults.yaml'})"
+        source = "the registry" if key in registry_items else "config-defaults.yaml"
+        return f"config item {key} (from {source}{DECRYPTED if key in decrypted else ')'}"
 
     text = {
         name: marked(value, f"registry field {name}")

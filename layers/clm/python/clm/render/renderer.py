@@ -38,7 +38,8 @@ from clm.render.inputs import RenderInputs
 from clm.render.karpenter import render_provisioners
 from clm.render.manifests import Manifest, split_manifests
 from clm.render.origins import registry_view
-from clm.render.secrets import decrypt_items, scrub
+from clm.render.secrets import decrypt_items, seal
+from clm.scrub import Scrubber
 from clm.version import desired_version
 from clm.yamlutil import error_line, error_reason
 
@@ -189,16 +190,19 @@ class Renderer:
         return with_defaults(cluster.config_items, defaults)
 
     def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
-        """Render the cluster; raises RenderError (naming file and line) before anything is applied."""
-        items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster.id)
-        computed, items = self._cluster_values(cluster, items)
+        """Render the cluster; raises RenderError (naming file and line) before anything is applied. Decrypted
+        config items show in no error or warning, not even in part (clm.scrub); the objects that hold them record
+        where (clm.sealed)."""
+        items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster)
+        scrub = Scrubber(items[name] for name in encrypted)
         try:
-            return self._render(cluster, items, encrypted, {**computed, **(values or {})})
+            computed, items = self._cluster_values(cluster, items)
+            rendered = self._render(cluster, items, encrypted, {**computed, **(values or {})})
         except RenderError as exc:
-            if not encrypted:
+            if not scrub:
                 raise
-            clear = [items[name] for name in encrypted]
-            raise RenderError(scrub(exc.message, clear), exc.file, exc.line, exc.cluster_id) from None
+            raise RenderError(scrub(exc.message), exc.file, exc.line, exc.cluster_id) from None
+        return seal(rendered, scrub)
 
     def _render(
         self, cluster: Cluster, items: dict[str, str], encrypted: dict[str, str], values: dict[str, Any]
@@ -206,7 +210,7 @@ class Renderer:
         unpropagated = dataclasses.replace(cluster, config_items=items)
         effective = propagate_to_node_pools(unpropagated)
         # What templates see: registry text as RegistryStr, pools completed with the cluster's items as marked.
-        view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items))
+        view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items, encrypted))
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         warnings: list[str] = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clm.errors import RenderError
-from clm.render.origins import INERT, RegistryStr
+from clm.render.origins import INERT, RegistryStr, is_decrypted
 
 OPEN, SEP, CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
 _MARKED = re.compile(f"{OPEN}(\\d+){SEP}(.*?){CLOSE}", re.DOTALL)
@@ -103,16 +103,22 @@ class SpliceRecorder:
             problem = splice_problem(clean, start, end)
             if problem:
                 splice = self.splices[index]
-                shown = clean[start:end]
-                shown = repr(shown if len(shown) <= 80 else shown[:77] + "...")
                 raise RenderError(
-                    f"{splice.origin} = {shown} is not data where the template splices it raw ({problem}); "
+                    f"{_named(splice.origin, clean[start:end])} is not data where the template splices it raw "
+                    f"({problem}); "
                     "splice it as `{{ value | yaml }}` (or `| json`), or correct the value",
                     splice.file or file,
                     splice.line,
                     cluster_id,
                 )
         return clean
+
+
+def _named(origin: str, value: str) -> str:
+    """What an error shows of a spliced value: where it came from, and its text unless it is a decrypted item's."""
+    if is_decrypted(origin):
+        return f"{origin} (its value is not shown)"
+    return f"{origin} = {value if len(value) <= 80 else value[:77] + '...'!r}"
 
 
 def dataclass_like(value: Any) -> bool:

@@ -2,7 +2,8 @@
 
 The render step stores it once; the stack and apply steps load it by key. Payloads between steps carry
 only the key, never templates or manifests. Decrypted config items are stored as their ciphertext
-(RenderedCluster.at_rest): a loaded rendering's cluster holds them encrypted.
+(RenderedCluster.at_rest): a loaded rendering's cluster holds them encrypted; each manifest keeps the pointers of
+its nodes that hold them (clm.sealed), never their values.
 """
 
 from __future__ import annotations
@@ -62,11 +63,15 @@ def loads(text: str | bytes) -> RenderedCluster:
 
 
 def _manifests(manifests: list[Manifest]) -> list[list[Any]]:
-    return [[m.file, m.index, m.line, m.body] for m in manifests]
+    return [[m.file, m.index, m.line, m.body, list(m.sealed)] for m in manifests]
 
 
 def _load_manifests(entries: list[list[Any]]) -> list[Manifest]:
-    return [Manifest(*entry) for entry in entries]
+    """Manifests from their entries; one stored before CLM recorded sealed nodes has four fields."""
+    return [
+        Manifest(file, index, line, body, tuple(sealed[0]) if sealed else ())
+        for file, index, line, body, *sealed in entries
+    ]
 
 
 def _stack(stack: RenderedStack) -> dict[str, Any]:
