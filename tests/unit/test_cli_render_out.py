@@ -99,7 +99,7 @@ def test_two_clusters_with_one_local_id_stop_the_command_naming_both(tmp_path: P
     before = listing(tmp_path)
     result = CliRunner().invoke(cli, args)
     assert result.exit_code != 0
-    assert f"clusters {KUBE_1} and aws:123456789012:eu-west-1:kube-2 both have local_id 'kube-1'" in str(
+    assert f"clusters {KUBE_1} and aws:123456789012:eu-central-1:kube-2 both have local_id 'kube-1'" in str(
         result.exception
     )
     assert listing(tmp_path) == before
