@@ -31,7 +31,7 @@ from tests.unit.test_render_config_items import with_defaults_lines
 
 SECRET = "s3cret: 'value' #1"  # YAML syntax in it: it must land only where the template quotes it
 CONFIGMAP = "cluster/manifests/secret-test/configmap.yaml"
-KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-west-1:kube-2"
+KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-central-1:kube-2"
 ITEM = "db_password"
 # Longer than the 80 characters an error showed of a value, with YAML syntax (': ', ' #') past its first 77.
 LONG_SECRET = "Zq7Xv-k9Lm2Wp8-Rt5Yh3Nb6-Gd4Fs1Qj0-Hx2Ck7Vz9-Mw3Pb5Tn8-Ly6Rq4Ud7Se1-Oa9Ki2: 'Gf5Zw8' #Ym3Jx4"

@@ -17,7 +17,7 @@ from clm_sandbox.iam.policy import Policy, evaluate
 from infra import permissions
 from tests.unit.test_sandbox_iam_enforcement import ACCOUNT, REGION, TRUST
 
-KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-west-1:kube-2"
+KUBE_1, KUBE_2 = "aws:123456789012:eu-central-1:kube-1", "aws:123456789012:eu-central-1:kube-2"
 
 VIA_S3 = {"StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}}
 
