@@ -19,6 +19,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.item_size import DYNAMODB_ITEM_LIMIT, SPEC_ITEM_LIMIT, item_size
 from clm.yaml_limits import MAX_DEPTH
 from tests.unit.conftest import EXAMPLES
+from tests.unit.test_yaml_limits import bomb
 
 TABLE = "clm-registry"
 EXAMPLE = (EXAMPLES / "clusters.yaml").read_text()
@@ -69,18 +70,16 @@ def test_nesting_up_to_the_limit_is_read() -> None:
 
 
 def test_alias_bomb_is_refused_fast_naming_file_and_line(tmp_path: Path, table: Any) -> None:
-    """Under a kilobyte of anchors and aliases that expand to 9**9 nodes, as the detail of a problem in kube-2's
+    """Under a kilobyte of anchors and aliases that expand to 9**10 nodes, as the detail of a problem in kube-2's
     status: on main, validation made it text (str() of the expansion), which took minutes."""
-    levels = [f"l0: &l0 [{', '.join(['lol'] * 9)}]"]
-    levels += [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 10)]
-    status = "  status:\n    problems:\n    - title: x\n      detail:\n" + "".join(f"        {row}\n" for row in levels)
-    bomb = EXAMPLE.replace("  lifecycle_status: ready\n", "  lifecycle_status: ready\n" + status)
-    assert len(bomb) - len(EXAMPLE) < 1024
+    status = "  status:\n    problems:\n    - title: x\n      detail:\n" + bomb(10, "        {name}: &{name} [{items}]")
+    text = EXAMPLE.replace("  lifecycle_status: ready\n", "  lifecycle_status: ready\n" + status)
+    assert len(text) - len(EXAMPLE) < 1024
     before = table()
     started = time.monotonic()
-    path, message = import_file(tmp_path, bomb)
+    path, message = import_file(tmp_path, text)
     assert time.monotonic() - started < 2
-    line = bomb.splitlines().index("        l4: &l4 [*l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3]") + 1
+    line = text.splitlines().index("        l4: &l4 [*l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3]") + 1
     assert message.startswith(f"{path}:{line}: not valid YAML: aliases add "), message
     assert "(at most 10,000 more than it writes)" in message
     assert table() == before

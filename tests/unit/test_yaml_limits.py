@@ -35,10 +35,10 @@ def nested(depth: int) -> str:
     return "x: " + "[" * (depth - 1) + "]" * (depth - 1) + "\n"
 
 
-def bomb(levels: int, row: str = "{name}: &{name} [{items}]") -> str:
-    """Anchors each aliasing the previous level nine times (`row` per level): 9**levels nodes in a few hundred
+def bomb(levels: int, row: str = "{name}: &{name} [{items}]", fanout: int = 9) -> str:
+    """Anchors each aliasing the previous level `fanout` times (`row` per level): 9**levels nodes in a few hundred
     bytes."""
-    items = [", ".join(["lol"] * 9)] + [", ".join([f"*l{n - 1}"] * 9) for n in range(1, levels)]
+    items = [", ".join(["lol"] * fanout)] + [", ".join([f"*l{n - 1}"] * fanout) for n in range(1, levels)]
     return "".join(row.format(name=f"l{n}", items=text) + "\n" for n, text in enumerate(items))
 
 
