@@ -52,7 +52,7 @@ CONTROLLERS = (
 _COMPONENT_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 _LOG_TAIL_LINES = 30
 _PORT_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
-_MANIFEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S+)$")
+_MANIFEST_LINE = re.compile(r"([0-9a-f]{64}) [ *](\S+)")
 
 
 class ControlPlaneError(RuntimeError):
@@ -93,7 +93,7 @@ def verify_binaries(directory: Path | None = None) -> dict[str, Path]:
         raise CacheError(f"control plane binaries not built: {manifest} is missing; {hint}")
     expected: dict[str, str] = {}
     for line in manifest.read_text(errors="replace").splitlines():
-        match = _MANIFEST_LINE.match(line)
+        match = _MANIFEST_LINE.fullmatch(line)
         if not match:
             raise CacheError(f"corrupt manifest {manifest} (bad line {line[:80]!r}); {hint}")
         expected[match.group(2)] = match.group(1)

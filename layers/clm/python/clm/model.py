@@ -24,13 +24,13 @@ KARPENTER_DEFAULT_TYPES = "default-for-karpenter"
 # Zalando CLM's problem type URLs (controller/controller.go), so imported and new problems compare equal.
 PROBLEM_TYPES = "https://cluster-lifecycle-manager.zalando.org/problems/"
 
-CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$")
-LOCAL_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-POOL_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-ACCOUNT_RE = re.compile(r"^aws:\d{12}$")
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-URL_RE = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+CLUSTER_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,199}")
+LOCAL_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,62}")
+POOL_NAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+REGION_RE = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d")
+ACCOUNT_RE = re.compile(r"aws:\d{12}")
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+URL_RE = re.compile(r"https?://[^\s/]+(/\S*)?")
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,11 @@ def karpenter_requirements(items: dict[str, str]) -> list[dict[str, Any]] | None
         return None
     import yaml
 
+    from clm.yamlutil import safe_load
+
     source = items["requirements"]
     try:
-        loaded = yaml.safe_load(str(source))
+        loaded = safe_load(str(source))
     except yaml.YAMLError:
         return []
     if not isinstance(loaded, list) or not all(isinstance(item, dict) for item in loaded):

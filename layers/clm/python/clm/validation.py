@@ -23,7 +23,7 @@ from clm.model import (
     ClusterStatus,
     NodePool,
 )
-from clm.yamlutil import scalar_text
+from clm.yamlutil import LineList, scalar_text
 
 CLUSTER_FIELDS = {
     "id",
@@ -67,7 +67,7 @@ CONFIG_ITEM_SCALARS = (str, int, float, date, datetime)
 NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
 NOT_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
 # AWS instance type names: m5.large, u-6tb1.metal, mac2-m2pro.metal.
-INSTANCE_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+INSTANCE_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
 
 
 def _bad_character(value: str, pattern: re.Pattern[str]) -> str | None:
@@ -98,7 +98,7 @@ class _Checker:
             return default
         # YAML timestamps (e.g. created_at) as ISO 8601 text; datetime is a date
         value = value.isoformat() if isinstance(value, date) else str(value)
-        if pattern is not None and not pattern.match(value):
+        if pattern is not None and not pattern.fullmatch(value):
             self.fail(path, f"{value!r} is not valid{f' ({hint})' if hint else ''}", data, key)
         elif problem := _bad_character(value, NOT_LINE):
             self.fail(path, problem, data, key)
@@ -207,8 +207,9 @@ def _instance_types(check: _Checker, data: dict, path: str, legacy: bool, karpen
         check.fail(f"{path}.instance_types", f"must be {what}", data, key)
         return ["invalid"]
     for number, kind in enumerate(raw_types):
-        if not INSTANCE_TYPE_RE.match(kind):
-            check.fail(f"{path}.instance_types[{number}]", f"{kind!r} is not an instance type name", data, key)
+        if not INSTANCE_TYPE_RE.fullmatch(kind):
+            where = (raw_types, number) if isinstance(raw_types, LineList) else (data, key)  # the item's line
+            check.fail(f"{path}.instance_types[{number}]", f"{kind!r} is not an instance type name", *where)
     return list(raw_types)
 
 
@@ -266,7 +267,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
     }
     values = {name: read() for name, read in strings.items()}
     url = values["api_server_url"]
-    if url and not URL_RE.match(url):
+    if url and not URL_RE.fullmatch(url):
         check.fail("api_server_url", f"{url!r} is not an http(s) URL", data, "api_server_url")
     optional = {
         name: check.string(data, name, name, default=None)

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from clm.yaml_limits import BoundedComposer
+
 
 class LineDict(dict):
     """A mapping loaded from YAML that knows its line and the lines of its keys (1-based)."""
@@ -33,8 +35,13 @@ _FastSafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CONSTRUCTOR_FAILURES = (ValueError, TypeError, AttributeError, KeyError)
 
 
-class SafeLoader(_FastSafeLoader):
-    """The safe loader, whose tagged values that do not parse are YAML errors pointing at their line."""
+class SafeLoader(BoundedComposer, _FastSafeLoader):
+    """The safe loader, with clm.yaml_limits' bounds, whose tagged values that do not parse are YAML errors
+    pointing at their line. It composes in Python over the parser's events (libyaml's when built with it)."""
+
+    def __init__(self, stream: str | bytes):
+        _FastSafeLoader.__init__(self, stream)
+        self.anchors = {}
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         """PyYAML's construction; a value its tag cannot read raises ConstructorError with the node's position."""
@@ -95,6 +102,11 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineLis
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def safe_load(text: str | bytes) -> Any:
+    """Parse one YAML document into plain values with SafeLoader (raises yaml.YAMLError)."""
+    return yaml.load(text, Loader=SafeLoader)
 
 
 def load_with_lines(text: str | bytes) -> Any:

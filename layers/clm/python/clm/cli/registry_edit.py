@@ -21,7 +21,7 @@ FIXED = {
     CONFIG_ITEMS: "set one config item: config_items.NAME=VALUE",
 }
 INSTANCE_TYPE_FIELDS = ("instance_types", "instance_type")
-INTEGER_RE = re.compile(r"^-?\d+$")
+INTEGER_RE = re.compile(r"-?\d+")
 
 
 def parse_assignment(text: str) -> tuple[str, str]:
@@ -61,7 +61,7 @@ def _typed(current: Any, key: str, value: str) -> Any:
     """The text `value` typed like the value it replaces: integers stay integers, instance types a list."""
     if key == "instance_types":
         return [item.strip() for item in value.split(",") if item.strip()]
-    if isinstance(current, int) and not isinstance(current, bool) and INTEGER_RE.match(value.strip()):
+    if isinstance(current, int) and not isinstance(current, bool) and INTEGER_RE.fullmatch(value.strip()):
         return int(value)
     return value
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from clm.kube.errors import KubeAuthError
+from clm.yamlutil import safe_load
 
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
@@ -73,7 +74,7 @@ def _classify_secret(text: str) -> SecretCredentials | None:
     if not stripped:
         return None
     try:
-        parsed = yaml.safe_load(stripped)
+        parsed = safe_load(stripped)
     except yaml.YAMLError:
         parsed = None
     if isinstance(parsed, dict):

@@ -27,6 +27,7 @@ from clm.kube.transport import (
     kubeconfig_transport,
     token_transport,
 )
+from clm.yamlutil import safe_load
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,7 +89,7 @@ class KubeClient:
         else:
             source = str(kubeconfig)
             try:
-                parsed = yaml.safe_load(Path(kubeconfig).read_text())
+                parsed = safe_load(Path(kubeconfig).read_text())
             except (OSError, yaml.YAMLError) as exc:
                 raise KubeAuthError(f"kubeconfig {source} is unreadable: {type(exc).__name__}", cluster_id) from None
         if not isinstance(parsed, dict) or not parsed.get("clusters"):

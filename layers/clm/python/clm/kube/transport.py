@@ -7,12 +7,15 @@ built (its import costs most of a second), never when `clm.kube` is imported.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import os
+import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 JSON = "application/json"
@@ -141,15 +144,30 @@ class ApiClientTransport:
         self.api_client.close()
 
 
+@functools.cache
+def _private_directory() -> str:
+    """A directory this process made (mode 0700, a random name): no other local user can put a file in it.
+    Removed when the process exits."""
+    path = tempfile.mkdtemp(prefix="clm-kube-ca-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+_ca_files: dict[str, str] = {}  # sha256 of a CA bundle -> the file this process wrote it to
+_ca_files_lock = threading.Lock()
+
+
 def _ca_file(ca_data: bytes) -> str:
-    """A private file holding the CA bundle (the client wants a path), shared by equal bundles."""
-    path = Path(tempfile.gettempdir()) / f"clm-kube-ca-{hashlib.sha256(ca_data).hexdigest()[:20]}.pem"
-    if not path.exists():
-        fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(ca_data)
-        os.replace(temp, path)
-    return str(path)
+    """The path of a file holding the CA bundle (the client wants a path): written by this process into its
+    private directory (a new file, mode 0600), once per bundle; no file it did not write is ever read."""
+    digest = hashlib.sha256(ca_data).hexdigest()
+    with _ca_files_lock:
+        if digest not in _ca_files:
+            fd, path = tempfile.mkstemp(dir=_private_directory(), suffix=".pem")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(ca_data)
+            _ca_files[digest] = path
+        return _ca_files[digest]
 
 
 def token_transport(server: str, token: str | Callable[[], str], ca_data: bytes | None) -> ApiClientTransport:

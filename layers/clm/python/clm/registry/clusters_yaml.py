@@ -6,11 +6,13 @@ import yaml
 
 from clm.errors import ValidationError
 from clm.model import Cluster
+from clm.registry.item_size import spec_item_problem
 from clm.yamlutil import dump, error_line, error_reason, load_with_lines
 
 
 def load_clusters(text: str | bytes, source: str = "clusters.yaml") -> list[Cluster]:
-    """Parse and validate a clusters.yaml; every error names the file, line and cluster."""
+    """Parse and validate a clusters.yaml, each cluster also as the registry item it would be (DynamoDB's size
+    limit); every error names the file, line and cluster."""
     return [cluster for _, cluster in load_located_clusters(text, source)]
 
 
@@ -45,6 +47,9 @@ def load_located_clusters(text: str | bytes, source: str = "clusters.yaml") -> l
             )
             continue
         first_line[cluster.id] = line
+        if too_large := spec_item_problem(cluster):
+            problems.append(f"{source}:{line}: cluster {cluster.id}: {too_large}")
+            continue
         clusters.append((f"{source}:{line}", cluster))
     if problems:
         raise ValidationError(problems)

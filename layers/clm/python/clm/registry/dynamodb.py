@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 
 from clm.errors import ClusterNotFound, LockHeld, RegistryError, ValidationError
 from clm.model import Cluster, ClusterStatus, Problem
+from clm.registry.item_size import spec_item_problem
 from clm.registry.problems import add_problem
 
 MAX_ATTEMPTS = 10
@@ -98,9 +99,11 @@ class DynamoRegistry:
         """Write the cluster's spec, never touching the status, revision or lock of an existing item.
 
         A new item starts with the cluster's status. Raises ValidationError for data that could not
-        be stored or read back.
+        be stored or read back, or an item over DynamoDB's size limit (clm.registry.item_size).
         """
         Cluster.from_dict(cluster.to_dict(), self._source)
+        if too_large := spec_item_problem(cluster):
+            raise ValidationError([too_large], cluster.id, self._source)
         spec = cluster.spec_dict()
         self._update(
             cluster.id,

@@ -18,7 +18,7 @@ import yaml
 
 from clm.errors import RenderError
 from clm.model import Cluster
-from clm.yamlutil import SafeLoader, error_line, error_reason, scalar_text
+from clm.yamlutil import error_line, error_reason, safe_load, scalar_text
 
 DEFAULTS = "cluster/config-defaults.yaml"
 
@@ -32,7 +32,7 @@ def parse_defaults(text: str, cluster_id: str, file: str = DEFAULTS) -> dict[str
     """The items of a rendered config-defaults.yaml (a mapping of names to scalars, kept as their text); errors
     name `file`."""
     try:
-        defaults = yaml.load(text, Loader=SafeLoader) or {}
+        defaults = safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered YAML is invalid: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
     if not isinstance(defaults, dict):

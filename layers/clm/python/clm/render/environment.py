@@ -18,6 +18,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from clm.errors import RenderError
 from clm.render.functions import FUNCTIONS, GLOBALS_ONLY
+from clm.render.growth import Estimate, filter_estimates, global_estimates, method_estimate
+from clm.render.limits import BINOPS, Limits, TooLarge, text_size
 from clm.render.lookups import Ec2Lookups, template_functions
 from clm.render.origins import RegistryStr, decoding, origin_in, propagating, retaint
 from clm.render.quoting import QUOTING_FILTERS
@@ -41,7 +43,19 @@ def _filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _CodeGenerator(CodeGenerator):
-    """Jinja's code generator with `~` going through the environment, so that concatenated text keeps its origin."""
+    """Jinja's code generator with `~` going through the environment, so that concatenated text keeps its origin,
+    and every piece of output counted (clm.render.limits) as it is written or captured."""
+
+    def _output_const_repr(self, group: Any) -> str:
+        return f"environment.limits.emit({super()._output_const_repr(group)})"
+
+    def _output_child_pre(self, node: Any, frame: Frame, finalize: Any) -> None:
+        self.write("environment.limits.emit(")
+        super()._output_child_pre(node, frame, finalize)
+
+    def _output_child_post(self, node: Any, frame: Any, finalize: Any) -> None:
+        super()._output_child_post(node, frame, finalize)
+        self.write(")")
 
     @optimizeconst
     def visit_Concat(self, node: Concat, frame: Frame) -> None:  # noqa: N802 (Jinja's visitor name)
@@ -53,21 +67,43 @@ class _CodeGenerator(CodeGenerator):
 
 
 class _Environment(SandboxedEnvironment):
-    """The sandbox, with text derived from registry values keeping its origin through `~` and calls."""
+    """The sandbox, with text derived from registry values keeping its origin through `~` and calls, and what a
+    template makes bounded (clm.render.limits) in its operators, `~`, calls and output."""
 
     code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset(BINOPS)
 
-    @staticmethod
-    def concat_text(parts: tuple[Any, ...]) -> str:
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.limits = Limits()
+        self.global_estimates: dict[int, tuple[str, Estimate]] = {}  # id of a global -> its name, its estimate
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        """`*`, `**`, `+` and `%`, refused when they would make too much."""
+        return self.limits.binop(operator, left, right)
+
+    def concat_text(self, parts: tuple[Any, ...]) -> str:
         """`a ~ b ~ ...`: derived from a registry value if any part is one."""
-        text = "".join(map(str, parts))
+        self.limits.given("~", parts)
+        text = self.limits.made("~", "".join(map(str, parts)))
         origin = origin_in(parts)
         return text if origin is None else retaint(text, origin)
 
     def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
-        """A call from a template; text it returns derives from the registry values it was given (macros aside:
-        their output is template text with the values already marked)."""
-        result = SandboxedEnvironment.call(self, context, obj, *args, **kwargs)
+        """A call from a template, bounded; text it returns derives from the registry values it was given (macros
+        aside: their output is template text with the values already marked)."""
+        function = getattr(obj, "__wrapped__", obj)  # a str's format method comes wrapped by the sandbox
+        owner = getattr(function, "__self__", None)
+        name, estimate = self.global_estimates.get(id(obj)) or (
+            getattr(function, "__name__", type(function).__name__),
+            method_estimate(function, text_size),
+        )
+        what = f"{type(owner).__name__}.{name}()" if owner is not None else f"{name}()"
+        result = self.limits.call(
+            what, functools.partial(SandboxedEnvironment.call, self, context, obj), args, kwargs, estimate
+        )
+        if isinstance(owner, list | dict | set):  # a method that may have grown its value
+            self.limits.given(what, (owner,))
         kind = type(result)
         if kind is not str and kind is not list:  # numbers, mappings, RegistryStr already
             return result
@@ -91,18 +127,30 @@ class TemplateEnvironment:
             autoescape=False,
             keep_trailing_newline=True,
             cache_size=-1,
-            finalize=self._splices.finalize,
+            finalize=self._finalize,
         )
         functions = {name: _encoder(f) if name in ENCODERS else f for name, f in FUNCTIONS.items()}
         self._env.globals.update(functions)
         self._env.globals.update(GLOBALS_ONLY)
         self._env.globals.update(template_functions(lookups))
         self._env.globals["manifest_hash"] = self._manifest_hash
+        estimates = filter_estimates(text_size)
+
+        def limited(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+            return self._env.limits.guard(f"filter {name}", function, estimates.get(name))
+
         filters = {**self._env.filters, **FUNCTIONS, **QUOTING_FILTERS}
-        self._env.filters = {name: _filter(name, function) for name, function in filters.items()}
+        self._env.filters = {name: _filter(name, limited(name, function)) for name, function in filters.items()}
         # What base64 encodes is a document of its own (user data: cloud-config, a script): its values are checked.
-        self._env.globals["base64"] = self._env.filters["base64"] = _encoder(FUNCTIONS["base64"], self._unmark)
-        self._env.globals["base64_decode"] = self._env.filters["base64_decode"] = decoding(FUNCTIONS["base64_decode"])
+        self._env.globals["base64"] = _encoder(FUNCTIONS["base64"], self._unmark)
+        self._env.filters["base64"] = _encoder(limited("base64", FUNCTIONS["base64"]), self._unmark)
+        self._env.globals["base64_decode"] = decoding(FUNCTIONS["base64_decode"])
+        self._env.filters["base64_decode"] = decoding(limited("base64_decode", FUNCTIONS["base64_decode"]))
+        self._env.global_estimates = {
+            id(self._env.globals[name]): (name, estimate)
+            for name, estimate in global_estimates(text_size).items()
+            if name in self._env.globals
+        }
         self._hashing: list[str] = []  # the templates manifest_hash is rendering, outermost first
 
     def _load(self, name: str) -> tuple[str, str, Any] | None:
@@ -122,6 +170,7 @@ class TemplateEnvironment:
         """
         if not self._hashing:
             self._splices.splices.clear()
+            self._env.limits.reset()
         try:
             return self._splices.check(self._env.get_template(name).render(context), name, cluster_id)
         except RenderError as exc:
@@ -136,8 +185,15 @@ class TemplateEnvironment:
             raise RenderError(f"template not found: {exc.name}", name, None, cluster_id) from None
         except Exception as exc:  # undefined variables, sandbox violations, function errors
             file, line = _template_position(exc, name)
-            kind = "undefined variable" if isinstance(exc, jinja2.UndefinedError) else "error"
-            raise RenderError(f"{kind}: {exc}", file, line, cluster_id) from None
+            kinds = {jinja2.UndefinedError: "undefined variable", TooLarge: "too large"}
+            kind = next((label for error, label in kinds.items() if isinstance(exc, error)), "error")
+            raise RenderError(f"{kind}: {str(exc) or type(exc).__name__}", file, line, cluster_id) from None
+
+    def _finalize(self, value: Any) -> Any:
+        """Jinja's finalize: a container too large to become text is refused before it does (clm.render.limits)."""
+        if type(value) is not str:
+            self._env.limits.given("{{ ... }}", (value,))
+        return self._splices.finalize(value)
 
     def _unmark(self, value: Any) -> Any:
         return self._splices.check(value, "", None) if isinstance(value, str) else value

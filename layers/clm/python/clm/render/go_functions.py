@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_VERB = re.compile(r"%([-+# 0]*)(\[\d+\])?(\d+|\*)?(?:\.(\d*|\*))?(\[\d+\])?(.?)", re.DOTALL)
+VERB = re.compile(r"%([-+# 0]*)(\[\d+\])?(\d+|\*)?(?:\.(\d*|\*))?(\[\d+\])?(.?)", re.DOTALL)
 _GO_TYPES = {str: "string", int: "int", bool: "bool", float: "float64", list: "[]interface {}"}
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
@@ -136,7 +136,7 @@ def printf(template: str, *args: Any) -> str:
     `%[n]` argument indexes), `%!verb(type=value)` for a wrong type and Go's MISSING/EXTRA notes."""
     out: list[str] = []
     position, arg, used = 0, 0, False
-    for match in _VERB.finditer(template):
+    for match in VERB.finditer(template):
         out.append(template[position : match.start()])
         position = match.end()
         flags, index_before, width, precision, index_after, verb = match.groups()

@@ -32,7 +32,7 @@ OPEN, SEP, CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
 _MARKED = re.compile(f"{OPEN}(\\d+){SEP}(.*?){CLOSE}", re.DOTALL)
 _MARKS = re.compile(f"{OPEN}\\d+{SEP}|{CLOSE}")
 _FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
-_BLOCK_HEADER = re.compile(r"(^|[\s:-])[|>][-+0-9]*\s*(#.*)?$")
+_BLOCK_HEADER = re.compile(r"(^|[\s:-])[|>][-+0-9]*\s*(#.*)?\Z")
 _START_INDICATORS = "#,[]{}&*!|>'\"%@`"
 PLAIN, DOUBLE, SINGLE, COMMENT = "plain", "double-quoted", "single-quoted", "comment"
 
