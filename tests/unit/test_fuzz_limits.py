@@ -125,7 +125,7 @@ def test_an_item_around_the_size_limit_is_stored_whole_or_refused_before_writing
 ) -> None:
     """Sizes counted in UTF-8 bytes as DynamoDB does: below the limit the item is stored and read back equal (moto
     refuses items larger than DynamoDB allows), above it nothing changes."""
-    cluster = registry.get("aws:123456789012:eu-west-1:kube-2")
+    cluster = registry.get("aws:123456789012:eu-central-1:kube-2")
     cluster.config_items.pop("extra", None)
     registry.put(cluster)  # the fixture's table lives across examples: back to the example's item
     before = registry.get(cluster.id)

@@ -24,7 +24,7 @@ from tests.unit.test_yaml_limits import bomb
 TABLE = "clm-registry"
 EXAMPLE = (EXAMPLES / "clusters.yaml").read_text()
 KUBE_1 = "aws:123456789012:eu-central-1:kube-1"
-KUBE_2 = "aws:123456789012:eu-west-1:kube-2"
+KUBE_2 = "aws:123456789012:eu-central-1:kube-2"
 # The line of kube-2's `config_items:` (its `app_replicas` item follows).
 KUBE_2_ITEMS = EXAMPLE.splitlines().index('    app_replicas: "4"')
 
