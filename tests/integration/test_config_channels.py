@@ -15,6 +15,7 @@ from kubernetes import client as k8s
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.deploy_synth import Assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
+from tests.endpoints import store_kube_secret
 from tests.integration.deployment import ROOT, Deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
@@ -64,6 +65,10 @@ def two_clusters(deployment: Deployment, kube_api: k8s.ApiClient) -> Iterator[di
     kube1 = dataclasses.replace(kube1, lifecycle_status="ready")
     kube1.config_items["kube_auth_secret"] = "clm/kube-1"
     kube9 = dataclasses.replace(kube1, id=kube1.id.replace("kube-1", "kube-9"), local_id="kube-9", channel="beta")
+    # kube-9's own credential (a secret is bound to one cluster), reaching the same control plane as kube-1's
+    kubeconfig = deployment.session.client("secretsmanager").get_secret_value(SecretId="clm/kube-1")["SecretString"]
+    store_kube_secret(deployment.session, "clm/kube-9", kubeconfig, kube9.id)
+    kube9 = dataclasses.replace(kube9, config_items={**kube1.config_items, "kube_auth_secret": "clm/kube-9"})
     simulate = {"boot_delay": 1.0, "pod_ready_delay": 0.2, "time_scale": 0.1}
     with (
         NodeSimulator(kube_api, deployment.session, kube1.id, **simulate),
