@@ -78,13 +78,15 @@ def create_key(deployment: Deployment, key_id: str | None, monkeypatch: pytest.M
         return deployment.session.client("kms").create_key()["KeyMetadata"]["Arn"]
 
 
-def encrypted(deployment: Deployment, key: str, text: str, cluster_id: str | None = None) -> str:
-    """`text` as `clm encrypt` makes it for item db_password of `cluster_id` (default: kube-1), or, with "", as
-    Zalando's CLM: without encryption context."""
+def encrypted(
+    deployment: Deployment, key: str, text: str, cluster_id: str | None = None, item: str = "db_password"
+) -> str:
+    """`text` as `clm encrypt` makes it for `item` of `cluster_id` (default: kube-1), or, with "", as Zalando's CLM:
+    without encryption context."""
     if cluster_id == "":
         context = {}
     else:
-        context = {"EncryptionContext": encryption_context(cluster_id or deployment.cluster_id, "db_password")}
+        context = {"EncryptionContext": encryption_context(cluster_id or deployment.cluster_id, item)}
     blob = deployment.session.client("kms").encrypt(KeyId=key, Plaintext=text.encode(), **context)["CiphertextBlob"]
     return "aws:kms:" + base64.b64encode(blob).decode()
 

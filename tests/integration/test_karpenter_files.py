@@ -55,7 +55,9 @@ def test_karpenter_pool_files_are_archived_encrypted_and_named_in_its_node_class
         **cluster.config_items,
         "kube_auth_secret": "clm/kube-1",
         "karpenter_pools_enabled": "true",
-        "worker_key": encrypted(deployment, NAMED_KEY, base64.b64encode(private_key.encode()).decode()),
+        "worker_key": encrypted(
+            deployment, NAMED_KEY, base64.b64encode(private_key.encode()).decode(), item="worker_key"
+        ),
     }
     deployment.registry.put(
         dataclasses.replace(cluster, config_items=items, node_pools=[*cluster.node_pools, KARPENTER])

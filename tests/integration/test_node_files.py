@@ -166,7 +166,7 @@ def provision_with_files(deployment: Deployment, monkeypatch: pytest.MonkeyPatch
     items = {
         **cluster.config_items,
         "kube_auth_secret": "clm/kube-1",
-        "worker_key": encrypted(deployment, NAMED_KEY, worker_key),
+        "worker_key": encrypted(deployment, NAMED_KEY, worker_key, item="worker_key"),
     }
     cluster = dataclasses.replace(cluster, config_items=items)
     deployment.registry.put(cluster)
