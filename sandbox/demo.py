@@ -6,11 +6,12 @@
 3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
    provision workflow (stacks, manifests), followed live; waits for the example workload's rollout;
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
-   every node one at a time, followed live while a watcher counts the workload's Ready pods;
-5. prints a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node) and
-   writes a timeline of the roll to .demo/roll-timeline.html;
-6. reports every AWS call each function made, judged against its own role (IAM is enforced as on AWS; a
-   refused call fails the demo); stops the sandbox unless --keep.
+   every node one at a time, followed live while a watcher counts the workload's Ready pods; `clm status`;
+5. ends with a summary (nodes replaced, evictions, PDB refusals and violations, time and cost per node), the
+   path of the roll's timeline (.demo/roll-timeline.html) and one line for IAM: how many AWS calls of the
+   functions were judged against their own roles and how many refused (IAM is enforced as on AWS; a refused call
+   fails the demo), the report of every call per function written to .demo/iam-report.txt; stops the sandbox
+   unless --keep.
 
     python -m clm_sandbox.demo [--keep] [--wait-scale 0.1]
 """
@@ -51,6 +52,7 @@ from clm_sandbox.patches import wait_scale
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".demo"
 IAM_LOG = OUT / "iam-calls.jsonl"
+IAM_REPORT = OUT / "iam-report.txt"
 CLUSTER = "kube-1"
 OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
 console = Console()
@@ -173,8 +175,17 @@ def start_sandbox(stack: ExitStack) -> Sandbox:
     return Sandbox(endpoint, plane, kube_api, deployed, session)
 
 
-def roll(sandbox: Sandbox, cluster_id: str) -> None:
-    """Step 4 and 5: a new AMI uploaded, the roll followed and watched, its summary and timeline."""
+@dataclass
+class Rolled:
+    """What the roll leaves to the summary: the watcher's account, the executions' figures, its seconds."""
+
+    watch: RollWatch
+    figures: RunFigures
+    seconds: float
+
+
+def roll(sandbox: Sandbox, cluster_id: str) -> Rolled:
+    """Step 4: a new AMI uploaded, the roll followed live and watched, then `clm status`."""
     console.print(Rule("4. a new worker AMI in the config: the upload starts reconcile, which rolls every node"))
     sfn, s3 = sandbox.session.client("stepfunctions"), sandbox.session.client("s3")
     defaults = "cluster/config-defaults.yaml"
@@ -186,30 +197,41 @@ def roll(sandbox: Sandbox, cluster_id: str) -> None:
     outcome = followed(sfn, machine, cluster_id, lambda: upload_config(s3, bucket, EXAMPLES / "config", changed))
     seconds = time.monotonic() - started
     watch.stop()
-    console.print(Rule("5. summary"))
-    console.print(summary(watch, run_figures(sfn, outcome.arn), seconds))
-    picture = write_timeline(OUT / "roll-timeline.html", list(watch.nodes.values()), f"CLM roll of {CLUSTER}", seconds)
-    console.print(f"timeline of the roll: {picture.relative_to(ROOT)}")
     clm("status", env=sandbox.env)
-    workload = watch.workload
+    return Rolled(watch, run_figures(sfn, outcome.arn), seconds)
+
+
+def iam_report() -> list[record.Judgement]:
+    """Every AWS call each function made, judged against its own role (IAM enforced as on AWS): the report, per
+    function and action, written to IAM_REPORT (the roles' policies beside it); returns the judgements."""
+    judgements = record.judged()
+    iam_calls.save_policies(judgements, OUT / iam_calls.POLICIES_FILE)
+    policies = {role: principals.role_policies(role)[0] for role in {j.role_arn for j in judgements}}
+    IAM_REPORT.write_text(iam_calls.render(judgements, iam_calls.unexercised(judgements, policies)) + "\n")
+    return judgements
+
+
+def finish(rolled: Rolled) -> None:
+    """Step 5: the summary, the timeline's path and one line for IAM; a PDB violation or a refused call fails the
+    demo after them."""
+    console.print(Rule("5. summary"))
+    console.print(summary(rolled.watch, rolled.figures, rolled.seconds))
+    nodes = list(rolled.watch.nodes.values())
+    picture = write_timeline(OUT / "roll-timeline.html", nodes, f"CLM roll of {CLUSTER}", rolled.seconds)
+    console.print(f"timeline of the roll: {picture.relative_to(ROOT)}")
+    judgements = iam_report()
+    line = f"{iam_calls.headline(judgements)}; details: {IAM_REPORT.relative_to(ROOT)}"
+    console.print(line, highlight=False, soft_wrap=True)
+    workload = rolled.watch.workload
     if workload.violations:
         raise DemoError(
             f"the PodDisruptionBudget was violated: {workload.violations} samples below {workload.min_available} "
             f"Ready web pods, the first {workload.first_violation:.1f} s into the roll"
         )
-
-
-def iam_report() -> None:
-    """Step 6: every AWS call each function made, judged against its own role (IAM enforced as on AWS)."""
-    console.print(Rule("6. IAM: every call of each function, judged against its own role"))
-    judgements = record.judged()
-    iam_calls.save_policies(judgements, OUT / iam_calls.POLICIES_FILE)
-    policies = {role: principals.role_policies(role)[0] for role in {j.role_arn for j in judgements}}
-    unused = iam_calls.unexercised(judgements, policies)
-    console.print(iam_calls.render(judgements, unused, detail=False), highlight=False)
-    console.print(f"per action: .venv/bin/python -m clm_sandbox.iam.report {IAM_LOG.relative_to(ROOT)}")
-    if any(j.refused for j in judgements):
-        raise DemoError("a function made a call its role does not allow (see above)")
+    refusals = iam_calls.refusals(judgements)
+    if refusals:
+        console.print("\n".join(refusals), highlight=False, soft_wrap=True)
+        raise DemoError(f"a function made a call its role does not allow (above; {IAM_REPORT.relative_to(ROOT)})")
 
 
 def keep(sandbox: Sandbox) -> None:
@@ -247,8 +269,7 @@ def run(args: argparse.Namespace) -> None:
         # The budget guards the workload once it is up; the scheduler may place its pods seconds after the nodes.
         available = wait_for_rollout(sandbox.kube_api, "example", "web", timeout=60)
         console.print(f"example/web: {available} replicas available")
-        roll(sandbox, cluster_id)
-        iam_report()
+        finish(roll(sandbox, cluster_id))
         if args.keep:
             keep(sandbox)
 

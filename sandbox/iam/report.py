@@ -50,22 +50,31 @@ def unexercised(
     return unused
 
 
-def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence[str]], detail: bool = True) -> str:
-    """The report as text: per function (role session) its calls, with each action's calls by outcome in detail."""
+def render(judgements: Sequence[record.Judgement], unused: Mapping[str, Sequence[str]]) -> str:
+    """The report as text: per function (role session) its calls, each action's calls by outcome, unused grants."""
     by_caller: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
     for judgement in judgements:
         by_caller[(judgement.session, judgement.role_arn)][(judgement.action, judgement.outcome)] += 1
-    refused = sum(1 for j in judgements if j.refused)
-    lines = [f"IAM in the sandbox: {len(judgements)} calls judged against the caller's role, {refused} refused"]
+    lines = [headline(judgements)]
     for (session, role), counts in sorted(by_caller.items()):
         actions = len({action for action, _ in counts})
         lines.append(f"{session} (role {role.rsplit('/', 1)[-1]}): {sum(counts.values())} calls of {actions} actions")
-        if detail:
-            lines += [f"  {action:<52} {count:>6} {outcome}" for (action, outcome), count in sorted(counts.items())]
+        lines += [f"  {action:<52} {count:>6} {outcome}" for (action, outcome), count in sorted(counts.items())]
         if unused.get(role):
             lines.append(f"  granted, not called (logs:/xray: are the service's own): {', '.join(unused[role])}")
-    lines += [f"\nrefused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused]
+    lines += [f"\n{line}" for line in refusals(judgements)]
     return "\n".join(lines)
+
+
+def headline(judgements: Sequence[record.Judgement]) -> str:
+    """The report's first line: how many calls were judged and how many of them refused."""
+    refused = sum(1 for j in judgements if j.refused)
+    return f"IAM in the sandbox: {len(judgements)} calls judged against the caller's role, {refused} refused"
+
+
+def refusals(judgements: Sequence[record.Judgement]) -> list[str]:
+    """A line per refused call: the caller, the action, the resource and why."""
+    return [f"refused: {j.session} {j.action} on {j.resource}: {j.reason}" for j in judgements if j.refused]
 
 
 def _as_list(value: str | Sequence[str]) -> list[str]:

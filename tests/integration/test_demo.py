@@ -1,5 +1,6 @@
 """`make demo`'s program, end to end as a user runs it: sandbox up, CLM deployed, kube-1 provisioned, a new AMI
-rolled over every node with 0 PDB violations, the summary printed and the timeline written."""
+rolled over every node with 0 PDB violations; it ends with the summary, the timeline's path and one line for IAM (0
+calls refused), the report of every call per function written to .demo/iam-report.txt."""
 
 from __future__ import annotations
 
@@ -32,3 +33,27 @@ def test_demo_provisions_and_rolls_the_example_cluster() -> None:
     assert '"level"' not in output  # the Lambdas' logs go to .demo/sandbox.log, not the terminal
     timeline = (ROOT / ".demo" / "roll-timeline.html").read_text()
     assert timeline.count("<title>drain:") == 3 and timeline.count("<title>boot:") == 3
+    ending = output[output.index("5. summary") :].splitlines()
+    iam = next(i for i, line in enumerate(ending) if line.startswith("IAM in the sandbox:"))
+    assert ending[iam - 1] == "timeline of the roll: .demo/roll-timeline.html", ending
+    headline, details = ending[iam].split("; ")
+    assert re.fullmatch(r"IAM in the sandbox: \d+ calls judged against the caller's role, 0 refused", headline)
+    assert details == "details: .demo/iam-report.txt"
+    assert next(line for line in ending[iam + 1 :] if line.strip("─ ")).startswith("demo finished in "), ending
+    assert_the_iam_report_holds_every_call(headline)
+
+
+def assert_the_iam_report_holds_every_call(headline: str) -> None:
+    """.demo/iam-report.txt is the whole report of the demo's judgement log: the printed headline, then every
+    function with its calls per action and outcome, the counts adding up to the headline's."""
+    demo = ROOT / ".demo"
+    report = (demo / "iam-report.txt").read_text()
+    command = [sys.executable, "-m", "clm_sandbox.iam.report", str(demo / "iam-calls.jsonl")]
+    assert report == subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert report.splitlines()[0] == headline
+    functions = re.findall(r"^\S+ \(role \S+\): (\d+) calls of \d+ actions$", report, re.MULTILINE)
+    assert len(functions) >= 4, report[:3000]
+    assert sum(int(calls) for calls in functions) == int(headline.split()[4]) > 100
+    actions = re.findall(r"^  \S+:\S+ +(\d+) (\w+)$", report, re.MULTILINE)
+    assert sum(int(calls) for calls, _ in actions) == int(headline.split()[4])
+    assert {outcome for _, outcome in actions} <= {"allowed", "unchecked", "skipped"}, report
