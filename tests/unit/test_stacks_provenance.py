@@ -6,17 +6,10 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from clm.model import Cluster
 from clm.stacks.names import owned_tags
 from clm.stacks.provenance import ClusterNotManaged, ensure_provisioned
+from tests.unit.test_stacks_leftovers import CLUSTER
 
-CLUSTER = Cluster(
-    id="aws:123456789012:eu-central-1:kube-1",
-    local_id="kube-1",
-    infrastructure_account="aws:123456789012",
-    region="eu-central-1",
-    provider="zalando-aws",
-)
 BODY = "Resources:\n  Handle:\n    Type: AWS::CloudFormation::WaitConditionHandle\n"
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS")
 OWNED = [{"Key": key, "Value": value} for key, value in owned_tags(CLUSTER.id).items()]
