@@ -1,11 +1,12 @@
 # The README's two commands: `make demo` and `make test`. Both set up what they need.
+# After set-up, `make test-unit` is the inner loop: lint and the unit tests, on every core.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test test-unit lint venv clean
 
 # Create the virtualenv and install the pinned dependencies; re-runs only when they change.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -20,13 +21,17 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m clm_sandbox.demo
 
-## test: lint and run the whole test suite
+## test: lint and run the whole test suite; prints its 15 slowest tests, then the outcome
 test: $(STAMP)
 	$(BIN)/ruff check .
 	@# The outcome is repeated last, after pytest has exited: nothing a test left running can print after it.
-	$(BIN)/python -m pytest $(PYTEST_ARGS) 2>&1 | tee .pytest.log; rc=$${PIPESTATUS[0]}; \
+	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS) 2>&1 | tee .pytest.log; rc=$${PIPESTATUS[0]}; \
 	echo '--- test outcome ---'; grep -aE '^(FAILED|ERROR) |^=+ .* in [0-9.]+s' .pytest.log; \
 	if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
+
+## test-unit: the inner loop: lint and the unit tests (tests/unit) on every core (pytest-xdist)
+test-unit: lint
+	$(BIN)/python -m pytest tests/unit -q -n auto $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
