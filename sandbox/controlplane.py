@@ -15,6 +15,7 @@ import atexit
 import base64
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import logging
@@ -129,9 +130,21 @@ def ensure_built(log_path: Path | None = None, timeout: float = 3600.0) -> dict[
     """
     try:
         return verify_binaries()
-    except CacheError as exc:
-        log.info("%s: building it (several minutes)", exc)
-    log_path = log_path or cache_root() / "control-plane" / "build.log"
+    except CacheError:
+        pass
+    lock_path = cache_root() / "control-plane.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (parallel test workers); the others wait, then use it
+        try:
+            return verify_binaries()
+        except CacheError as exc:
+            log.info("%s: building it (several minutes)", exc)
+        return _build(log_path or cache_root() / "control-plane" / "build.log", timeout)
+
+
+def _build(log_path: Path, timeout: float) -> dict[str, Path]:
+    """Run the build script, its output to `log_path`; the verified binaries, or ControlPlaneError with the log."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("wb") as out:

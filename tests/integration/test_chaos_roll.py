@@ -8,6 +8,11 @@ every node outdated at the start replaced exactly once, three Ready nodes, the P
 registry status consistent, no lock, the group's processes resumed. The roll function's budget is lowered so that
 every roll hands over from one roll-node-pool execution to the next at least once: a kill can land at a handover.
 
+A kill at a Task state of the roll is made by the Lambda call that state makes (the provision is stopped as the
+call begins, the call then runs, as a Lambda invoked just before a stop does): polling the history for it raced
+the roll's tail, a kill at Resume found the roll past it or, under load, the run ended. Pass, Wait and delay kill
+points are polled; none of them is the roll's last state, so the run is still going when the poll sees them.
+
 CLM_CHAOS_RUNS sets the number of runs, CLM_CHAOS_SEED the seed. A run takes 20-30 s on 2 cores (one provision
 killed, one to the end), so the default of 20 keeps this file under 12 minutes; the issue's 30 take about 15.
 """
@@ -17,13 +22,16 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox.nodesim import NodeSimulator
+from clm_sandbox.patches import lambda_invoke
 from tests.integration.convergence import NODES, assert_converged, new_executions
 from tests.integration.deployment import (
     Deployment,
@@ -45,6 +53,15 @@ ROLL_STEPS = 4
 ROLL_STATES = {
     0: {"Suspend": 2, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
     1: {"Suspend": 2, "Plan": 4, "Scale": 2, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
+}
+# The roll's Task states, by the step their Lambda call names.
+ROLL_TASK_STEPS = {
+    "Suspend": "suspend",
+    "Plan": "plan",
+    "Scale": "scale",
+    "Drain": "drain",
+    "Terminate": "terminate",
+    "Resume": "resume",
 }
 MAX_DELAY = 6.0  # seconds after the trigger; the roll has not finished by then
 KILL_TIMEOUT = 120.0
@@ -106,30 +123,104 @@ def _arns(deployment: Deployment, state_machine: str) -> set[str]:
     return {e["executionArn"] for e in deployment.executions(state_machine)}
 
 
-def _kill(deployment: Deployment, point: KillPoint, provisions: set[str], rolls: set[str], started: float) -> Kill:
+def _kill(
+    deployment: Deployment, point: KillPoint, provisions: set[str], rolls: set[str], started: float, calls: CallKiller
+) -> Kill:
     """Wait for the provision execution the trigger starts to reach `point`, then stop it (its roll stops with it).
 
-    Never before the execution entered its first state: moto 5.2.5 cannot stop an execution whose worker has not
-    started yet (AttributeError: 'NoneType' object has no attribute 'set_stop').
+    A Task state's point is left to `calls` (armed before the trigger). Never before the execution entered its
+    first state: moto 5.2.5 cannot stop an execution whose worker has not started yet (AttributeError: 'NoneType'
+    object has no attribute 'set_stop').
     """
     deadline = time.monotonic() + KILL_TIMEOUT
     execution = ""
-    states: list[str] = []
     while time.monotonic() < deadline:
+        if calls.killed:
+            return calls.killed
         if not execution:
             execution = next(
                 (e["executionArn"] for e in new_executions(deployment, deployment.provision, provisions)), ""
             )
-        elif deployment.sfn.describe_execution(executionArn=execution)["status"] != "RUNNING":
-            pytest.fail(f"the run {execution} ended before its kill point {point}")
-        if execution and point.state:
-            states = _roll_states(deployment, rolls)
-        if execution and point.reached(time.monotonic() - started, states) and deployment.states(execution):
-            deployment.sfn.stop_execution(executionArn=execution, cause=f"chaos: killed at {point}")
-            seconds = time.monotonic() - started
-            return Kill(execution, seconds, (_roll_states(deployment, rolls) or ["-"])[-1])
+        elif deployment.sfn.describe_execution(executionArn=execution)["status"] != "RUNNING" and not calls.killed:
+            pytest.fail(f"the run {execution} ended before its kill point {point}: {_why_ended(deployment, rolls)}")
+        if execution and point.state not in ROLL_TASK_STEPS and deployment.states(execution):
+            states = _roll_states(deployment, rolls) if point.state else []
+            if point.reached(time.monotonic() - started, states):
+                return _stop(deployment, execution, point, started, (states or ["-"])[-1])
         time.sleep(POLL)
     pytest.fail(f"kill point {point} not reached within {KILL_TIMEOUT} s")
+
+
+def _stop(deployment: Deployment, execution: str, point: KillPoint, started: float, roll_state: str) -> Kill:
+    deployment.sfn.stop_execution(executionArn=execution, cause=f"chaos: killed at {point}")
+    return Kill(execution, time.monotonic() - started, roll_state)
+
+
+class CallKiller:
+    """Stops the new provision execution from the roll's Lambda call at a Task state's kill point, as it begins.
+
+    While installed, every in-process Lambda call passes through it; armed with a point, the `occurrence`-th call
+    of a roll-node-pool execution for the point's step stops the provision, then runs (a Lambda already invoked
+    runs on after a stop), and `killed` tells the kill.
+    """
+
+    def __init__(self, deployment: Deployment) -> None:
+        self._deployment = deployment
+        self._real = lambda_invoke.run_here
+        self._lock = threading.Lock()
+        self._armed: tuple[KillPoint, set[str], float] | None = None
+        self._calls = 0
+        self.killed: Kill | None = None
+
+    def arm(self, point: KillPoint, provisions: set[str], started: float) -> None:
+        """Kill at `point` if it is a Task state's; `provisions` are the provision executions that are not the run."""
+        with self._lock:
+            armed = point.state in ROLL_TASK_STEPS
+            self._armed, self._calls, self.killed = ((point, provisions, started) if armed else None), 0, None
+
+    def __enter__(self) -> CallKiller:
+        lambda_invoke.run_here = self._run_here
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        lambda_invoke.run_here = self._real
+
+    def _run_here(self, function: Any, code: Any, env: Any, event: Any, request_id: str) -> Any:
+        if isinstance(event, dict):
+            self._maybe_kill(event)
+        return self._real(function, code, env, event, request_id)
+
+    def _maybe_kill(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            if self._armed is None:
+                return
+            point, provisions, started = self._armed
+            roll = str(event.get("execution", "")).split(":")[-2:-1] or [""]
+            if event.get("step") != ROLL_TASK_STEPS[point.state or ""] or not roll[0].endswith("-roll-node-pool"):
+                return
+            self._calls += 1
+            if self._calls < point.occurrence:
+                return
+            self._armed = None
+            [run] = [
+                e["executionArn"] for e in new_executions(self._deployment, self._deployment.provision, provisions)
+            ]
+            self.killed = Kill(run, time.monotonic() - started, point.state or "")  # first: `_kill` sees the stop
+            self._deployment.sfn.stop_execution(executionArn=run, cause=f"chaos: killed at {point}")
+
+
+def _why_ended(deployment: Deployment, rolls: set[str]) -> str:
+    """The cluster's recorded problems and each new roll execution's status, error and last states."""
+    problems = [p.to_dict() for p in deployment.registry.get(deployment.cluster_id).status.problems]
+    chain = [
+        (
+            e["status"],
+            deployment.sfn.describe_execution(executionArn=e["executionArn"]).get("cause"),
+            deployment.states(e["executionArn"])[-4:],
+        )
+        for e in new_executions(deployment, deployment.roll_node_pool, rolls)
+    ]
+    return f"problems {problems}; roll executions {chain}"
 
 
 def _roll_states(deployment: Deployment, rolls: set[str]) -> list[str]:
@@ -141,6 +232,11 @@ def _roll_states(deployment: Deployment, rolls: set[str]) -> list[str]:
 def test_killed_at_random_points_of_the_roll_every_run_converges(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
+    with CallKiller(deployment) as calls:
+        _chaos(deployment, nodes, kube_api, calls)
+
+
+def _chaos(deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient, calls: CallKiller) -> None:
     lower_roll_budget(deployment, ROLL_STEPS)
     register_example_cluster(deployment)
     the_run(deployment.settle(known=0))
@@ -157,8 +253,9 @@ def test_killed_at_random_points_of_the_roll_every_run_converges(
         watcher.start()
         try:
             started = time.monotonic()
+            calls.arm(point, provisions, started)
             _change(deployment, AMIS[index % len(AMIS)], surge)
-            kill = _kill(deployment, point, provisions, rolls, started)
+            kill = _kill(deployment, point, provisions, rolls, started, calls)
             deployment.settle()
             assert deployment.registry.lock_holder(deployment.cluster_id) in {None, kill.execution}
             again_started = time.monotonic()
@@ -170,7 +267,7 @@ def test_killed_at_random_points_of_the_roll_every_run_converges(
         action = json.loads(again.get("output") or "{}").get("plan", {}).get("action", again["status"])
         print(  # the line that names a failing run: CLM_CHAOS_SEED and the run index reproduce it
             f"run {index:2d} seed {SEED}:{index} surge {surge} kill {point!s:<12} after {kill.seconds:4.1f} s "
-            f"(roll at {kill.roll_state}, run {killed}), again {recovered:4.1f} s ({action}), "
+            f"(roll at {kill.roll_state}, run {killed} after {deployment.states(kill.execution)[-2:]}), again {recovered:4.1f} s ({action}), "
             f"lowest Ready {watcher.lowest}, total {time.monotonic() - started:4.1f} s"
         )
         assert_converged(deployment, nodes, again, before, rolls)
