@@ -17,6 +17,7 @@ from clm_sandbox.controlplane import cache_root
 from clm_sandbox.daemon import LOG_FILE, STATE_FILE
 
 STOP_GRACE_SECONDS = 30.0
+KILL_GRACE_SECONDS = 10.0  # for the kernel to tear a killed process down and its parent to reap it
 
 
 class SandboxError(RuntimeError):
@@ -109,18 +110,28 @@ def down(state_dir: Path | None = None) -> bool:
 
 
 def _terminate(pid: int) -> None:
-    """SIGTERM the sandbox (it stops its components), SIGKILL its process group if it lingers."""
+    """SIGTERM the sandbox (it stops its components), SIGKILL its process group if it lingers; returns once the
+    process is gone (a killed process lingers until the kernel has torn it down and its parent has reaped it)."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return
-        time.sleep(0.1)
+    if _gone_within(pid, STOP_GRACE_SECONDS):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+    if not _gone_within(pid, KILL_GRACE_SECONDS):
+        raise SandboxError(f"the sandbox (pid {pid}) is still running after SIGKILL")
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Whether the process is gone within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _alive(pid: int) -> bool:

@@ -13,8 +13,11 @@ from moto import mock_aws
 from clm_sandbox.moto_server import SERVER_CONFIG, moto_server_process
 from clm_sandbox.patches import apply_all
 from clm_sandbox.patches import wait_scale as wait_scaling
+from tests import botocore_models, moto_reset
 
 REGION = "eu-central-1"
+botocore_models.share()  # AWS's service models parsed once per test process, not once per session
+moto_reset.skip_rebuilding()  # each mock_aws still starts on new backends, without rebuilding the dropped ones
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # CDK's jsii on Node 20
 # Property tests judge correctness, not speed: on a loaded 2-core CI machine a draw can stall for a second, which
 # fails Hypothesis' generation-speed health check and per-example deadline without saying anything about CLM.

@@ -8,6 +8,7 @@ role instead; a call made outside an execution keeps moto's keys.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -34,26 +35,46 @@ def install() -> None:
 
 
 def _boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-    import boto3
-    from moto.stepfunctions.parser.asl.utils import boto_client
-
     from clm_sandbox.iam import enforcement, principals
 
-    client = original(boto_client, "boto_client_for")(
-        region=region, service=service, state_credentials=state_credentials
-    )
     role = _execution_role(sys._getframe(1))
     if role is None or not enforcement.enforcing():
-        return client
+        return _moto_client(region, service, state_credentials)
     credentials = principals.role_session(role, SESSION, region)
+    keys = (credentials["AWS_ACCESS_KEY_ID"], credentials["AWS_SECRET_ACCESS_KEY"], credentials["AWS_SESSION_TOKEN"])
+    return _signed_client(region, service, _endpoint(), keys)
+
+
+def _moto_client(region: str, service: str, state_credentials: Any = None) -> Any:
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    return original(boto_client, "boto_client_for")(region=region, service=service, state_credentials=state_credentials)
+
+
+def _endpoint() -> str | None:
+    """Where moto's interpreter sends its calls: nowhere (in-process moto) or this process's moto server."""
+    from moto.core.models import botocore_stubber
+    from moto.settings import moto_server_port
+
+    return None if botocore_stubber.enabled else f"http://localhost:{moto_server_port()}"
+
+
+@functools.lru_cache(maxsize=64)
+def _signed_client(region: str, service: str, endpoint: str | None, keys: tuple[str, str, str]) -> Any:
+    """moto's client for the service, signed with `keys` (a role session's); one per session, as clients are
+    thread-safe and making one costs 30-60 ms of CPU (`endpoint`, moto's, is part of the key)."""
+    import boto3
+
+    client = _moto_client(region, service)
+    access_key, secret_key, token = keys
     return boto3.client(
         service_name=service,
         region_name=region,
         endpoint_url=client.meta.endpoint_url,
         config=client.meta.config,
-        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        aws_session_token=token,
     )
 
 
