@@ -59,6 +59,16 @@ def render(
     archive is neither encrypted nor uploaded, only its path computed.
     A template error stops with the file and line at fault, and --out then writes nothing.
 
+    Several --config sources, comma-separated as [name=]URI (unnamed: main for
+    the first, then source2, source3...), combine as Zalando CLM combines them:
+    config-defaults.yaml of every source, merged key by key, a later source's
+    value winning a key (the registry's config items win over every default);
+    deletions.yaml of every source, its lists concatenated in source order; the
+    manifest components of every source, each applied as <source>/<component>
+    (two sources' components of one name are both applied); everything else
+    (cluster, node-pool and etcd stacks, node files, Karpenter objects) from the
+    first source alone. A cluster's config item override_channel (e.g. team=beta)
+    reads that source on another channel.
 
     With --stack-policy, also what the stacks' resource types need beyond the
     ClusterStackRole's rights (CloudFormation's resource schemas), as a policy
