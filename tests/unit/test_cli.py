@@ -158,3 +158,15 @@ def test_help_teaches():
     assert "clm registry import examples/clusters.yaml" in result.output
     render_help = CliRunner().invoke(cli, ["render", "--help"]).output
     assert "s3://bucket/prefix" in render_help
+
+
+def test_render_help_says_how_several_config_sources_combine():
+    text = " ".join(CliRunner().invoke(cli, ["render", "--help"]).output.split())
+    assert "later sources override earlier ones" not in text  # not so: only config-defaults.yaml's keys are
+    for said in (
+        "config-defaults.yaml of every source, merged key by key, a later source's value winning a key",
+        "deletions.yaml of every source, its lists concatenated in source order",
+        "the manifest components of every source, each applied as <source>/<component>",
+        "everything else (cluster, node-pool and etcd stacks, node files, Karpenter objects) from the first source",
+    ):
+        assert said in text, said

@@ -162,7 +162,8 @@ def test_table_output_shows_the_diff_and_the_instances_to_replace(clients, stack
     assert f'  +        ImageId: "{NEW_AMI}"' in lines
     assert f"  launch change LaunchTemplate.LaunchTemplateData.ImageId: {EXAMPLE_AMI} -> {NEW_AMI}" in lines
     assert "3 instances, 3 to replace" in result.stdout
-    assert result.stdout.count("| yes ") + result.stdout.count("│ yes ") == 3
+    assert [line.split()[4] for line in lines if line.startswith("i-")] == ["yes"] * 3
+    assert "the stack update changes what the group launches" in " ".join(result.stdout.split())
 
 
 def test_instances_outdated_now_are_shown_with_the_inventorys_reasons(clients, stacks_aws, config_with_new_ami):

@@ -1,5 +1,5 @@
-"""`clm status` and `clm registry list` in an 80-column terminal: ids and versions short and on one line each;
-`-o wide` shows them in full; JSON is unchanged."""
+"""`clm status` and `clm registry list` in an 80-column terminal: ids and versions short and on one line each, free
+text in notes under the table; `-o wide` shows them in full; JSON is unchanged."""
 
 from __future__ import annotations
 
@@ -46,12 +46,15 @@ def test_tables_fit_80_columns_with_ids_and_versions_short_on_one_line(busy, com
     assert KUBE_1 not in output and CURRENT not in output
 
 
-def test_status_table_wraps_only_the_free_text(busy):
+def test_status_table_rows_are_one_line_their_free_text_in_notes(busy):
     output = busy("status").output
     kube_1, kube_2 = (next(line for line in lines(output) if line.startswith(name)) for name in ("kube-1", "kube-2"))
-    assert kube_1.split()[:4] == ["kube-1", "requested", "3f9c2a7#Qm9vdGh", "a81e5c0#ZGlmZmV"]
-    assert kube_2.split()[:4] == ["kube-2", "ready", "3f9c2a7#Qm9vdGh", "-"]
-    assert "ROLLBACK_CO" in "".join(output.split())
+    assert kube_1.split() == ["kube-1", "requested", "3f9c2a7#Qm9vdGh", "a81e5c0#ZGlmZmV", "[1]", "-"]
+    assert kube_2.split() == ["kube-2", "ready", "3f9c2a7#Qm9vdGh", "-", "-", "[2]"]
+    assert lines(output)[-2:] == [
+        "[1] kube-1-5d41402abc4b-2925412",
+        "[2] StackFailed: stack kube-2-worker-default failed: ROLLBACK_COMPLETE",
+    ]
 
 
 @pytest.mark.parametrize("command", [["status"], ["registry", "list"]])

@@ -21,7 +21,7 @@ from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option, stack_outputs
 from clm.cli.errors import CliError
 from clm.cli.options import pass_cli
-from clm.cli.output import emit
+from clm.cli.output import Column, emit, short_id
 from clm.render.secrets import KMS_PREFIX, encryption_context, is_encrypted
 
 KEYS_OUTPUT = "DecryptKeyArns"
@@ -100,7 +100,8 @@ def reencrypt(cli: CliContext, cluster_ids: tuple[str, ...], dry_run: bool, key:
             rows.append({"cluster": cluster.id, "item": item, "outcome": outcome})
     verb = "would bind" if dry_run else "bound"
     bound = sum(row["outcome"] == verb for row in rows)
-    emit(rows, ["cluster", "item", "outcome"], cli.output, title=f"{verb} {bound} of {len(rows)} encrypted items")
+    columns = [Column("cluster", short=short_id), "item", Column("outcome", note=True)]
+    emit(rows, columns, cli.output, title=f"{verb} {bound} of {len(rows)} encrypted items")
     left = [f"{row['cluster']} {row['item']}" for row in rows if row["outcome"] not in (verb, "already bound")]
     if left:
         raise CliError(f"not bound: {', '.join(left)} (see the table)")

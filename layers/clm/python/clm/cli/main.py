@@ -56,7 +56,8 @@ status find the workflows in the outputs of the CloudFormation stack `Clm` (--st
     type=click.Choice(["table", "wide", "json", "yaml"]),
     default="table",
     show_default=True,
-    help="Output format (wide: tables with ids and versions in full).",
+    help="Output format (table: fits the terminal, one line per row, long text in notes under it; wide: every "
+    "column in full).",
 )
 @click.version_option(package_name="clm")
 @click.pass_context

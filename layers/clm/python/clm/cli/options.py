@@ -15,8 +15,8 @@ config_option = click.option(
     "config_uri",
     required=True,
     envvar="CLM_CONFIG_SOURCE",
-    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch "
-    "(comma-separated: later sources override earlier ones).",
+    help="Config source: a folder, s3://bucket/prefix or codecommit://repo@branch; several, comma-separated as "
+    "[name=]URI, combine as Zalando CLM combines them (as `clm render --help` describes).",
 )
 
 registry_file_option = click.option(

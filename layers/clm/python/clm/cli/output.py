@@ -1,29 +1,24 @@
-"""Printing results as a rich table, JSON or YAML (`-o table|wide|json|yaml`).
-
-`table` fits a terminal: a table with shortened columns (ids, versions) is drawn without borders, as kubectl
-draws its lists, its short and one-word columns on one line, the free text wrapping; `wide` shows every value in
-full.
+"""Printing results as a table, JSON or YAML (`-o table|wide|json|yaml`): tables as clm.cli.tables draws them,
+`table` fitting the terminal (80 columns and up) and `wide` showing every value in full.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from clm.cli.tables import Column, print_table
 from clm.yamlutil import dump
 
 console = Console()
 errors = Console(stderr=True)
 TABULAR = ("table", "wide")
 SHORT_HASH = 7  # characters of a hash shown, as git shows commits
-EMPTY = ("", "-")
 
 
 def short_id(cluster_id: str) -> str:
@@ -37,15 +32,9 @@ def short_version(version: str) -> str:
     return f"{config[:SHORT_HASH]}{sep}{spec[:SHORT_HASH]}" if sep else version[:SHORT_HASH]
 
 
-@dataclass(frozen=True)
-class Column:
-    """A table column: the row key, its header, how `table` (not `wide`) shortens its values to one line, and
-    whether its values may wrap there (free text)."""
-
-    key: str
-    header: str = ""
-    short: Callable[[str], str] | None = None
-    wrap: bool = False
+def version_column(key: str, header: str = "") -> Column:
+    """A column of versions: shown by short_version in `table`, and cut there only when nothing else can be."""
+    return Column(key, header, short_version, keep=True)
 
 
 def emit(
@@ -62,26 +51,8 @@ def emit(
     elif fmt == "yaml":
         sys.stdout.write(dump(payload))
     else:
-        declared = [Column(c, wrap=True) if isinstance(c, str) else c for c in columns]
-        console.print(_table(rows, declared, fmt == "wide", title))
-
-
-def _table(rows: Sequence[dict[str, Any]], columns: list[Column], wide: bool, title: str | None) -> Table:
-    compact = not wide and any(column.short for column in columns)
-    if compact:
-        table = Table(title=title, header_style="bold", box=None, padding=(0, 2, 0, 0), title_justify="left")
-    else:
-        table = Table(title=title, header_style="bold")
-    for column in columns:
-        header = column.key if wide else column.header or column.key
-        table.add_column(header, overflow="fold", no_wrap=compact and not column.wrap)
-    for row in rows:
-        cells = []
-        for column in columns:
-            text = str(row.get(column.key, ""))
-            cells.append(column.short(text) if column.short and not wide and text not in EMPTY else text)
-        table.add_row(*cells)
-    return table
+        declared = [Column(column) if isinstance(column, str) else column for column in columns]
+        print_table(console, rows, declared, fmt == "wide", title)
 
 
 def print_error(message: str) -> None:

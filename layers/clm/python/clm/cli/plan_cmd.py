@@ -13,7 +13,7 @@ from clm.cli.deployment import stack_option
 from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.errors import CliError
 from clm.cli.options import config_option, pass_cli, registry_file_option
-from clm.cli.output import TABULAR, console, emit, print_warning
+from clm.cli.output import TABULAR, Column, console, emit, print_warning
 from clm.errors import ClusterNotFound
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def plan(
         if warning:
             print_warning(warning)
     if cli.output in TABULAR:
-        show(data)
+        show(data, cli.output)
     else:
         emit([], [], cli.output, data=data)
 
@@ -135,8 +135,9 @@ def drain_preflight(cli: CliContext, cluster: Cluster, pools: list[PoolPlan]) ->
     return {"checked": True, "warning": "", "nodes": nodes}
 
 
-def show(data: dict[str, Any]) -> None:
-    """The plan for a terminal: stacks with their diffs, node pools' instances, the drain pre-flight."""
+def show(data: dict[str, Any], fmt: str) -> None:
+    """The plan for a terminal: stacks with their diffs, node pools' instances (a table in `fmt`, table or wide),
+    the drain pre-flight."""
     from clm.stacks.diff import ACTION_MEANINGS
 
     config = data["config"]
@@ -169,7 +170,7 @@ def show(data: dict[str, Any]) -> None:
             for change in stack[kind + "s"]:
                 _say(f"  {kind} {change['name']}: {change['deployed']} -> {change['rendered']}")
     for pool in data["node_pools"]:
-        _show_pool(pool)
+        _show_pool(pool, fmt)
     _show_drains(data["drain_preflight"])
 
 
@@ -178,7 +179,7 @@ def _say(*parts: str | tuple[str, str]) -> None:
     console.print(Text.assemble(*parts), soft_wrap=True)
 
 
-def _show_pool(pool: dict[str, Any]) -> None:
+def _show_pool(pool: dict[str, Any], fmt: str) -> None:
     title = f"node pool {pool['node_pool']}" + (" (removed)" if pool["removed"] else "")
     if pool["error"]:
         _say((title, "bold"), ": ", (pool["error"], "red"))
@@ -187,11 +188,11 @@ def _show_pool(pool: dict[str, Any]) -> None:
         _say((title, "bold"), ": no instances yet (its stack is created)")
         return
     where = "Karpenter's instances" if pool["karpenter"] else f"group {pool['asg_name']}"
-    columns = ["instance", "az", "type", "state", "replace", "why"]
+    keys = ["instance", "az", "type", "state", "replace", "why"]
     rows = [
         dict(
             zip(
-                columns,
+                keys,
                 (
                     i["id"],
                     i["az"],
@@ -207,8 +208,8 @@ def _show_pool(pool: dict[str, Any]) -> None:
     ]
     emit(
         rows,
-        columns,
-        "table",
+        [*keys[:-1], Column("why", note=True)],
+        fmt,
         title=f"{title}, {where}: {len(rows)} instances, {pool['outdated']} to replace",
     )
 

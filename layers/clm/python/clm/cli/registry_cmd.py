@@ -9,7 +9,7 @@ import click
 from clm.cli.context import CliContext
 from clm.cli.errors import CliError
 from clm.cli.options import pass_cli
-from clm.cli.output import Column, console, emit, print_error, print_warning, short_id, short_version
+from clm.cli.output import Column, console, emit, print_error, print_warning, short_id, version_column
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_located_clusters
@@ -17,10 +17,10 @@ from clm.workflow.placement import ONLY_HERE, refusal
 
 LIST_COLUMNS = [
     Column("id", "cluster", short_id),
-    Column("alias", wrap=True),
+    Column("alias", note=True),
     Column("lifecycle"),
-    Column("current_version", "current", short_version),
-    Column("next_version", "next", short_version),
+    version_column("current_version", "current"),
+    version_column("next_version", "next"),
     Column("problems"),
     Column("node_pools", "pools"),
 ]
@@ -72,7 +72,12 @@ def import_(cli: CliContext, file: Path, dry_run: bool, skip_foreign: bool) -> N
     verb = "would write" if dry_run else "wrote"
     written = sum(row["change"] in WRITES for row in rows)
     skipped = f", skipped {len(foreign)} in another account or region" if foreign else ""
-    emit(rows, ["cluster", "change"], cli.output, title=f"{verb} {written} of {len(rows)} clusters{skipped}")
+    emit(
+        rows,
+        [Column("cluster", short=short_id), "change"],
+        cli.output,
+        title=f"{verb} {written} of {len(rows)} clusters{skipped}",
+    )
 
 
 def _change(before: Cluster | None, cluster: Cluster) -> str:
@@ -171,9 +176,8 @@ def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: 
         store.put(after)
     verb = "would change" if dry_run else "changed"
     shown = [{key: "-" if value is None else value for key, value in row.items()} for row in rows]
-    emit(
-        shown, ["field", "before", "after"], cli.output, title=f"{verb} {len(rows)} field(s) of {cluster_id}", data=rows
-    )
+    columns = ["field", Column("before", note=True), Column("after", note=True)]
+    emit(shown, columns, cli.output, title=f"{verb} {len(rows)} field(s) of {cluster_id}", data=rows)
 
 
 @registry.command("delete")

@@ -10,9 +10,19 @@ from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
 from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.options import config_option, pass_cli, registry_file_option
-from clm.cli.output import emit, print_warning
+from clm.cli.output import Column, emit, print_warning, short_id, version_column
 from clm.cli.render_out import OutFolder
 from clm.errors import ClusterNotFound
+
+SUMMARY = [
+    Column("cluster", short=short_id),
+    version_column("version"),
+    Column("node_pools", "pools", note=True),
+    Column("manifests"),
+    Column("etcd_stack", "etcd"),
+    Column("files"),
+]
+WIDE_SUMMARY = [*SUMMARY, Column("folder")]  # `table` names the folders in its title: OUT/<local id>
 
 
 @click.command()
@@ -48,6 +58,17 @@ def render(
     CLM's etcd stack (etcd-stack.yaml) too, when the deployment manages it: its files'
     archive is neither encrypted nor uploaded, only its path computed.
     A template error stops with the file and line at fault, and --out then writes nothing.
+
+    Several --config sources, comma-separated as [name=]URI (unnamed: main for
+    the first, then source2, source3...), combine as Zalando CLM combines them:
+    config-defaults.yaml of every source, merged key by key, a later source's
+    value winning a key (the registry's config items win over every default);
+    deletions.yaml of every source, its lists concatenated in source order; the
+    manifest components of every source, each applied as <source>/<component>
+    (two sources' components of one name are both applied); everything else
+    (cluster, node-pool and etcd stacks, node files, Karpenter objects) from the
+    first source alone. A cluster's config item override_channel (e.g. team=beta)
+    reads that source on another channel.
 
     With --stack-policy, also what the stacks' resource types need beyond the
     ClusterStackRole's rights (CloudFormation's resource schemas), as a policy
@@ -111,11 +132,12 @@ def render(
         folder.write()  # only once every cluster rendered and every path is inside its folder
     if stack_policy is not None:
         write_stack_policy(stack_policy, stacks, wanted)
+    written = f"; written to {out}/<local id>/" if out else ""
     emit(
         rows,
-        ["cluster", "version", "node_pools", "manifests", "etcd_stack", "files", "folder"],
+        WIDE_SUMMARY if cli.output == "wide" else SUMMARY,
         cli.output,
-        title="; ".join(f"rendered from {t.source} at {t.version}" for t in trees.values()),
+        title="; ".join(f"rendered from {t.source} at {t.version}" for t in trees.values()) + written,
     )
 
 

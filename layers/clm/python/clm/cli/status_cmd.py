@@ -11,16 +11,16 @@ from clm.cli.deployment import provision_state_machine, stack_option
 from clm.cli.errors import DeploymentNotFound
 from clm.cli.executions import execution_name, running_by_cluster
 from clm.cli.options import pass_cli
-from clm.cli.output import Column, emit, print_error, print_warning, short_id, short_version
+from clm.cli.output import Column, emit, print_error, print_warning, short_id, version_column
 from clm.model import Cluster
 
 COLUMNS = [
     Column("id", "cluster", short_id),
     Column("lifecycle"),
-    Column("current_version", "current", short_version),
-    Column("next_version", "next", short_version),
-    Column("running_execution", "running", wrap=True),
-    Column("last_problem", "last problem", wrap=True),
+    version_column("current_version", "current"),
+    version_column("next_version", "next"),
+    Column("running_execution", "running", note=True),
+    Column("last_problem", "last problem", note=True),
 ]
 
 
