@@ -44,7 +44,7 @@ from clm.kube.settings import DrainSettings
 from clm.model import Cluster
 from clm.workflow import cluster_access
 from clm_sandbox.controlplane import ControlPlane, ensure_built
-from clm_sandbox.deploy_examples import store_secret
+from clm_sandbox.deploy.examples import store_secret
 from clm_sandbox.nodesim import NodeSimulator, create_node_pool
 
 REGION = "eu-central-1"

@@ -21,7 +21,7 @@ PodDisruptionBudget (minAvailable = replicas - 1). A new worker AMI uploaded to 
   (Step Functions fails an execution at 25,000), state transitions per node;
 - PDB violations: the Ready web pods at every change of one (roll_watch), never below the budget's minimum;
 - cost per node: Step Functions state transitions, Lambda calls and Lambda-seconds of the run and its children
-  (clm_sandbox.demo_report.run_figures), and the CPU time of moto's process; in dollars at list prices with the
+  (clm_sandbox.demo.report.run_figures), and the CPU time of moto's process; in dollars at list prices with the
   DynamoDB and S3 requests (roll_cost), and the same for a provision run that changes nothing;
 - where the time went: before the first drain, per batch its drain and its replacement against their bounds,
   after the roll; Lambda seconds per step and Wait state seconds per state; a row per batch (the slowest ten of a
@@ -57,8 +57,8 @@ from roll_sandbox import BenchError, RollSandbox, start
 from roll_watch import ReadyWatch
 
 from clm.rolling.settings import roll_settings
-from clm_sandbox.demo import DemoError
-from clm_sandbox.demo_report import run_figures
+from clm_sandbox.demo.report import run_figures
+from clm_sandbox.demo.steps import DemoError
 from clm_sandbox.nodesim import EventKind
 
 console = Console(highlight=False, width=130)

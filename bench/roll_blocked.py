@@ -18,7 +18,7 @@ from roll_history import node_drains, run_histories, trace
 from roll_sandbox import RollSandbox, wait_for_ready_pods
 
 from clm.model import Cluster, NodePool
-from clm_sandbox.demo_report import RunFigures, run_figures
+from clm_sandbox.demo.report import RunFigures, run_figures
 
 POOL = "hold"
 NAMESPACE = "roll-bench-hold"

@@ -16,7 +16,7 @@ from cost import Usage, add, lambda_usage, recorded_actions, request_usage
 from roll_history import run_histories, trace
 from roll_sandbox import RollSandbox
 
-from clm_sandbox.demo_report import run_figures
+from clm_sandbox.demo.report import run_figures
 
 IAM_LOG = "iam-calls.jsonl"
 NOTES = "cluster/NOTES.md"  # under cluster/, the part of the config CLM versions; no template reads it

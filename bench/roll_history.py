@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from clm_sandbox.demo_report import history
+from clm_sandbox.demo.report import history
 
 History = list[dict[str, Any]]
 _LAMBDA_ENDS = {"LambdaFunctionSucceeded", "LambdaFunctionFailed", "LambdaFunctionTimedOut"}

@@ -12,7 +12,7 @@ from roll_history import RollExecution, Trace
 from roll_sandbox import Run
 from roll_watch import ReadyWatch
 
-from clm_sandbox.demo_report import RunFigures
+from clm_sandbox.demo.report import RunFigures
 
 MAX_RATIO, MAX_OVERHEAD, MAX_TRANSITIONS, MAX_LAMBDA_SECONDS = 1.15, 3.0, 25.0, 5.0
 # Run-to-run spread of the Lambda-seconds of the same calls on this VM (compared figures within it are equal).

@@ -32,9 +32,9 @@ from clm.model import Cluster, NodePool
 from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
-from clm_sandbox.demo import next_run
+from clm_sandbox.demo.steps import next_run
 from clm_sandbox.deploy import deploy
-from clm_sandbox.deploy_examples import store_secret, upload_config
+from clm_sandbox.deploy.examples import store_secret, upload_config
 from clm_sandbox.iam.record import LOG_ENV
 from clm_sandbox.moto_server import MODULE, READY_LINE, SANDBOX_ENV
 from clm_sandbox.nodesim import NodeSimulator

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from clm_sandbox.nodesim_watch import PodWatcher
+from clm_sandbox.nodesim.watch import PodWatcher
 
 
 def _ready(pod: dict[str, Any]) -> bool:

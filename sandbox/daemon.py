@@ -20,8 +20,8 @@ from pathlib import Path
 import boto3
 
 from clm_sandbox.controlplane import ControlPlane, ensure_built
-from clm_sandbox.fleet import SimulatorFleet
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
+from clm_sandbox.nodesim.fleet import SimulatorFleet
 
 STATE_FILE = "sandbox.json"
 LOG_FILE = "sandbox.log"

@@ -13,7 +13,7 @@ launches, one instance at a time:
   as many as the mixed instances policy's on-demand base and percentage leave to spot (on-demand rounded up);
 - into the group's subnet whose zone has the fewest of its instances (zones balanced), placed in that zone;
 - with the version's instance profile (``IamInstanceProfile`` by name or ARN; moto leaves instances without one),
-  so that a node's bootstrap runs with its role (clm_sandbox.nodesim_bootstrap). A profile that does not exist
+  so that a node's bootstrap runs with its role (clm_sandbox.nodesim.bootstrap). A profile that does not exist
   leaves the instance without one, logged (its bootstrap then fails, as the launch would on AWS).
 
 Each instance's record (DescribeAutoScalingGroups, DescribeAutoScalingInstances) reports the launch template and

@@ -14,7 +14,7 @@ from clm.kube.client import KubeClient
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.deploy import deploy_assembly
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client as k8s
 
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret
 from tests.integration.deployment import ROOT, Deployment

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client as k8s
 
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from tests.integration.deployment import Deployment
 from tests.integration.test_config_channels import EXAMPLE, beta_files, config_part, two_clusters
 

@@ -16,7 +16,7 @@ import pytest
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.deploy import deploy, deploy_assembly
-from clm_sandbox.deploy_synth import Assembly
+from clm_sandbox.deploy.synth import Assembly
 from clm_sandbox.patches import cfn_lambda, events_input_template
 from infra.layer_build import LAMBDA_VERSION
 

@@ -23,7 +23,7 @@ from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.secrets import encryption_context
 from clm.scrub import MIN_FRAGMENT, PLACEHOLDER
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from tests.integration.deployment import REGION, ROOT, Deployment
 from tests.integration.test_no_secrets_leak import (

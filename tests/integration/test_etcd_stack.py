@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from clm.cli.main import cli
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from tests.integration.deployment import ROOT, Deployment
 from tests.integration.test_no_secrets_leak import bucket_objects
 

@@ -13,8 +13,8 @@ from kubernetes.client.rest import ApiException
 
 from clm.kube.karpenter import POOL_LABEL
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from clm_sandbox.nodesim import NodeSimulator
+from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import ROOT, Deployment, the_run
 from tests.unit.test_render_karpenter import KARPENTER, PROVISIONERS, USERDATA
 

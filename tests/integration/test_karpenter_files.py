@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client as k8s
 
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
+from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import ROOT, Deployment
 from tests.integration.test_encrypted_config_items import NAMED_KEY, NAMED_KEY_ID, create_key, encrypted
 from tests.integration.test_no_secrets_leak import bucket_objects

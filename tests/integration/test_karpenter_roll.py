@@ -19,8 +19,8 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.model import Cluster, NodePool
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from clm_sandbox.nodesim import NodeSimulator
+from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import (
     ROOT,
     Deployment,

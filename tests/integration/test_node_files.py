@@ -6,7 +6,7 @@ the key; the launch template's UserData is the gzipped, base64-encoded userdata 
 run that changes nothing for the pool uploads nothing and changes neither the node-pool stack nor the launch
 template. The private key is nowhere but in the archive's encrypted entry. A cluster stack that replaces its files
 key (the old one deleted with it) makes the next run rewrite the archive at the same path under the new key, which
-a node launched then decrypts as its role (clm_sandbox.nodesim_bootstrap); the format stays CLM's
+a node launched then decrypts as its role (clm_sandbox.nodesim.bootstrap); the format stays CLM's
 (provisioner/remote_files.go makeArchive: each file KMS-encrypted, which nodes decrypt with KMS)."""
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import pytest
 
 from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.nodesim import EventKind, NodeSimulator
-from clm_sandbox.nodesim_bootstrap import NodeBootstrap
+from clm_sandbox.nodesim.bootstrap import NodeBootstrap
 from tests.integration.deployment import ROOT, Deployment, instances
 from tests.integration.test_encrypted_config_items import NAMED_KEY, NAMED_KEY_ID, create_key, encrypted, forms
 from tests.integration.test_no_secrets_leak import (
@@ -217,7 +217,7 @@ def test_worker_files_are_archived_encrypted_and_named_in_user_data_and_a_second
     assert decrypted["Plaintext"] == private_key.encode()
     assert decrypted["KeyId"].endswith(files_key_id(deployment))  # the cluster stack's key, not the config items'
 
-    # The nodes bootstrap as their role: they fetch the archive and decrypt its key (clm_sandbox.nodesim_bootstrap).
+    # The nodes bootstrap as their role: they fetch the archive and decrypt its key (clm_sandbox.nodesim.bootstrap).
     running = len(instances(deployment.session))
     assert running and len(nodes.wait_for_ready_nodes(running)) == running
     assert nodes.events_of(EventKind.BOOTSTRAP_FAILED) == []

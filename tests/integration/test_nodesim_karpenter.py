@@ -17,9 +17,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clm_sandbox.controlplane import ControlPlane
-from clm_sandbox.karpenter_crds import install_karpenter_crds
 from clm_sandbox.nodesim import NodeSimulator
-from clm_sandbox.nodesim_aws import cluster_tag
+from clm_sandbox.nodesim.aws import cluster_tag
+from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds
 from tests.integration.test_nodesim import _gone, _ready, _wait_for
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
-from clm_sandbox.demo_report import RunFigures, _count, timeline_html
-from clm_sandbox.demo_watch import NodePhases
+from clm_sandbox.demo.report import RunFigures, _count, timeline_html
+from clm_sandbox.demo.watch import NodePhases
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from clm_sandbox import demo_watch
-from clm_sandbox.demo_watch import RollWatch, Workload, healthy_pods, rolled_out, wait_for_rollout
+from clm_sandbox.demo import watch as demo_watch
+from clm_sandbox.demo.watch import RollWatch, Workload, healthy_pods, rolled_out, wait_for_rollout
 
 WEB = Workload("example", "app=web", min_available=2)
 

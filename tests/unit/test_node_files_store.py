@@ -3,7 +3,7 @@ when its encrypted files would be under another key (a recreated cluster stack's
 moved), so that nodes never get ciphertext of a key that is gone; the same key, or a plain archive, uploads nothing.
 Nodes decrypt each `.enc` file with KMS directly (Zalando's CLM encrypts each file with KMS Encrypt,
 provisioner/remote_files.go makeArchive; its nodes decrypt them so): the format is unchanged, and the node's
-bootstrap (clm_sandbox.nodesim_bootstrap, judged as the instance's role) reads the rewritten archive."""
+bootstrap (clm_sandbox.nodesim.bootstrap, judged as the instance's role) reads the rewritten archive."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from moto.kms.models import kms_backends
 
 from clm.render.node_files import KEY_METADATA, NodeFile, UploadedFiles
-from clm_sandbox.nodesim_bootstrap import NodeBootstrap, encrypted_members
+from clm_sandbox.nodesim.bootstrap import NodeBootstrap, encrypted_members
 from tests.unit.test_nodesim_bootstrap import BOTH, BUCKET, KEY, node
 from tests.unit.test_sandbox_iam_enforcement import REGION
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import boto3
 import pytest
 
-from clm_sandbox.nodesim_aws import create_node_pool, instances_from, list_cluster_instances
-from clm_sandbox.nodesim_model import (
+from clm_sandbox.nodesim.aws import create_node_pool, instances_from, list_cluster_instances
+from clm_sandbox.nodesim.model import (
     NOT_READY_TAINT,
     Instance,
     bound_at,
@@ -26,7 +26,7 @@ from clm_sandbox.nodesim_model import (
     started_at,
     without_taint,
 )
-from clm_sandbox.nodesim_timers import TimerHeap
+from clm_sandbox.nodesim.timers import TimerHeap
 
 INSTANCE = Instance(
     instance_id="i-0abc",

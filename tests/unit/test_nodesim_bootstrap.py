@@ -13,7 +13,7 @@ import pytest
 
 from clm.render.node_files import NodeFile, encode_user_data, make_archive
 from clm_sandbox.iam import record
-from clm_sandbox.nodesim_bootstrap import NodeBootstrap, archives, user_data_text
+from clm_sandbox.nodesim.bootstrap import NodeBootstrap, archives, user_data_text
 from tests.unit.test_sandbox_iam_enforcement import REGION
 
 BUCKET = "cluster-lifecycle-manager-123456789012-eu-central-1"

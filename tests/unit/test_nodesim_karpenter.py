@@ -8,9 +8,9 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from clm_sandbox.karpenter_crds import karpenter_crds
-from clm_sandbox.nodesim_karpenter import KarpenterStandIn
-from clm_sandbox.nodesim_karpenter_model import (
+from clm_sandbox.nodesim.karpenter import KarpenterStandIn
+from clm_sandbox.nodesim.karpenter_crds import karpenter_crds
+from clm_sandbox.nodesim.karpenter_model import (
     drift_reason,
     is_unschedulable,
     launch_labels,
@@ -19,7 +19,7 @@ from clm_sandbox.nodesim_karpenter_model import (
     nodepool_hashes,
     pick_nodepool,
 )
-from clm_sandbox.nodesim_model import Instance, node_manifest
+from clm_sandbox.nodesim.model import Instance, node_manifest
 
 REGION = "eu-central-1"
 

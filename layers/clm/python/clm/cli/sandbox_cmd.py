@@ -35,9 +35,9 @@ def _progress(message: str) -> None:
 
 
 def _deploy(state: Any) -> Any:
-    """Deploy CLM with the examples into the running sandbox (clm_sandbox.deploy_examples)."""
+    """Deploy CLM with the examples into the running sandbox (clm_sandbox.deploy.examples)."""
     _progress("deploying CLM into the sandbox: the CDK app, examples/config and kube-1's kubeconfig secret")
-    examples = _sandbox_module("deploy_examples")
+    examples = _sandbox_module("deploy.examples")
     clusters_file = Path(state.kubeconfig).parent / "clusters.yaml"
     try:
         return examples.deploy_examples(state.moto_endpoint, Path(state.kubeconfig), clusters_file)
@@ -176,4 +176,4 @@ def demo(keep: bool, wait_scale: float | None) -> None:
     """
     args = ["--keep"] if keep else []
     args += ["--wait-scale", str(wait_scale)] if wait_scale is not None else []
-    _sandbox_module("demo").main(args)
+    _sandbox_module("demo.steps").main(args)

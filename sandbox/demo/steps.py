@@ -2,7 +2,7 @@
 
 1. starts the sandbox: moto's server (AWS), a real Kubernetes control plane and the node simulator;
 2. deploys the CDK app into it (as `cdk deploy` would) and uploads examples/config to the config bucket
-   (clm_sandbox.deploy_examples, as `clm sandbox up` does);
+   (clm_sandbox.deploy.examples, as `clm sandbox up` does);
 3. imports kube-1 of examples/clusters.yaml with the real `clm` CLI: the registry change starts the
    provision workflow (stacks, manifests), followed live; waits for the example workload's rollout;
 4. changes the config (a new worker AMI): the upload starts reconcile, which starts provision, which rolls
@@ -40,16 +40,16 @@ from rich.table import Table
 
 from clm.cli.follow import Outcome, follow, report
 from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
-from clm_sandbox.demo_report import RunFigures, run_figures, write_timeline
-from clm_sandbox.demo_watch import RollWatch, Workload, wait_for_rollout
-from clm_sandbox.deploy_examples import EXAMPLES, Deployed, deploy_examples, upload_config
+from clm_sandbox.demo.report import RunFigures, run_figures, write_timeline
+from clm_sandbox.demo.watch import RollWatch, Workload, wait_for_rollout
+from clm_sandbox.deploy.examples import EXAMPLES, Deployed, deploy_examples, upload_config
 from clm_sandbox.iam import principals, record
 from clm_sandbox.iam import report as iam_calls
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
 from clm_sandbox.nodesim import NodeSimulator
 from clm_sandbox.patches import wait_scale
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / ".demo"
 IAM_LOG = OUT / "iam-calls.jsonl"
 IAM_REPORT = OUT / "iam-report.txt"
@@ -304,7 +304,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     console.print(Rule())
     console.print(f"[bold green]demo finished[/] in {time.monotonic() - started:.1f} s")
-
-
-if __name__ == "__main__":
-    main()

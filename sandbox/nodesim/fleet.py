@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 
-from clm_sandbox.nodesim import NodeSimulator
+from clm_sandbox.nodesim.simulator import NodeSimulator
 
 log = logging.getLogger(__name__)
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 CDK_JSON = ROOT / "cdk.json"
 # Assets stay where they are (the layer is ~150 MB): the assembly names their source paths instead of copies.

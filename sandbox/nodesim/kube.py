@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from clm_sandbox.nodesim_model import (
+from clm_sandbox.nodesim.model import (
     NOT_READY_TAINT,
     Instance,
     heartbeat_patch,

@@ -11,9 +11,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.deploy import deploy, sandbox_clients
+from clm_sandbox.deploy.cdk import deploy, sandbox_clients
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CLUSTER = "kube-1"
 SECRET = "clm/kube-1"

@@ -1,7 +1,7 @@
 """Deploy the CDK app into the sandbox's moto, the way `cdk deploy` deploys it into an account.
 
-Synthesizes the app in a child process (deploy_synth), fakes `cdk bootstrap` and publishes the file assets
-(deploy_assets), then creates or updates the stack from its template in the assets bucket (deploy_stack)::
+Synthesizes the app in a child process (synth), fakes `cdk bootstrap` and publishes the file assets
+(assets), then creates or updates the stack from its template in the assets bucket (stack)::
 
     python -m clm_sandbox.deploy --endpoint http://127.0.0.1:5000 [-c key=value ...]
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import boto3
 
-from clm_sandbox.deploy_assets import bootstrap, publish_assets
-from clm_sandbox.deploy_stack import deploy_stack
-from clm_sandbox.deploy_synth import Assembly, synthesize
+from clm_sandbox.deploy.assets import bootstrap, publish_assets
+from clm_sandbox.deploy.stack import deploy_stack
+from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.moto_server import SANDBOX_ENV
 
 STACK = "Clm"
@@ -85,7 +85,3 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     outputs = deploy(args.endpoint, context=context)
     print(json.dumps({"seconds": round(time.monotonic() - started, 1), "outputs": outputs}, indent=2))
-
-
-if __name__ == "__main__":
-    main()

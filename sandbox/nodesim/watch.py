@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from clm_sandbox.nodesim_kube import REQUEST_TIMEOUT
+from clm_sandbox.nodesim.kube import REQUEST_TIMEOUT
 
 log = logging.getLogger(__name__)
 

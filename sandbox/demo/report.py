@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from clm_sandbox.demo_watch import NodePhases
+from clm_sandbox.demo.watch import NodePhases
 
 _STATE_ENTERED = "StateEntered"
 

@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from clm_sandbox.controlplane import cache_root
-from clm_sandbox.deploy_synth import Assembly
+from clm_sandbox.deploy.synth import Assembly
 
 QUALIFIER = "hnb659fds"  # the CDK's default bootstrap qualifier
 VERSION_PARAMETER = f"/cdk-bootstrap/{QUALIFIER}/version"

@@ -4,10 +4,10 @@
         sim.wait_for_ready_nodes(3)
 
 Three threads: one lists the cluster's auto scaling groups every ``poll_interval`` (with ``karpenter=True``
-it first runs a Karpenter stand-in pass, clm_sandbox.nodesim_karpenter, whose instances join them) and
+it first runs a Karpenter stand-in pass, clm_sandbox.nodesim.karpenter, whose instances join them) and
 registers or removes Nodes; one watches the pods bound to any node; one runs delayed actions from a timer
 heap (boots, pods turning Ready, graceful deletions finishing, heartbeats). An instance whose user data names a
-bootstrap archive boots only if its role can fetch and decrypt it (clm_sandbox.nodesim_bootstrap); otherwise its
+bootstrap archive boots only if its role can fetch and decrypt it (clm_sandbox.nodesim.bootstrap); otherwise its
 Node never registers, as on AWS. Every step is recorded in :attr:`NodeSimulator.events`.
 """
 
@@ -24,16 +24,14 @@ from typing import Self
 import boto3
 from kubernetes import client
 
-from clm_sandbox.nodesim_aws import create_node_pool, list_cluster_instances
-from clm_sandbox.nodesim_bootstrap import NodeBootstrap
-from clm_sandbox.nodesim_karpenter import KarpenterStandIn
-from clm_sandbox.nodesim_kube import KubeletApi
-from clm_sandbox.nodesim_model import EventKind, Instance, SimEvent, pod_ref, started_at
-from clm_sandbox.nodesim_pods import PodKeeper
-from clm_sandbox.nodesim_timers import TimerHeap
-from clm_sandbox.nodesim_watch import PodWatcher
-
-__all__ = ["EventKind", "NodeSimulator", "SimEvent", "create_node_pool"]
+from clm_sandbox.nodesim.aws import list_cluster_instances
+from clm_sandbox.nodesim.bootstrap import NodeBootstrap
+from clm_sandbox.nodesim.karpenter import KarpenterStandIn
+from clm_sandbox.nodesim.kube import KubeletApi
+from clm_sandbox.nodesim.model import EventKind, Instance, SimEvent, pod_ref, started_at
+from clm_sandbox.nodesim.pods import PodKeeper
+from clm_sandbox.nodesim.timers import TimerHeap
+from clm_sandbox.nodesim.watch import PodWatcher
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +53,7 @@ class NodeSimulator:
     ``time_scale``: graceful deletions finish after grace period * ``time_scale``;
     ``remove_nodes_on_stop``: :meth:`stop` deletes the Nodes and force-deletes their pods;
     ``karpenter``: launch instances for pending pods that a Karpenter NodePool can take (needs the CRDs,
-    clm_sandbox.karpenter_crds); :attr:`karpenter` is the stand-in then;
+    clm_sandbox.nodesim.karpenter_crds); :attr:`karpenter` is the stand-in then;
     ``bootstrap``: run each instance's bootstrap fetches as its role before its Node registers.
     """
 

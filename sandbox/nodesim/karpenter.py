@@ -8,7 +8,7 @@ One :meth:`KarpenterStandIn.reconcile` pass (the simulator runs it on every poll
 2. deletes the NodeClaims whose instance is gone (terminated through EC2: Karpenter's interruption and
    garbage collection) and terminates the instances whose NodeClaim is gone (a deleted NodePool);
 3. marks NodeClaims whose Node is Ready (Registered, Initialized, Ready) and sets their Drifted condition
-   (reason NodePoolDrifted, NodeClassDrifted or AMIDrift: clm_sandbox.nodesim_karpenter_model.drift_reason);
+   (reason NodePoolDrifted, NodeClassDrifted or AMIDrift: clm_sandbox.nodesim.karpenter_model.drift_reason);
 4. for unschedulable pods no live NodeClaim is nominated for, picks the NodePool (labels, requirements,
    taints, weight), nominates them for an in-flight NodeClaim of that pool with room, else creates a
    NodeClaim, launches an instance tagged as Karpenter tags it (``karpenter.sh/nodepool``,
@@ -36,9 +36,9 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from clm_sandbox.karpenter_crds import AWS_GROUP, KARPENTER_GROUP, VERSION
-from clm_sandbox.nodesim_aws import SANDBOX_IMAGE_ID, cluster_tag
-from clm_sandbox.nodesim_karpenter_model import (
+from clm_sandbox.nodesim.aws import SANDBOX_IMAGE_ID, cluster_tag
+from clm_sandbox.nodesim.karpenter_crds import AWS_GROUP, KARPENTER_GROUP, VERSION
+from clm_sandbox.nodesim.karpenter_model import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
     NODECLAIM_TAG,
@@ -56,7 +56,7 @@ from clm_sandbox.nodesim_karpenter_model import (
     nodepool_hashes,
     pick_nodepool,
 )
-from clm_sandbox.nodesim_model import Instance, k8s_time
+from clm_sandbox.nodesim.model import Instance, k8s_time
 
 log = logging.getLogger(__name__)
 _LaunchKey = tuple[str, tuple[tuple[str, str], ...]]  # NodePool name, sorted launch labels
@@ -221,7 +221,7 @@ class KarpenterStandIn:
         }
         if spec.get("userData"):
             options["UserData"] = spec["userData"]
-        if spec.get("instanceProfile"):  # the node's role (its bootstrap runs with it: clm_sandbox.nodesim_bootstrap)
+        if spec.get("instanceProfile"):  # the node's role (its bootstrap runs with it: clm_sandbox.nodesim.bootstrap)
             options["IamInstanceProfile"] = {"Name": spec["instanceProfile"]}
         if labels.get(CAPACITY_TYPE_LABEL) == "spot":
             options["InstanceMarketOptions"] = {"MarketType": "spot"}

@@ -11,8 +11,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from clm_sandbox.nodesim_kube import KubeletApi
-from clm_sandbox.nodesim_model import (
+from clm_sandbox.nodesim.kube import KubeletApi
+from clm_sandbox.nodesim.model import (
     EventKind,
     bound_at,
     deletion_deadline,
@@ -21,7 +21,7 @@ from clm_sandbox.nodesim_model import (
     pod_ready_patch,
     pod_ref,
 )
-from clm_sandbox.nodesim_timers import TimerHeap
+from clm_sandbox.nodesim.timers import TimerHeap
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from clm_sandbox.nodesim_model import Instance
+from clm_sandbox.nodesim.model import Instance
 
 SANDBOX_IMAGE_ID = "ami-12c6146b"  # one of the images moto knows in every region
 # Lifecycle states in which the instance's kubelet runs (Terminating*/Detach* ones do not count).
