@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Test processes: most integration tests wait (Wait states, boots, grace periods), so twice the cores keeps 2 busy.
+TEST_WORKERS ?= 4
 
 .PHONY: demo test test-unit lint venv clean
 
@@ -21,11 +23,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m clm_sandbox.demo
 
-## test: lint and run the whole test suite; prints its 15 slowest tests, then the outcome
+## test: lint and run the whole test suite in $(TEST_WORKERS) processes (each with its own sandbox); prints its 15
+## slowest tests, then the outcome
 test: $(STAMP)
 	$(BIN)/ruff check .
 	@# The outcome is repeated last, after pytest has exited: nothing a test left running can print after it.
-	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS) 2>&1 | tee .pytest.log; rc=$${PIPESTATUS[0]}; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS) 2>&1 | tee .pytest.log; \
+	rc=$${PIPESTATUS[0]}; \
 	echo '--- test outcome ---'; grep -aE '^(FAILED|ERROR) |^=+ .* in [0-9.]+s' .pytest.log; \
 	if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
