@@ -23,16 +23,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox.nodesim import NodeSimulator
-from clm_sandbox.patches import lambda_invoke
 from tests.integration.convergence import NODES, assert_converged, new_executions
 from tests.integration.deployment import (
     Deployment,
@@ -43,6 +40,7 @@ from tests.integration.deployment import (
     the_run,
     wait_for_ready_pods,
 )
+from tests.integration.kill_switch import KillSwitch, nth_call
 
 RUNS = int(os.environ.get("CLM_CHAOS_RUNS", "20"))
 HALVES = [range(0, RUNS // 2), range(RUNS // 2, RUNS)]
@@ -129,7 +127,7 @@ def _arns(deployment: Deployment, state_machine: str) -> set[str]:
 
 
 def _kill(
-    deployment: Deployment, point: KillPoint, provisions: set[str], rolls: set[str], started: float, calls: CallKiller
+    deployment: Deployment, point: KillPoint, provisions: set[str], rolls: set[str], started: float, calls: KillSwitch
 ) -> Kill:
     """Wait for the provision execution the trigger starts to reach `point`, then stop it (its roll stops with it).
 
@@ -141,7 +139,7 @@ def _kill(
     execution = ""
     while time.monotonic() < deadline:
         if calls.killed:
-            return calls.killed
+            return Kill(calls.killed, calls.killed_at - started, point.state or "")
         if not execution:
             execution = next(
                 (e["executionArn"] for e in new_executions(deployment, deployment.provision, provisions)), ""
@@ -159,59 +157,6 @@ def _kill(
 def _stop(deployment: Deployment, execution: str, point: KillPoint, started: float, roll_state: str) -> Kill:
     deployment.sfn.stop_execution(executionArn=execution, cause=f"chaos: killed at {point}")
     return Kill(execution, time.monotonic() - started, roll_state)
-
-
-class CallKiller:
-    """Stops the new provision execution from the roll's Lambda call at a Task state's kill point, as it begins.
-
-    While installed, every in-process Lambda call passes through it; armed with a point, the `occurrence`-th call
-    of a roll-node-pool execution for the point's step stops the provision, then runs (a Lambda already invoked
-    runs on after a stop), and `killed` tells the kill.
-    """
-
-    def __init__(self, deployment: Deployment) -> None:
-        self._deployment = deployment
-        self._real = lambda_invoke.run_here
-        self._lock = threading.Lock()
-        self._armed: tuple[KillPoint, set[str], float] | None = None
-        self._calls = 0
-        self.killed: Kill | None = None
-
-    def arm(self, point: KillPoint, provisions: set[str], started: float) -> None:
-        """Kill at `point` if it is a Task state's; `provisions` are the provision executions that are not the run."""
-        with self._lock:
-            armed = point.state in ROLL_TASK_STEPS
-            self._armed, self._calls, self.killed = ((point, provisions, started) if armed else None), 0, None
-
-    def __enter__(self) -> CallKiller:
-        lambda_invoke.run_here = self._run_here
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        lambda_invoke.run_here = self._real
-
-    def _run_here(self, function: Any, code: Any, env: Any, event: Any, request_id: str) -> Any:
-        if isinstance(event, dict):
-            self._maybe_kill(event)
-        return self._real(function, code, env, event, request_id)
-
-    def _maybe_kill(self, event: dict[str, Any]) -> None:
-        with self._lock:
-            if self._armed is None:
-                return
-            point, provisions, started = self._armed
-            roll = str(event.get("execution", "")).split(":")[-2:-1] or [""]
-            if event.get("step") != ROLL_TASK_STEPS[point.state or ""] or not roll[0].endswith("-roll-node-pool"):
-                return
-            self._calls += 1
-            if self._calls < point.occurrence:
-                return
-            self._armed = None
-            [run] = [
-                e["executionArn"] for e in new_executions(self._deployment, self._deployment.provision, provisions)
-            ]
-            self.killed = Kill(run, time.monotonic() - started, point.state or "")  # first: `_kill` sees the stop
-            self._deployment.sfn.stop_execution(executionArn=run, cause=f"chaos: killed at {point}")
 
 
 def _why_ended(deployment: Deployment, rolls: set[str]) -> str:
@@ -238,12 +183,12 @@ def _roll_states(deployment: Deployment, rolls: set[str]) -> list[str]:
 def test_killed_at_random_points_of_the_roll_every_run_converges(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient, runs: range
 ) -> None:
-    with CallKiller(deployment) as calls:
+    with KillSwitch(deployment) as calls:
         _chaos(deployment, nodes, kube_api, calls, runs)
 
 
 def _chaos(
-    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient, calls: CallKiller, runs: range
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient, calls: KillSwitch, runs: range
 ) -> None:
     lower_roll_budget(deployment, ROLL_STEPS)
     register_example_cluster(deployment)
@@ -261,7 +206,9 @@ def _chaos(
         watcher.start()
         try:
             started = time.monotonic()
-            calls.arm(point, provisions, started)
+            task = point.state in ROLL_TASK_STEPS  # else polled by _kill
+            when = nth_call(ROLL_TASK_STEPS[point.state or ""], point.occurrence) if task else lambda _: False
+            calls.arm(when, provisions, f"chaos: killed at {point}")
             _change(deployment, index, surge)
             kill = _kill(deployment, point, provisions, rolls, started, calls)
             deployment.settle()

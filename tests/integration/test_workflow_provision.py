@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -21,8 +22,8 @@ from tests.integration.deployment import (
     register_example_cluster,
     the_run,
     upload_new_ami,
-    wait_for_roll,
 )
+from tests.integration.kill_switch import KillSwitch, When
 
 pytestmark = [
     pytest.mark.integration,
@@ -172,13 +173,19 @@ def test_replacement_that_never_becomes_ready_stops_the_roll_naming_the_instance
     assert [g["SuspendedProcesses"] for g in groups] == [[]]  # resumed after the failure
 
 
-def _wait_for_second_drain(deployment: Deployment) -> None:
-    """Wait until a roll has replaced one node and is draining the next."""
+def _second_node_drain() -> When:
+    """Accepts the first drain call for a node other than the first drained: the roll replaced one node and is
+    draining the next."""
+    first: list[str] = []
 
-    def second_drain(states: list[str]) -> bool:
-        return "Terminate" in states and "Drain" in states[len(states) - states[::-1].index("Terminate") :]
+    def when(event: dict[str, Any]) -> bool:
+        if event.get("step") != "drain":
+            return False
+        node = event["replacement"]["instance_id"]
+        first[:] = first or [node]
+        return node != first[0]
 
-    wait_for_roll(deployment, second_drain, "its second drain")
+    return when
 
 
 def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_node_once(
@@ -188,13 +195,14 @@ def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_
     before = provisioned(deployment, nodes, kube_api)
     watcher = HealthyPods(kube_api)
     watcher.start()
+    provisions = {e["executionArn"] for e in deployment.executions(deployment.provision)}
     try:
-        upload_new_ami(deployment)
-        _wait_for_second_drain(deployment)
-        [killed] = [e for e in deployment.executions(deployment.provision) if e["status"] == "RUNNING"]
-        deployment.sfn.stop_execution(executionArn=killed["executionArn"], cause="killed by the test mid-drain")
-        deployment.settle()
-        assert deployment.registry.lock_holder(deployment.cluster_id) == killed["executionArn"]  # as a crash leaves it
+        with KillSwitch(deployment) as switch:
+            switch.arm(_second_node_drain(), provisions, "killed by the test mid-drain")
+            upload_new_ami(deployment)
+            deployment.settle(len(provisions))
+        assert switch.killed, "the roll never drained a second node"
+        assert deployment.registry.lock_holder(deployment.cluster_id) == switch.killed  # as a crash leaves it
         again = deployment.start()
     finally:
         watcher.stop()
@@ -204,9 +212,8 @@ def test_killed_mid_drain_and_triggered_again_the_roll_completes_replacing_each_
     rolls = deployment.executions(deployment.roll_node_pool)
     # the child stopped with its parent (moto ends an execution stopped inside a Map FAILED, AWS ABORTED)
     stopped = [deployment.states(e["executionArn"]) for e in rolls if e["status"] in {"ABORTED", "FAILED"}]
-    # killed mid-roll: after its first replacement, before its last (polling the history, the kill can land after
-    # the second drain's Terminate under load: CI saw 2)
-    assert len(stopped) == 1 and 1 <= stopped[0].count("Terminate") < 3, stopped
+    # killed mid-roll: after its first replacement, as the second node's drain began
+    assert len(stopped) == 1 and stopped[0].count("Terminate") == 1, stopped
     assert deployment.roll_states().count("Terminate") == 3  # every node replaced exactly once, over both runs
     assert watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2 held throughout
     cluster = deployment.registry.get(deployment.cluster_id)
