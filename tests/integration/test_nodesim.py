@@ -123,6 +123,10 @@ def _evict(core: client.CoreV1Api, namespace: str, name: str) -> int:
 def test_pdb_blocks_the_second_eviction_until_the_replacement_is_ready(
     core: client.CoreV1Api, kube_api: client.ApiClient, aws: boto3.Session, cluster_id: str, namespace: str, simulator
 ) -> None:
+    """The simulator's delays are measured on its own event times, taken as its timer thread acts: a timer never
+    fires early (the lower bounds are exact); the upper bounds leave 0.6 s and 0.3 s for the thread to wake and make
+    one API call, more than a loaded machine delays it (four test processes on two cores with a process spinning a
+    core beside them: issue 26's runs)."""
     apps, custom = client.AppsV1Api(kube_api), client.CustomObjectsApi(kube_api)
     create_node_pool(aws, cluster_id, "default-worker", 3)
     sim = simulator(pod_ready_delay=0.5, time_scale=0.5)
@@ -213,6 +217,8 @@ def test_pdb_blocks_the_second_eviction_until_the_replacement_is_ready(
 def test_terminated_instance_loses_its_node_and_the_replacement_boots(
     core: client.CoreV1Api, aws: boto3.Session, cluster_id: str, namespace: str, simulator
 ) -> None:
+    """The boot delay is measured on the simulator's own event times: never early, and at most 1 s late (a poll of
+    the group every 0.5 s, then the timer thread's wake and API calls, under the load of test_pdb_blocks_...)."""
     autoscaling = aws.client("autoscaling")
     group = create_node_pool(aws, cluster_id, "default-worker", 2, instance_type="m5.xlarge")
     sim = simulator(boot_delay=1.0)
