@@ -261,6 +261,12 @@ def _secret_id(call: Call) -> str | None:
     return found.split(":secret:", 1)[1] if ":secret:" in found else found
 
 
+def _parameter_name(call: Call) -> str | None:
+    """An SSM parameter's name as its ARN ends: given as a name (with or without its leading slash) or an ARN."""
+    name = str(call.params.get("Name") or "")
+    return (name.split(":parameter/", 1)[1] if name.startswith("arn:") else name.lstrip("/")) or None
+
+
 _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "Partition": lambda call: call.partition,
     "Region": lambda call: call.region,
@@ -286,4 +292,5 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "VolumeId": lambda call: call.params.get("VolumeId"),
     "InstanceId": lambda call: call.params.get("InstanceId"),
     "CertificateId": _arn_part("CertificateArn", ":certificate/", 0),
+    "ParameterNameWithoutLeadingSlash": _parameter_name,
 }
