@@ -24,6 +24,7 @@ from clm.kube.crds import CRD_PATH, crd_api_versions, crd_status, is_crd
 from clm.kube.errors import ApplyError
 from clm.render.manifests import Manifest
 from clm.render.renderer import RenderedCluster
+from clm_sandbox.controlplane import ControlPlane, ensure_built
 from tests.corpus_samples import migrated_files, samples_on_moto
 from tests.unit.test_migrate_corpus import CORPUS
 
@@ -86,6 +87,15 @@ def install(kube: KubeClient, manifest: Manifest) -> str:
     resource = kube.discovery.resource(manifest.body["apiVersion"], manifest.kind)
     assert resource is not None and not resource.namespaced
     return resource.path(name=manifest.name)
+
+
+@pytest.fixture(scope="module")
+def control_plane() -> Iterator[ControlPlane]:
+    """A control plane of this module's own (`kube` builds on it): the corpus installs its CRDs and removes them, and
+    on the process's shared one another test may have left a CRD of the same name (the Karpenter stand-in's)."""
+    ensure_built()
+    with ControlPlane() as cp:
+        yield cp
 
 
 @pytest.fixture
