@@ -17,7 +17,7 @@ When = Callable[[dict[str, Any]], bool]
 
 class KillSwitch:
     """While open, every in-process Lambda call passes through it; once armed, the first call of a roll-node-pool
-    execution that `when` accepts stops the new provision execution (its roll stops with it), then runs, as a Lambda
+    execution that `when` accepts stops that roll and the new provision execution, then runs, as a Lambda
     invoked just before a stop does. `killed` is then that execution's ARN, `killed_at` the monotonic time."""
 
     def __init__(self, deployment: Deployment) -> None:
@@ -57,6 +57,9 @@ class KillSwitch:
             ]
             self.killed, self.killed_at = run, time.monotonic()  # before the stop: a poller sees the kill first
             self._deployment.sfn.stop_execution(executionArn=run, cause=cause)
+            # And the roll now: AWS stops a child with its parent at once, the sandbox once the parent's wait for it
+            # returns, by when the roll could have gone on to its next state (a Terminate after the drain killed).
+            self._deployment.sfn.stop_execution(executionArn=event["execution"], cause=cause)
 
 
 def _of_a_roll(event: dict[str, Any]) -> bool:
