@@ -105,9 +105,14 @@ def healthy_pods(pods: list[Any], workload: Workload) -> int:
         for pod in pods
         if pod.metadata.namespace == workload.namespace
         and labels.items() <= (pod.metadata.labels or {}).items()
-        and pod.metadata.deletion_timestamp is None
-        and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        and serving(pod)
     )
+
+
+def serving(pod: Any) -> bool:
+    """Ready and not terminating: what a PodDisruptionBudget counts healthy."""
+    conditions = (pod.status.conditions or []) if pod.status else []
+    return pod.metadata.deletion_timestamp is None and any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
 def rolled_out(deployment: Any) -> bool:

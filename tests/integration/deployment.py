@@ -23,6 +23,7 @@ from urllib3.exceptions import ProtocolError
 
 from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry
+from clm_sandbox.demo.watch import serving
 
 ROOT = Path(__file__).parents[2]
 REGION = "eu-central-1"
@@ -186,8 +187,7 @@ class HealthyPods(threading.Thread):
         self.at_lowest = ""  # the change that led to `lowest`, and which pods were Ready then
         self.samples = 0
         self._stopping = threading.Event()
-        self._ready: dict[str, bool] = {}
-        self._states: dict[str, str] = {}  # each pod's node and conditions, for `at_lowest`
+        self._pods: dict[str, k8s.V1Pod] = {}  # by name, as last seen
 
     def run(self) -> None:
         version = self._list()
@@ -201,8 +201,7 @@ class HealthyPods(threading.Thread):
 
     def _list(self) -> str:
         listed = self.core.list_namespaced_pod(self.namespace, label_selector=self.selector)
-        self._ready = {pod.metadata.name: _ready(pod) for pod in listed.items}
-        self._states = {pod.metadata.name: f"on {pod.spec.node_name} ({_conditions(pod)})" for pod in listed.items}
+        self._pods = {pod.metadata.name: pod for pod in listed.items}
         self._observe()
         return listed.metadata.resource_version
 
@@ -221,18 +220,17 @@ class HealthyPods(threading.Thread):
             for event in events:
                 pod = event["object"]
                 if event["type"] == "DELETED":
-                    self._ready.pop(pod.metadata.name, None)
-                    self._states.pop(pod.metadata.name, None)
+                    self._pods.pop(pod.metadata.name, None)
                 else:
-                    self._ready[pod.metadata.name] = _ready(pod)
-                    self._states[pod.metadata.name] = f"on {pod.spec.node_name} ({_conditions(pod)})"
+                    self._pods[pod.metadata.name] = pod
                 self._observe(f"{event['type']} {pod.metadata.name}")
         return stream.resource_version or version
 
     def _observe(self, change: str = "listed") -> None:
-        ready = sum(self._ready.values())
+        ready = sum(serving(pod) for pod in self._pods.values())
         if self.lowest is None or ready < self.lowest:
-            self.lowest, self.at_lowest = ready, f"after {change}: {sorted(self._states.items())}"
+            pods = sorted((name, _described(pod)) for name, pod in self._pods.items())
+            self.lowest, self.at_lowest = ready, f"after {change}: {pods}"
         self.samples += 1
 
     def stop(self) -> None:
@@ -241,16 +239,11 @@ class HealthyPods(threading.Thread):
         self.join()
 
 
-def _ready(pod: k8s.V1Pod) -> bool:
-    """Ready and not being deleted (a terminating pod no longer serves, whatever its condition says)."""
-    conditions = (pod.status.conditions or []) if pod.status else []
-    return pod.metadata.deletion_timestamp is None and any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def _conditions(pod: k8s.V1Pod) -> str:
+def _described(pod: k8s.V1Pod) -> str:
+    """The pod's node and conditions, and whether it is being deleted."""
     deleting = " deleting" if pod.metadata.deletion_timestamp else ""
     conditions = (pod.status.conditions or []) if pod.status else []
-    return ", ".join(f"{c.type}={c.status}" for c in conditions) + deleting
+    return f"on {pod.spec.node_name} ({', '.join(f'{c.type}={c.status}' for c in conditions)}{deleting})"
 
 
 def as_role(role_arn: str, session_name: str) -> boto3.Session:

@@ -19,6 +19,7 @@ from rich.text import Text
 GAP = 2  # spaces between two columns
 MIN_CELL = 8  # a cut cell keeps at least this many characters (or its header's), "…" included
 EMPTY = ("", "-")  # cells that stand for nothing: never shortened, never a note
+_CONTROL = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0)])) - set("\n\t")
 LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\t\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
 
 
@@ -90,8 +91,15 @@ def elide_middle(text: str, width: int) -> str:
 
 
 def _one_line(text: str) -> str:
-    """`text` with its line breaks and tabs as spaces: a row is one line."""
-    return text.translate(LINE_BREAKS)
+    """`text` with its line breaks and tabs as spaces (a row is one line), other control characters shown."""
+    return visible(text.translate(LINE_BREAKS))
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but line breaks and tabs shown as its escape (`\\x1b`): values from the
+    registry or configuration reach the terminal as text, never as its commands (an escape sequence that clears
+    the screen, retitles the window or writes the clipboard)."""
+    return "".join(f"\\x{ord(c):02x}" if c in _CONTROL else c for c in text)
 
 
 def _shorten(column: Column, cell: str) -> str:
