@@ -33,7 +33,7 @@ from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.demo.steps import next_run
-from clm_sandbox.deploy import deploy
+from clm_sandbox.deploy import cli
 from clm_sandbox.deploy.examples import store_secret, upload_config
 from clm_sandbox.iam.record import LOG_ENV
 from clm_sandbox.moto_server import MODULE, READY_LINE, SANDBOX_ENV
@@ -222,7 +222,7 @@ def start(
     plane = stack.enter_context(ControlPlane(log_dir=logs / "control-plane"))
     endpoint, server_pid = stack.enter_context(moto_server_logged(logs / "moto-server.log"))
     say(f"moto server {endpoint}, Kubernetes {plane.server}; deploying CLM (CDK app) into moto")
-    outputs = deploy(endpoint)
+    outputs = cli.bootstrap_and_deploy(endpoint, logs / "cdk.out")
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
     sandbox = RollSandbox(

@@ -1,6 +1,6 @@
-"""The CDK app deployed into the sandbox's moto as `cdk deploy` would (cdk: synth, assets, stack), and CLM with
-the examples deployed into a running sandbox (examples)."""
+"""CLM deployed into the sandbox: with the real CDK CLI (cli; examples: with the examples, as `make demo` and
+`clm sandbox up|deploy` leave it), or an assembly into in-process moto for each integration test (inprocess)."""
 
-from clm_sandbox.deploy.cdk import deploy, deploy_assembly
+from clm_sandbox.deploy.inprocess import deploy_assembly
 
-__all__ = ["deploy", "deploy_assembly"]
+__all__ = ["deploy_assembly"]

@@ -1,6 +1,7 @@
 """CLM deployed into a running sandbox with the examples, as `make demo` and `clm sandbox up|deploy` leave it:
-the CDK app (clm_sandbox.deploy), examples/config in the config bucket, the sandbox's kubeconfig in Secrets
-Manager, and a registry file whose kube-1 reaches the sandbox's API server through that secret."""
+the CDK app (by the CDK CLI, clm_sandbox.deploy.cli), examples/config in the config bucket, the sandbox's
+kubeconfig in Secrets Manager, and a registry file whose kube-1 reaches the sandbox's API server through that
+secret."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
-from clm_sandbox.deploy.cdk import deploy, sandbox_clients
+from clm_sandbox.deploy import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -35,10 +36,11 @@ class Deployed:
 
 
 def deploy_examples(endpoint: str, kubeconfig: Path, clusters_file: Path) -> Deployed:
-    """Deploy (or update) CLM into the sandbox at `endpoint`, upload examples/config, store `kubeconfig` as the
-    secret kube-1 reads, and write kube-1 of examples/clusters.yaml to `clusters_file`."""
-    outputs = deploy(endpoint)
-    _, client = sandbox_clients(endpoint)
+    """Deploy (or update) CLM into the sandbox at `endpoint` with the CDK CLI (bootstrapping it first; the cloud
+    assembly goes beside `clusters_file`), upload examples/config, store `kubeconfig` as the secret kube-1 reads,
+    and write kube-1 of examples/clusters.yaml to `clusters_file`."""
+    outputs = cli.bootstrap_and_deploy(endpoint, clusters_file.parent / "cdk.out")
+    client = cli.sandbox_client(endpoint)
     files = upload_config(client("s3"), outputs["ConfigBucketName"], EXAMPLES / "config")
     cluster_id = sandbox_clusters(clusters_file)
     store_secret(client("secretsmanager"), SECRET, kubeconfig.read_text(), cluster_id)

@@ -142,8 +142,8 @@ def _resolve(name: str, call: Call) -> str | None:
 
 
 def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]:
-    """Condition keys of the request: the resource's tags where the sandbox knows them, and CloudFormation's
-    request keys."""
+    """Condition keys of the request: the resource's account, its tags where the sandbox knows them, and
+    CloudFormation's request keys."""
     context: dict[str, Any] = {}
     known: set[str] = set()
     found = _existing(call, resource)
@@ -152,6 +152,11 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         for key, value in found.tags.items():
             context[f"aws:resourcetag/{key}".lower()] = value
             context[f"{call.prefix}:resourcetag/{key}".lower()] = value
+    context["aws:resourceaccount"] = _resource_account(call, resource)
+    known.add("aws:resourceaccount")
+    if call.prefix == "s3":  # S3's own name for it
+        context["s3:resourceaccount"] = context["aws:resourceaccount"]
+        known.add("s3:resourceaccount")
     if call.prefix == "s3" and call.key is None:
         known |= {f"s3:{name}" for name in S3_LIST_KEYS}
         context.update({f"s3:{name}": value for name, value in call.params.items() if name in S3_LIST_KEYS})
@@ -172,6 +177,15 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         if tags:
             context["aws:tagkeys"] = list(tags)
     return context, frozenset(known)
+
+
+def _resource_account(call: Call, resource: str) -> str:
+    """`aws:ResourceAccount`: the account in the resource's ARN; a bucket's owner (its ARN names none), or the
+    caller's account for a bucket no account has (the call creates it or fails as NoSuchBucket)."""
+    account = resource.split(":")[4] if resource.count(":") >= 5 else ""
+    if account:
+        return account
+    return (lookups.bucket_account(call.bucket) if call.bucket else None) or call.account
 
 
 def _encryption_context(pairs: Mapping[str, str]) -> dict[str, Any]:

@@ -79,6 +79,14 @@ def ciphertext_key_id(blob: bytes) -> str | None:
         return None
 
 
+def bucket_account(bucket: str) -> str | None:
+    """The account that owns the bucket of that name (bucket names are global), None if no account has it."""
+    from moto.s3.models import s3_backends
+
+    owner = s3_backends.bucket_accounts.get(bucket)
+    return owner[1] if owner else None
+
+
 def bucket_kms_key(account: str, bucket: str) -> str | None:
     """The KMS key (as the bucket's encryption names it) of a bucket encrypted with SSE-KMS by default."""
     from moto.s3.models import s3_backends

@@ -24,6 +24,7 @@ PATCHES = (
     "cloudformation_inplace_updates",
     "autoscaling_launch",
     "cfn_s3_bucket",
+    "cfn_iam_role",
     "cfn_elbv2",
     "cfn_codecommit",
     "sfn_child_workflows",

@@ -7,6 +7,9 @@
   the resource and the reason; updates change what really changed, in dependency order; ``UpdateStack`` is
   refused while the stack is busy or broken, and answers "No updates are to be performed." when nothing changes
   (cloudformation_operations, cloudformation_updates, cloudformation_resources).
+- A ``TemplateURL`` that names moto's own server (``http://127.0.0.1:<port>/<bucket>/<key>``, what the CDK CLI
+  passes when ``AWS_ENDPOINT_URL`` points at the sandbox) is read path-style: moto took the host's first label for
+  the bucket (NoSuchBucket). Only ``<bucket>.s3[.-]<region>.amazonaws.com`` hosts name the bucket.
 - A JSON template is read as JSON (moto reads every template with PyYAML's pure-Python loader first: a second of
   CPU for the CDK app's template, at every deployment of a test).
 """
@@ -14,19 +17,27 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+from urllib.parse import urlparse
 
 from clm_sandbox.patches import cloudformation_operations, cloudformation_updates
 from clm_sandbox.patches._patching import original, replace
 
+VIRTUAL_HOSTED = re.compile(r"^(?P<bucket>.+)\.s3(?:[.-][a-z0-9-]+)?\.amazonaws\.com(?:\.cn)?$")
+
 
 def install() -> None:
     """Install the calls and the failure handling into moto's CloudFormation (idempotent)."""
+    from moto.cloudformation import models as cloudformation_models
+    from moto.cloudformation import responses as cloudformation_responses
     from moto.cloudformation.models import CloudFormationBackend, Stack
     from moto.cloudformation.responses import CloudFormationResponse
 
     cloudformation_updates.install()
     replace(Stack, "parse_template", staticmethod(_parse_template))
+    for module in (cloudformation_models, cloudformation_responses):
+        replace(module, "get_stack_from_s3_url", template_from_url)
     replace(CloudFormationBackend, "create_stack", cloudformation_operations.create_stack)
     replace(CloudFormationBackend, "update_stack", cloudformation_operations.update_stack)
     replace(CloudFormationBackend, "delete_stack", cloudformation_operations.delete_stack)
@@ -50,6 +61,20 @@ def _parse_template(template: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             pass  # YAML's flow style also starts with a brace
     return original(Stack, "parse_template").__func__(template)
+
+
+def template_from_url(template_url: str, account_id: str, partition: str) -> str:
+    """The text of the S3 object a TemplateURL names: virtual-hosted (``<bucket>.s3.<region>.amazonaws.com/<key>``)
+    or path-style (any other host: ``s3.<region>.amazonaws.com``, moto's server)."""
+    from moto.s3.models import s3_backends
+
+    url = urlparse(template_url)
+    hosted = VIRTUAL_HOSTED.match(url.hostname or "")
+    if hosted:
+        bucket, key = hosted.group("bucket"), url.path.lstrip("/")
+    else:
+        bucket, _, key = url.path.lstrip("/").partition("/")
+    return s3_backends[account_id][partition].get_object(bucket, key).value.decode("utf-8")
 
 
 def _delete_stack_call(self: Any) -> Any:

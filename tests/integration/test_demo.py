@@ -45,7 +45,8 @@ def test_demo_provisions_and_rolls_the_example_cluster() -> None:
 
 def assert_the_iam_report_holds_every_call(headline: str) -> None:
     """.demo/iam-report.txt is the whole report of the demo's judgement log: the printed headline, then every
-    function with its calls per action and outcome, the counts adding up to the headline's."""
+    function with its calls per action and outcome, the counts adding up to the headline's; the CDK CLI's roles
+    (deploy, file publishing, CloudFormation's execution role) among them."""
     demo = ROOT / ".demo"
     report = (demo / "iam-report.txt").read_text()
     command = [sys.executable, "-m", "clm_sandbox.iam.report", str(demo / "iam-calls.jsonl")]
@@ -57,3 +58,6 @@ def assert_the_iam_report_holds_every_call(headline: str) -> None:
     actions = re.findall(r"^  \S+:\S+ +(\d+) (\w+)$", report, re.MULTILINE)
     assert sum(int(calls) for calls, _ in actions) == int(headline.split()[4])
     assert {outcome for _, outcome in actions} <= {"allowed", "unchecked", "skipped"}, report
+    deployers = re.findall(r"^aws-cdk-root \(role cdk-hnb659fds-([a-z-]+)-123456789012-eu-central-1\)", report, re.M)
+    assert sorted(deployers) == ["deploy-role", "file-publishing-role"], report  # `cdk deploy` deployed CLM
+    assert "AWSCloudFormation (role cdk-hnb659fds-cfn-exec-role-" in report

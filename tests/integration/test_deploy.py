@@ -1,6 +1,7 @@
-"""The CDK app deployed into in-process moto (with the sandbox's patches) as `cdk deploy` would deploy it, and the
-deployed pieces working together: our handlers run from the deployed zips and layer, the bus rule starts provision,
-and a registry spec change reaches provision through DynamoDB Streams, registry_events and the bus."""
+"""The CDK app deployed into in-process moto (with the sandbox's patches) as `cdk deploy` would deploy it
+(clm_sandbox.deploy.inprocess; test_cdk_cli deploys with the CLI itself), and the deployed pieces working
+together: our handlers run from the deployed zips and layer, the bus rule starts provision, and a registry spec
+change reaches provision through DynamoDB Streams, registry_events and the bus."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ import pytest
 
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
-from clm_sandbox.deploy import deploy, deploy_assembly
+from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy.synth import Assembly
 from clm_sandbox.patches import cfn_lambda, events_input_template
-from infra.layer_build import LAMBDA_VERSION
 
 pytestmark = [
     pytest.mark.integration,
@@ -67,31 +67,6 @@ def finished(session: boto3.Session, state_machine: str, count: int, timeout: fl
             return [sfn.describe_execution(executionArn=execution["executionArn"]) for execution in listed]
         time.sleep(0.2)
     raise AssertionError(f"{state_machine}: {len(executions(session, state_machine))} executions after {timeout} s")
-
-
-def test_deploy_synthesizes_and_creates_the_stack_with_functions_on_the_layer(sandbox_aws: boto3.Session) -> None:
-    install_new_patches()
-    started = time.monotonic()
-    outputs = deploy(sandbox_aws, context={"clm:logRetentionDays": 7})
-    seconds = time.monotonic() - started
-
-    assert outputs["RegistryTableName"] == "clm-registry"
-    assert outputs["EventBusName"] == "clm"
-    assert outputs["ConfigSourceUri"] == f"s3://{outputs['ConfigBucketName']}/config/"
-    assert outputs["ProvisionStateMachineArn"].endswith(":stateMachine:clm-provision")
-    stack = sandbox_aws.client("cloudformation").describe_stacks(StackName="Clm")["Stacks"][0]
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    found = functions(sandbox_aws)
-    assert set(found) == set(FUNCTIONS)
-    [layer] = {layer["Arn"] for function in found.values() for layer in function["Layers"]}
-    assert ":layer:" in layer
-    for function in found.values():
-        assert function["Runtime"] == f"python{LAMBDA_VERSION}"
-        assert function["Environment"]["Variables"]["CLM_ARTEFACT_BUCKET"] == outputs["ArtefactBucketName"]
-        assert function["TracingConfig"] == {"Mode": "Active"}
-    groups = sandbox_aws.client("logs").describe_log_groups()["logGroups"]
-    assert {group.get("retentionInDays") for group in groups if "Function" in group["logGroupName"]} == {7}
-    print(f"deploy (synthesis in a child process, assets, stack): {seconds:.1f} s")
 
 
 def test_run_function_runs_our_handler_from_the_deployed_zip(sandbox_aws: boto3.Session, deployed) -> None:

@@ -281,3 +281,25 @@ def test_moto_server_serves_the_same_behaviour(server_session: tuple[boto3.Sessi
         cfn.create_stack(StackName="fine", TemplateBody=template(queue()))
         cfn.continue_update_rollback(StackName="fine")
     assert json.loads(json.dumps(cfn.describe_stacks()["Stacks"], default=str))[0]["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_a_template_url_is_read_virtual_hosted_or_path_style_whatever_the_host(
+    server_session: tuple[boto3.Session, str],
+) -> None:
+    """The CDK CLI passes `<its S3 endpoint>/<bucket>/<key>`: with AWS_ENDPOINT_URL set, moto's own server
+    (aws-cdk's restUrlFromManifest); moto read `127` as the bucket and answered NoSuchBucket."""
+    session, endpoint = server_session
+    s3, cfn = session.client("s3", endpoint_url=endpoint), session.client("cloudformation", endpoint_url=endpoint)
+    s3.create_bucket(Bucket="assets", CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_object(Bucket="assets", Key="t/Clm.template.json", Body=template(queue()).encode())
+    for number, url in enumerate(
+        (
+            f"{endpoint}/assets/t/Clm.template.json",
+            f"https://s3.{REGION}.amazonaws.com/assets/t/Clm.template.json",
+            f"https://assets.s3.{REGION}.amazonaws.com/t/Clm.template.json",
+            "https://assets.s3.amazonaws.com/t/Clm.template.json",
+        )
+    ):
+        cfn.create_stack(StackName=f"from-url-{number}", TemplateURL=url)
+        assert status(cfn, f"from-url-{number}") == "CREATE_COMPLETE", url
+        cfn.delete_stack(StackName=f"from-url-{number}")

@@ -1,0 +1,153 @@
+"""The CDK app deployed into the sandbox as users deploy it: the real CDK CLI (pinned in tools/cdk, installed there
+by `npm ci` on first use) runs `cdk bootstrap` once per sandbox and `cdk deploy --method=direct` against moto's
+server (moto's change sets on existing stacks are broken)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from clm_sandbox.moto_server import SANDBOX_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools" / "cdk"
+CDK = TOOLS / "node_modules" / ".bin" / "cdk"
+STACK = "Clm"
+TOOLKIT_STACK = "CDKToolkit"
+# No notices, version checks or telemetry: the sandbox reaches nothing but moto.
+QUIET = {
+    "CDK_DISABLE_CLI_TELEMETRY": "true",
+    "CDK_DISABLE_VERSION_CHECK": "true",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+}
+
+
+class CdkError(RuntimeError):
+    """The CDK CLI failed (the message ends with its last lines of output)."""
+
+
+def cdk_cli() -> Path:
+    """The pinned CDK CLI, installed into tools/cdk by `npm ci` if it is not there (one install at a time)."""
+    if _installed():
+        return CDK
+    npm = shutil.which("npm")
+    if npm is None:
+        raise CdkError("the sandbox deploys with the CDK CLI, which needs Node.js and npm (docs/deploy.md)")
+    with (TOOLS / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one installs, the others wait and use it
+        if not _installed():
+            result = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=TOOLS,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                raise CdkError(f"npm ci in {TOOLS} failed:\n{result.stderr.strip()[-2000:]}")
+    return CDK
+
+
+def _installed() -> bool:
+    """Whether tools/cdk holds the CLI its lock file pins."""
+    try:
+        wanted = json.loads((TOOLS / "package-lock.json").read_text())["packages"]["node_modules/aws-cdk"]
+        present = json.loads((TOOLS / "node_modules" / "aws-cdk" / "package.json").read_text())
+    except (OSError, ValueError, KeyError):
+        return False
+    return CDK.exists() and present.get("version") == wanted["version"]
+
+
+def environment(endpoint: str) -> dict[str, str]:
+    """The CLI's environment: the sandbox's credentials and endpoint, and this interpreter first on PATH (cdk.json
+    runs `python3 app.py`, which must import aws-cdk-lib)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, **SANDBOX_ENV, **QUIET, "AWS_ENDPOINT_URL": endpoint, "PATH": path}
+
+
+def run_cdk(endpoint: str, *args: str, app_dir: Path = ROOT, timeout: float = 900) -> str:
+    """Run `cdk <args>` in `app_dir` against the sandbox at `endpoint`; returns its output, raises CdkError."""
+    command = [str(cdk_cli()), *args, "--no-notices", "--ci"]
+    result = subprocess.run(
+        command,
+        cwd=app_dir,
+        env=environment(endpoint),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        lines = [line for line in output.splitlines() if line.strip()][-25:]
+        raise CdkError(f"`cdk {' '.join(args)}` failed (exit {result.returncode}):\n" + "\n".join(lines))
+    return output
+
+
+def sandbox_client(endpoint: str) -> Callable[[str], Any]:
+    """A factory of clients with the sandbox's credentials for moto's server at `endpoint`."""
+    session = boto3.Session(
+        aws_access_key_id=SANDBOX_ENV["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=SANDBOX_ENV["AWS_SECRET_ACCESS_KEY"],
+        region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"],
+    )
+    return lambda service: session.client(service, endpoint_url=endpoint)
+
+
+def bootstrap(endpoint: str) -> bool:
+    """`cdk bootstrap aws://<account>/<region>` of the sandbox, unless it has its CDKToolkit stack; True if it ran."""
+    client = sandbox_client(endpoint)
+    try:
+        status = client("cloudformation").describe_stacks(StackName=TOOLKIT_STACK)["Stacks"][0]["StackStatus"]
+    except ClientError:
+        status = None
+    if status in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
+        return False
+    account = client("sts").get_caller_identity()["Account"]
+    run_cdk(endpoint, "bootstrap", f"aws://{account}/{SANDBOX_ENV['AWS_DEFAULT_REGION']}")
+    return True
+
+
+def deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None, app_dir: Path = ROOT) -> dict[str, str]:
+    """`cdk deploy Clm --method=direct` with `context` (`-c key=value`, over cdk.json's) and the cloud assembly in
+    `outdir`; returns the stack's outputs."""
+    outputs_file = outdir / "outputs.json"
+    options = [arg for key, value in (context or {}).items() for arg in ("-c", f"{key}={_context_value(value)}")]
+    run_cdk(
+        endpoint,
+        "deploy",
+        STACK,
+        "--method=direct",
+        "--require-approval=never",
+        "--output",
+        str(outdir),
+        "--outputs-file",
+        str(outputs_file),
+        *options,
+        app_dir=app_dir,
+    )
+    return json.loads(outputs_file.read_text())[STACK]
+
+
+def bootstrap_and_deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None) -> dict[str, str]:
+    """Bootstrap the sandbox if it is not, then deploy (:func:`deploy`); returns the stack's outputs."""
+    bootstrap(endpoint)
+    return deploy(endpoint, outdir, context)
+
+
+def _context_value(value: Any) -> str:
+    """A context value as `-c` passes it, a string (infra.context reads numbers, flags and comma-separated lists
+    from strings, as users pass them)."""
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return str(value).lower() if isinstance(value, bool) else str(value)
