@@ -13,6 +13,7 @@ from rich.text import Text
 
 from clm.cli.executions import execution_name, new_events
 from clm.cli.run_history import End, HistoryReader, Line
+from clm.cli.tables import literal, visible
 
 POLL_SECONDS = 1.0
 
@@ -71,19 +72,20 @@ class _Follower:
         if arn not in self.tasks:
             if not self.tasks:
                 self.bars.start()  # the live display only once there is a bar to show
-            self.tasks[arn] = self.bars.add_task(reader.label, total=progress.outdated)
+            self.tasks[arn] = self.bars.add_task(visible(reader.label), total=progress.outdated)
         self.bars.update(self.tasks[arn], completed=progress.replaced, total=progress.outdated)
 
 
 def line_text(line: Line) -> Text:
-    """A progress line as printed: local time of the event, then the text in its style."""
+    """A progress line as printed: local time of the event, then the text in its style, literally."""
     stamp = line.time.astimezone().strftime("%H:%M:%S") if line.time else "--:--:--"
-    return Text.assemble((stamp, "dim"), "  ", (line.text, line.style))
+    return literal((stamp, "dim"), "  ", (line.text, line.style))
 
 
 def follow(sfn: Any, arn: str, console: Console, poll_seconds: float = POLL_SECONDS) -> Outcome:
     """Show the execution's progress until it (and every child it started) has ended; return how it ended."""
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes replaced"))
+    pool = TextColumn("{task.description}", style="bold", markup=False)  # a pool's name, not markup
+    columns = (pool, BarColumn(), MofNCompleteColumn(), TextColumn("nodes replaced"))
     bars = Progress(*columns, console=console)
     follower = _Follower(sfn, arn, bars)
     try:
@@ -103,7 +105,7 @@ def report(outcome: Outcome, console: Console) -> None:
     name = execution_name(outcome.arn)
     if outcome.succeeded:
         detail = f" (skipped: {outcome.skipped})" if outcome.skipped is not None else ""
-        console.print(Text.assemble(("SUCCEEDED", "bold green"), f"  execution {name}{detail}"), soft_wrap=True)
+        console.print(literal(("SUCCEEDED", "bold green"), f"  execution {name}{detail}"), soft_wrap=True)
         return
     problem = outcome.problem or ": ".join(part for part in (outcome.error, outcome.cause) if part)
-    console.print(Text.assemble((outcome.status, "bold red"), f"  execution {name}: {problem}"), soft_wrap=True)
+    console.print(literal((outcome.status, "bold red"), f"  execution {name}: {problem}"), soft_wrap=True)

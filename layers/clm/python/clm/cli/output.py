@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
-from clm.cli.tables import Column, print_table, visible
+from clm.cli.tables import Column, literal, print_table
 from clm.yamlutil import dump
 
 console = Console()
@@ -57,9 +56,9 @@ def emit(
 
 def print_error(message: str) -> None:
     """One red line on stderr, printed literally (no markup)."""
-    errors.print(Text.assemble(("error: ", "bold red"), visible(message)), soft_wrap=True)
+    errors.print(literal(("error: ", "bold red"), message), soft_wrap=True)
 
 
 def print_warning(message: str) -> None:
     """One yellow line on stderr, printed literally (no markup)."""
-    errors.print(Text.assemble(("warning: ", "bold yellow"), visible(message)), soft_wrap=True)
+    errors.print(literal(("warning: ", "bold yellow"), message), soft_wrap=True)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.text import Text
 
 from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
@@ -14,6 +13,7 @@ from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
 from clm.cli.errors import CliError
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import TABULAR, Column, console, emit, print_warning
+from clm.cli.tables import literal
 from clm.errors import ClusterNotFound
 
 if TYPE_CHECKING:
@@ -175,8 +175,8 @@ def show(data: dict[str, Any], fmt: str) -> None:
 
 
 def _say(*parts: str | tuple[str, str]) -> None:
-    """One line of text and (text, style) parts, printed literally and never wrapped."""
-    console.print(Text.assemble(*parts), soft_wrap=True)
+    """One line of text and (text, style) parts, printed literally (clm.cli.tables.literal) and never wrapped."""
+    console.print(literal(*parts), soft_wrap=True)
 
 
 def _show_pool(pool: dict[str, Any], fmt: str) -> None:

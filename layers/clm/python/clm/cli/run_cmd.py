@@ -21,6 +21,7 @@ from clm.cli.executions import (
 from clm.cli.follow import POLL_SECONDS, follow, report
 from clm.cli.options import pass_cli
 from clm.cli.output import TABULAR, console, emit, errors
+from clm.cli.tables import literal
 from clm.model import Cluster
 from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM
 
@@ -42,8 +43,9 @@ def _show_execution(cli: CliContext, cluster_id: str, arn: str, verb: str) -> No
             data={"cluster_id": cluster_id, "execution_name": execution_name(arn), "execution_arn": arn},
         )
         return
-    console.print(f"{verb} run of cluster {cluster_id}: execution [bold]{execution_name(arn)}[/bold]", soft_wrap=True)
-    console.print(f"  {arn}", soft_wrap=True, markup=False, highlight=False)
+    name = (execution_name(arn), "bold")
+    console.print(literal(f"{verb} run of cluster {cluster_id}: execution ", name), soft_wrap=True)
+    console.print(literal(f"  {arn}"), soft_wrap=True)
 
 
 def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str, poll_seconds: float = POLL_SECONDS) -> None:
@@ -56,12 +58,13 @@ def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str, poll_secon
         holder = cli.registry().lock_holder(cluster.id) if outcome.skipped is not None else None
         if holder and holder != arn:
             arn = holder
-            out.print(f"following execution {execution_name(arn)}, which holds the cluster's lock", soft_wrap=True)
+            holds = f"following execution {execution_name(arn)}, which holds the cluster's lock"
+            out.print(literal(holds), soft_wrap=True)
             outcome = follow(sfn, arn, out, poll_seconds)
             report(outcome, out)
     except KeyboardInterrupt:
         out.print(
-            f"stopped following; execution {execution_name(arn)} goes on (see `clm status {cluster.id}`)",
+            literal(f"stopped following; execution {execution_name(arn)} goes on (see `clm status {cluster.id}`)"),
             soft_wrap=True,
         )
         raise SystemExit(130) from None

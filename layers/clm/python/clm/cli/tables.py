@@ -41,7 +41,7 @@ def print_table(
 ) -> None:
     """Print `title` and the rows under their headers: `wide` in full, else fitted to the console's width."""
     if title:
-        console.print(Text(title, style="italic"), soft_wrap=wide)
+        console.print(Text(visible(title), style="italic"), soft_wrap=wide)
     headers = [column.key if wide else column.header or column.key for column in columns]
     cells = [[_one_line(str(row.get(column.key, ""))) for column in columns] for row in rows]
     notes: list[str] = []
@@ -100,6 +100,12 @@ def visible(text: str) -> str:
     registry or configuration reach the terminal as text, never as its commands (an escape sequence that clears
     the screen, retitles the window or writes the clipboard)."""
     return "".join(f"\\x{ord(c):02x}" if c in _CONTROL else c for c in text)
+
+
+def literal(*parts: str | tuple[str, str]) -> Text:
+    """The parts (text, or text and style) as one Text, each text through `visible`: printed as it is, never
+    as markup nor as the terminal's commands."""
+    return Text.assemble(*((visible(part[0]), part[1]) if isinstance(part, tuple) else visible(part) for part in parts))
 
 
 def _shorten(column: Column, cell: str) -> str:
