@@ -39,6 +39,7 @@ from rich.rule import Rule
 from rich.table import Table
 
 from clm.cli.follow import Outcome, follow, report
+from clm.cli.tables import literal
 from clm_sandbox.controlplane import CacheError, ControlPlane, ensure_built, verify_binaries
 from clm_sandbox.demo.report import RunFigures, run_figures, write_timeline
 from clm_sandbox.demo.watch import RollWatch, Workload, wait_for_rollout
@@ -300,7 +301,8 @@ def main(argv: list[str] | None = None) -> None:
         run(args)
     except Exception as exc:  # the demo's user gets one line and the log, not a traceback
         logging.exception("demo failed")
-        console.print(f"[bold red]demo failed:[/] {exc}  (details: {(OUT / 'sandbox.log').relative_to(ROOT)})")
+        details = f" {exc}  (details: {(OUT / 'sandbox.log').relative_to(ROOT)})"  # exc may quote a cluster's words
+        console.print(literal(("demo failed:", "bold red"), details))
         sys.exit(1)
     console.print(Rule())
     console.print(f"[bold green]demo finished[/] in {time.monotonic() - started:.1f} s")

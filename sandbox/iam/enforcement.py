@@ -64,12 +64,20 @@ def _mixin() -> type:
 
 def _judge(response: Any, bucket: str | None = None, key: str | None = None) -> None:
     """Refuse the request unless the enforced session signing it is allowed (no-op for other callers)."""
-    if not enforcing():
-        return
+    if enforcing() and principals.principal(response.get_access_key()) is not None:
+        _judge_call(response, _call(response, bucket, key))
+
+
+def judge_for_caller(response: Any, call: Call) -> None:
+    """Refuse ``response``'s request unless its enforced session may also make ``call``, which the service makes
+    with the caller's rights (CloudFormation reading a TemplateURL); no-op for other callers."""
+    if enforcing() and principals.principal(response.get_access_key()) is not None:
+        _judge_call(response, call)
+
+
+def _judge_call(response: Any, call: Call) -> None:
     who = principals.principal(response.get_access_key())
-    if who is None:
-        return
-    call = _call(response, bucket, key)
+    assert who is not None
     if call.action in ALWAYS_ALLOWED:
         return
     try:

@@ -9,7 +9,8 @@
   (cloudformation_operations, cloudformation_updates, cloudformation_resources).
 - A ``TemplateURL`` that names moto's own server (``http://127.0.0.1:<port>/<bucket>/<key>``, what the CDK CLI
   passes when ``AWS_ENDPOINT_URL`` points at the sandbox) is read path-style: moto took the host's first label for
-  the bucket (NoSuchBucket). Only ``<bucket>.s3[.-]<region>.amazonaws.com`` hosts name the bucket.
+  the bucket (NoSuchBucket). Only ``<bucket>.s3[.-]<region>.amazonaws.com`` hosts name the bucket. CloudFormation
+  reads it with the caller's rights: an enforced session needs ``s3:GetObject`` on it (and KMS, for SSE-KMS).
 - A JSON template is read as JSON (moto reads every template with PyYAML's pure-Python loader first: a second of
   CPU for the CDK app's template, at every deployment of a test).
 """
@@ -38,6 +39,7 @@ def install() -> None:
     replace(Stack, "parse_template", staticmethod(_parse_template))
     for module in (cloudformation_models, cloudformation_responses):
         replace(module, "get_stack_from_s3_url", template_from_url)
+    replace(CloudFormationResponse, "_get_stack_from_s3_url", _template_for_caller)
     replace(CloudFormationBackend, "create_stack", cloudformation_operations.create_stack)
     replace(CloudFormationBackend, "update_stack", cloudformation_operations.update_stack)
     replace(CloudFormationBackend, "delete_stack", cloudformation_operations.delete_stack)
@@ -68,13 +70,30 @@ def template_from_url(template_url: str, account_id: str, partition: str) -> str
     or path-style (any other host: ``s3.<region>.amazonaws.com``, moto's server)."""
     from moto.s3.models import s3_backends
 
+    bucket, key = template_location(template_url)
+    return s3_backends[account_id][partition].get_object(bucket, key).value.decode("utf-8")
+
+
+def template_location(template_url: str) -> tuple[str, str]:
+    """The bucket and key a TemplateURL names."""
     url = urlparse(template_url)
     hosted = VIRTUAL_HOSTED.match(url.hostname or "")
     if hosted:
-        bucket, key = hosted.group("bucket"), url.path.lstrip("/")
-    else:
-        bucket, _, key = url.path.lstrip("/").partition("/")
-    return s3_backends[account_id][partition].get_object(bucket, key).value.decode("utf-8")
+        return hosted.group("bucket"), url.path.lstrip("/")
+    bucket, _, key = url.path.lstrip("/").partition("/")
+    return bucket, key
+
+
+def _template_for_caller(self: Any, template_url: str) -> str:
+    """The TemplateURL's text, read as CloudFormation reads it: with the caller's rights (s3:GetObject, and what
+    S3 asks KMS for an object under a KMS key), judged for the sandbox's enforced sessions."""
+    from clm_sandbox.iam.calls import Call
+    from clm_sandbox.iam.enforcement import judge_for_caller
+
+    bucket, key = template_location(template_url)
+    read = Call("s3", "GetObject", {}, self.current_account, self.region, self.partition, bucket, key)
+    judge_for_caller(self, read)
+    return template_from_url(template_url, self.current_account, self.partition)
 
 
 def _delete_stack_call(self: Any) -> Any:
