@@ -168,6 +168,10 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
     if call.prefix == "kms" and call.operation in KMS_CONTEXT_OPERATIONS:
         context.update(_encryption_context(call.params.get("EncryptionContext") or {}))
         known |= {"kms:encryptioncontextkeys", "kms:encryptioncontext:"}
+    if call.prefix == "sts" and call.operation == "AssumeRole":  # AWS: "Available keys for AWS STS"
+        known |= {"sts:externalid", "sts:rolesessionname"}
+        names = {"sts:externalid": "ExternalId", "sts:rolesessionname": "RoleSessionName"}
+        context.update({key: call.params[name] for key, name in names.items() if call.params.get(name)})
     if call.prefix == "cloudformation":
         known |= {"cloudformation:rolearn", "aws:requesttag/", "aws:tagkeys"}
         if call.params.get("RoleARN"):
@@ -251,6 +255,12 @@ def _group_part(index: int) -> Callable[[Call], str | None]:
     return part
 
 
+def _account(call: Call) -> str:
+    """The resource's account: that of the role an STS call names (possibly another account), else the caller's."""
+    role = str(call.params.get("RoleArn") or "") if call.prefix == "sts" else ""
+    return role.split(":")[4] if role.count(":") >= 5 else call.account
+
+
 def _arn_part(param: str, marker: str, index: int) -> Callable[[Call], str | None]:
     """A piece of an ARN parameter: the ``index``-th ``:``-field after ``marker``."""
 
@@ -284,7 +294,7 @@ def _parameter_name(call: Call) -> str | None:
 _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "Partition": lambda call: call.partition,
     "Region": lambda call: call.region,
-    "Account": lambda call: call.account,
+    "Account": _account,
     "StackName": _stack_name,
     "Id": _stack_id,
     "TableName": lambda call: call.params.get("TableName"),

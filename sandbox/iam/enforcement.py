@@ -2,8 +2,9 @@
 
 moto checks no permission unless its access control is on, and then only actions against resource ``*``. This
 patch judges every request signed by an enforced session (clm_sandbox.iam.principals) before moto serves it:
-the call's resource ARNs and condition keys (clm_sandbox.iam.calls) against the role's identity policies and
-permissions boundary (clm_sandbox.iam.policy). A refusal is the service's own AccessDenied error, naming the
+the call's resource ARNs and condition keys (clm_sandbox.iam.calls, and the session's global keys) against the
+role's identity policies and permissions boundary (clm_sandbox.iam.policy), and sts:AssumeRole against the target
+role's trust policy too (clm_sandbox.iam.trust). A refusal is the service's own AccessDenied error, naming the
 action, the resource and why; a call the sandbox cannot judge is refused too and recorded as ``unjudged``.
 
 On by default; ``CLM_SANDBOX_IAM=off`` (or :func:`set_enforcing`) turns the judging off for a process.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from clm_sandbox.iam import principals, record
+from clm_sandbox.iam import principals, record, trust
 from clm_sandbox.iam.calls import S3_LIST_KEYS, Call, requests_for
 from clm_sandbox.iam.policy import CannotJudge, Decision, Request, evaluate
 from clm_sandbox.patches._patching import original, replace
@@ -81,13 +82,16 @@ def _judge_call(response: Any, call: Call) -> None:
     if call.action in ALWAYS_ALLOWED:
         return
     try:
-        requests = requests_for(call)
+        requests = [request.with_keys(who.keys(call.region)) for request in requests_for(call)]
     except CannotJudge as exc:
         _refuse(response, who, Request(call.action, "?"), Decision(False, f"the sandbox cannot judge it: {exc}"))
     identity, boundary = principals.role_policies(who.role_arn, who.partition)
     for request in requests:
         try:
-            decision = evaluate(request, identity, boundary)
+            if request.action == trust.ACTION:
+                decision = trust.assume_role(who, request, identity, boundary)
+            else:
+                decision = evaluate(request, identity, boundary)
         except CannotJudge as exc:
             decision = Decision(False, f"the sandbox cannot judge it: {exc}")
         if not decision.allowed:

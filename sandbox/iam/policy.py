@@ -4,8 +4,9 @@ An explicit Deny in any policy wins; otherwise an identity policy must Allow and
 permissions boundary, the boundary must Allow too. Actions match case-insensitively, resources case-sensitively,
 both with ``*`` and ``?``. Conditions support AWS's string, ARN, Bool, Null and numeric operators with the
 ``IfExists`` suffix and the ``ForAnyValue:``/``ForAllValues:`` set prefixes. A statement this module cannot judge
-(an unknown operator, a policy variable, a condition key the request's builder does not know) raises
-:class:`CannotJudge`: the sandbox reports it instead of guessing.
+(an unknown operator, a policy variable, a condition key the request's builder does not know, global keys included:
+they are known once the principal's values are added, :meth:`Request.with_keys`) raises :class:`CannotJudge`: the
+sandbox reports it instead of guessing.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ import fnmatch
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
-
-# Keys every request carries (see RequestContext.known); others must be computed by the request's builder.
-GLOBAL_KEYS = ("aws:principalarn", "aws:principalaccount", "aws:requestedregion", "aws:securetransport")
 
 
 class CannotJudge(Exception):
@@ -41,7 +39,7 @@ class Request:
 
     def knows(self, key: str) -> bool:
         """Whether the request's context is complete for ``key`` (lower case)."""
-        if key in GLOBAL_KEYS or key in self.known:
+        if key in self.known:
             return True
         return any(prefix.endswith(("/", ":")) and key.startswith(prefix) for prefix in self.known)
 
@@ -51,6 +49,10 @@ class Request:
         if value is None:
             return None
         return [value] if isinstance(value, str) else list(value)
+
+    def with_keys(self, values: Mapping[str, str]) -> Request:
+        """This request with more condition keys (lower case), known from now on (a principal's global keys)."""
+        return replace(self, context={**values, **self.context}, known=self.known | frozenset(values))
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,23 @@ class Decision:
     reason: str
 
 
-def evaluate(request: Request, identity: Sequence[Policy], boundary: Policy | None = None) -> Decision:
-    """Decide ``request`` against the principal's identity policies and optional permissions boundary."""
+def evaluate(
+    request: Request, identity: Sequence[Policy], boundary: Policy | None = None, granted_by: str | None = None
+) -> Decision:
+    """Decide ``request`` against the principal's identity policies and optional permissions boundary; ``granted_by``
+    names a resource-based policy of the same account that allows the principal's own ARN (no identity grant needed)."""
     allowing: str | None = None
     for policy in identity:
-        effect = _policy_effect(policy, request)
+        effect = policy_effect(policy, request)
         if effect == "Deny":
             return Decision(False, f"an explicit deny in the identity-based policy {policy.name}")
         if effect == "Allow" and allowing is None:
             allowing = policy.name
+    allowing = allowing or granted_by
     if allowing is None:
         return Decision(False, f"no identity-based policy allows the {request.action} action")
     if boundary is not None:
-        effect = _policy_effect(boundary, request)
+        effect = policy_effect(boundary, request)
         if effect == "Deny":
             return Decision(False, f"an explicit deny in the permissions boundary {boundary.name}")
         if effect != "Allow":
@@ -94,18 +100,19 @@ def evaluate(request: Request, identity: Sequence[Policy], boundary: Policy | No
     return Decision(True, f"allowed by {allowing}")
 
 
-def _policy_effect(policy: Policy, request: Request) -> str | None:
-    """'Deny' if a statement denies, else 'Allow' if one allows, else None."""
+def policy_effect(policy: Policy, request: Request) -> str | None:
+    """'Deny' if a statement that applies to ``request`` denies, else 'Allow' if one allows, else None."""
     effect = None
     for statement in policy.statements():
-        if _applies(statement, request):
+        if applies(statement, request):
             if statement.get("Effect") == "Deny":
                 return "Deny"
             effect = "Allow"
     return effect
 
 
-def _applies(statement: Mapping[str, Any], request: Request) -> bool:
+def applies(statement: Mapping[str, Any], request: Request) -> bool:
+    """Whether the statement's action, resource and conditions cover ``request`` (its Effect and Principal aside)."""
     if "Action" in statement:
         if not _any_match(statement["Action"], request.action, case_sensitive=False):
             return False

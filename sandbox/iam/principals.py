@@ -19,6 +19,9 @@ from clm_sandbox.iam.policy import Policy
 _lock = threading.Lock()
 _principals: dict[str, Principal] = {}
 SESSION_KEY_PREFIX = "ASIA"  # AWS's (and moto's) temporary credentials
+# The sandbox has no AWS Organizations: every account counts as a member of this one organization, so that
+# aws:PrincipalOrgID conditions (a cross-account trust policy's usual guard) are judged, not refused.
+ORGANIZATION_ID = "o-sandbox0000"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,18 @@ class Principal:
         """The session's ARN, as AWS names it in an AccessDenied message."""
         role_name = self.role_arn.rsplit("/", 1)[-1]
         return f"arn:{self.partition}:sts::{self.account}:assumed-role/{role_name}/{self.session_name}"
+
+    def keys(self, region: str) -> dict[str, str]:
+        """The global condition keys of the session's requests to ``region``, as AWS fills them for a role session."""
+        return {
+            "aws:principalarn": self.role_arn,  # the role's ARN, not the session's
+            "aws:principalaccount": self.account,
+            "aws:principaltype": "AssumedRole",
+            "aws:principalorgid": ORGANIZATION_ID,
+            "aws:requestedregion": region,
+            # AWS SDKs always call over TLS; the sandbox's plain-HTTP endpoint stands in for AWS's HTTPS one.
+            "aws:securetransport": "true",
+        }
 
 
 def role_session(role_arn: str, session_name: str, region: str) -> dict[str, str]:
@@ -89,13 +104,8 @@ def _assumed(access_key_id: str) -> Principal | None:
 def role_policies(role_arn: str, partition: str = "aws") -> tuple[list[Policy], Policy | None]:
     """The role's identity policies (inline and attached managed ones) and its permissions boundary, from moto's
     IAM; a role that does not exist has none (every call is denied, as AWS would refuse the session)."""
-    from moto.iam.models import NotFoundException, iam_backends
-
-    account = role_arn.split(":")[4]
-    backend = iam_backends[account][partition]
-    try:
-        role = backend.get_role_by_arn(role_arn)
-    except NotFoundException:
+    backend, role = _role(role_arn, partition)
+    if role is None:
         return [], None
     identity = [Policy(f"{role.name}/{name}", _document(text)) for name, text in role.policies.items()]
     identity += [Policy(policy.name, _managed_document(policy)) for policy in role.managed_policies.values()]
@@ -108,6 +118,25 @@ def role_policies(role_arn: str, partition: str = "aws") -> tuple[list[Policy], 
         else:
             boundary = Policy(managed.name, _managed_document(managed))
     return identity, boundary
+
+
+def trust_policy(role_arn: str, partition: str = "aws") -> Policy | None:
+    """The role's trust policy (AssumeRolePolicyDocument) from moto's IAM of its account; None if no such role."""
+    _, role = _role(role_arn, partition)
+    if role is None:
+        return None
+    return Policy(f"{role.name} (trust policy)", _document(role.assume_role_policy_document))
+
+
+def _role(role_arn: str, partition: str) -> tuple[Any, Any]:
+    """moto's IAM backend of the role's account, and the role (None if it does not exist)."""
+    from moto.iam.models import NotFoundException, iam_backends
+
+    backend = iam_backends[role_arn.split(":")[4]][partition]
+    try:
+        return backend, backend.get_role_by_arn(role_arn)
+    except NotFoundException:
+        return backend, None
 
 
 def _environment(assumed: Any) -> dict[str, str]:

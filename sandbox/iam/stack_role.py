@@ -68,7 +68,7 @@ def judge(stack: Any, resource_type: str, operation: str, properties: dict[str, 
             record.add(record.Judgement(SESSION, who.role_arn, action, f"({resource_type})", "unchecked", NOT_JUDGED))
             continue
         for request in requests:
-            _decide(who, request, identity, boundary)
+            _decide(who, request.with_keys(who.keys(stack.region_name)), identity, boundary)
 
 
 def _decide(who: principals.Principal, request: Request, identity: Any, boundary: Any) -> None:
