@@ -31,6 +31,8 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from infra.zips import zip_directory
+
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"  # what the layer needs; the lock pins it (infra.layer_lock)
 LOCK = ROOT / "requirements-layer.lock"
@@ -79,6 +81,13 @@ def build_layer(lock: Path = LOCK, package: Path = PACKAGE, cache: Path | None =
         _publish(target, assemble)
     _prune(target, KEEP_LAYERS)
     return target, digest
+
+
+def build_layer_zip(lock: Path = LOCK, package: Path = PACKAGE, cache: Path | None = None) -> tuple[Path, str]:
+    """The layer as the zip Lambda takes (`python/` at its root, pycs kept), cached beside its directory, and the
+    layer's content hash: deployments upload it as it is instead of zipping ~130 MB each time."""
+    directory, digest = build_layer(lock, package, cache)
+    return zip_directory(directory, directory.with_suffix(".zip"), keep_pyc=True), digest
 
 
 def build_dependencies(lock: Path, cache: Path) -> tuple[Path, str]:
@@ -190,6 +199,7 @@ def _prune(current: Path, keep: int) -> None:
     for old in built[keep:]:
         if old != current:
             shutil.rmtree(old, ignore_errors=True)
+            old.with_suffix(".zip").unlink(missing_ok=True)
 
 
 def _tree_digest(root: Path) -> str:

@@ -3,10 +3,6 @@ directories zipped (deterministically, like the CLI), files as they are, under t
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +13,6 @@ from clm_sandbox.deploy.synth import Assembly
 
 QUALIFIER = "hnb659fds"  # the CDK's default bootstrap qualifier
 VERSION_PARAMETER = f"/cdk-bootstrap/{QUALIFIER}/version"
-_FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # zip entries carry no build time, so equal content gives an equal zip
-_SKIPPED_DIRS = {"__pycache__"}
 
 
 def bootstrap(ssm: Any, s3: Any, account: str, region: str, version: int) -> str:
@@ -49,35 +43,10 @@ def publish_assets(s3: Any, assembly: Assembly, account: str, region: str) -> di
 
 
 def _zipped(source: Path, asset_id: str) -> Path:
-    """A zip of directory `source` (caches and compiled files left out), cached by the asset id (a content hash)."""
-    target = cache_root() / "asset-zips" / f"{asset_id}.zip"
-    if target.is_file():
-        return target
-    if not source.is_dir():
-        raise FileNotFoundError(f"asset {asset_id}: {source} is not a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(dir=target.parent, prefix=".zip-")
-    os.close(handle)
-    try:
-        with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-            for path in _files(source):
-                info = zipfile.ZipInfo(path.relative_to(source).as_posix(), _FIXED_TIME)
-                info.external_attr = (path.stat().st_mode & 0o777 | 0o100000) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                with path.open("rb") as data, archive.open(info, "w") as entry:
-                    shutil.copyfileobj(data, entry, 1 << 20)
-        os.replace(staging, target)
-    finally:
-        Path(staging).unlink(missing_ok=True)
-    return target
+    """A zip of directory `source`, cached by the asset id (a content hash)."""
+    from infra.zips import zip_directory  # the CDK app's package: importable where the app is synthesized
 
-
-def _files(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for directory, subdirectories, names in os.walk(root):
-        subdirectories[:] = sorted(name for name in subdirectories if name not in _SKIPPED_DIRS)
-        found += [Path(directory) / name for name in sorted(names) if not name.endswith(".pyc")]
-    return found
+    return zip_directory(source, cache_root() / "asset-zips" / f"{asset_id}.zip")
 
 
 def _exists(s3: Any, bucket: str, key: str) -> bool:

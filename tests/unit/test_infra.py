@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,11 @@ from aws_cdk.assertions import Match, Template
 from clm.stacks import names
 from infra import permissions
 from infra.context import ClmContext, ContextError
-from infra.layer_build import LAMBDA_VERSION, build_layer
+from infra.layer_build import LAMBDA_VERSION, build_layer, build_layer_zip
 from infra.nag import add_checks
 from infra.stack import ClmStack
 from infra.workflow import Workflow, WorkflowError
+from infra.zips import zip_directory
 
 DEFAULTS = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
 NO_STAGING = {"aws:cdk:disable-asset-staging": True}
@@ -269,6 +271,19 @@ def test_layer_holds_clm_and_every_pinned_requirement():
                 site.glob(f"{name.replace('-', '_')}-{version}.dist-info")
             ), f"{requirement} missing from the layer"
     assert build_layer() == (directory, digest)  # unchanged inputs: the same directory, not rebuilt
+
+
+def test_the_layer_is_deployed_as_a_zip_of_its_directory_pycs_included_and_the_same_for_the_same_content(tmp_path):
+    """The asset is the cached zip (the CLI uploads it as it is instead of zipping ~130 MB at every deployment)."""
+    archive, digest = build_layer_zip()
+    directory, _ = build_layer()
+    assert archive == directory.with_suffix(".zip")
+    files = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
+    entries = zipfile.ZipFile(archive).namelist()
+    assert sorted(entries) == files and any(entry.endswith(".pyc") for entry in entries)
+    again = zip_directory(directory, tmp_path / "again.zip", keep_pyc=True)
+    assert again.read_bytes() == archive.read_bytes()
+    assert build_layer_zip() == (archive, digest)
 
 
 @pytest.mark.parametrize("folder", [*STEP_FOLDERS, "reconcile", "registry_events"])
