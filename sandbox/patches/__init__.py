@@ -12,6 +12,7 @@ from typing import Any
 
 PATCHES = (
     "lambda_invoke",
+    "lambda_metrics",
     "events_targets",
     "events_cfn",
     "cfn_stepfunctions",
