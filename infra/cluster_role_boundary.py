@@ -30,7 +30,7 @@ from constructs import Construct
 
 from infra.nag import acknowledge_wildcards
 from infra.node_files import bucket_name
-from infra.permissions import MANAGED_BY, MANAGED_BY_TAG
+from infra.tags import MANAGED_BY, MANAGED_BY_TAG
 
 CLUSTER_ROLE_PATH = "/clm-cluster/"  # context clm:clusterRolePath
 # The stacks' templates read both with Fn::ImportValue (CloudFormation exports of CLM's stack).

@@ -41,16 +41,17 @@ CLMS_BUCKET_CHANGES = ["s3:Put*", "s3:Delete*", "s3:Replicate*", "s3:BypassGover
 
 @dataclass(frozen=True)
 class ClmsOwn:
-    """CLM's own resources, which no cluster stack touches (`secret_prefix`: context clm:kubeSecretPrefix)."""
+    """CLM's own resources, which no cluster stack touches (`secret_prefix`: context clm:kubeSecretPrefix); a target
+    stack has buckets and roles only."""
 
     buckets: Sequence[s3.IBucket]
-    functions: Sequence[lambda_.IFunction]
-    layers: Sequence[lambda_.ILayerVersion]
-    state_machines: Sequence[sfn.StateMachine]
-    bus: events.IEventBus
-    table: dynamodb.ITable
-    keys: Sequence[kms.IKey]
-    secret_prefix: str
+    functions: Sequence[lambda_.IFunction] = ()
+    layers: Sequence[lambda_.ILayerVersion] = ()
+    state_machines: Sequence[sfn.StateMachine] = ()
+    bus: events.IEventBus | None = None
+    table: dynamodb.ITable | None = None
+    keys: Sequence[kms.IKey] = ()
+    secret_prefix: str | None = None
 
 
 @functools.cache
@@ -81,7 +82,7 @@ def identity_denial() -> iam.PolicyStatement:
 
 
 def clms_own_denials(stack: Stack, own: ClmsOwn) -> list[iam.PolicyStatement]:
-    """Nothing on CLM's own resources but reading its buckets (module docstring)."""
+    """Nothing on CLM's own resources but reading its buckets (module docstring); only for the kinds `own` has."""
     # `<arn>*`: the function or state machine and its versions and aliases (`<arn>:<qualifier>`) in one pattern.
     functions = [f"{f.function_arn}*" for f in own.functions]
     machines = [f"{m.state_machine_arn}*" for m in own.state_machines]
@@ -94,27 +95,30 @@ def clms_own_denials(stack: Stack, own: ClmsOwn) -> list[iam.PolicyStatement]:
         )
         for m in own.state_machines
     ]
-    rules = stack.format_arn(service="events", resource="rule", resource_name=f"{own.bus.event_bus_name}/*")
-    secrets = stack.format_arn(
-        service="secretsmanager",
-        resource="secret",
-        resource_name=f"{own.secret_prefix}*",
-        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-    )
-    table = own.table.table_arn
     denied: dict[str, tuple[list[str], list[str]]] = {  # sid -> (actions, resources)
         "NotClmsBuckets": (
             CLMS_BUCKET_CHANGES,
             [arn for b in own.buckets for arn in (b.bucket_arn, b.arn_for_objects("*"))],
         ),
         "NotClmsFunctions": (["lambda:*"], [*functions, *(layer.layer_version_arn for layer in own.layers)]),
-        "NotClmsBus": (["events:*"], [own.bus.event_bus_arn, rules]),
-        "NotClmsStateMachines": (["states:*"], machines + executions),
-        "NotClmsRegistry": (["dynamodb:*"], [table, f"{table}/*"]),  # its indexes and stream too
-        "NotClmsKeys": (["kms:*"], [key.key_arn for key in own.keys]),
-        "NotClmsSecrets": (["secretsmanager:*"], [secrets]),
     }
+    if own.bus is not None:
+        rules = stack.format_arn(service="events", resource="rule", resource_name=f"{own.bus.event_bus_name}/*")
+        denied["NotClmsBus"] = (["events:*"], [own.bus.event_bus_arn, rules])
+    denied["NotClmsStateMachines"] = (["states:*"], machines + executions)
+    if own.table is not None:  # its indexes and stream too
+        denied["NotClmsRegistry"] = (["dynamodb:*"], [own.table.table_arn, f"{own.table.table_arn}/*"])
+    denied["NotClmsKeys"] = (["kms:*"], [key.key_arn for key in own.keys])
+    if own.secret_prefix is not None:
+        secrets = stack.format_arn(
+            service="secretsmanager",
+            resource="secret",
+            resource_name=f"{own.secret_prefix}*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        denied["NotClmsSecrets"] = (["secretsmanager:*"], [secrets])
     return [
         iam.PolicyStatement(sid=sid, effect=iam.Effect.DENY, actions=actions, resources=resources)
         for sid, (actions, resources) in denied.items()
+        if resources
     ]

@@ -35,6 +35,7 @@ from constructs import Construct
 
 from infra.cluster_role_boundary import BOUNDARY_EXPORT, CLUSTER_ROLE_PATH, PATH_EXPORT, ClusterRoleBoundary
 from infra.cluster_stack_denials import ClmsOwn, clms_own_denials, identity_denial
+from infra.context import ClmContext
 from infra.ingress_stack_deletes import WILDCARDS, ingress_resources, ingress_statements
 from infra.nag import acknowledge_wildcards
 
@@ -250,6 +251,18 @@ class ClusterStackRole(Construct):
         )
         acknowledge_wildcards(
             self, [_service_linked_roles(stack)], "auto scaling names its service-linked role (AWSServiceRoleFor...)"
+        )
+
+    @classmethod
+    def of_context(cls, scope: Construct, construct_id: str, context: ClmContext) -> ClusterStackRole:
+        """The role with the context's extra policies, role path and boundary (clm:clusterStackPolicyArns,
+        clm:clusterRolePath, clm:clusterRoleBoundaryPolicyArn)."""
+        return cls(
+            scope,
+            construct_id,
+            context.cluster_stack_policy_arns,
+            role_path=context.cluster_role_path,
+            boundary_arn=context.cluster_role_boundary_arn,
         )
 
     def deny(self, own: ClmsOwn) -> None:

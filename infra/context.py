@@ -16,6 +16,8 @@ LOG_RETENTION_DAYS = frozenset(
 KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
 IAM_PATH = re.compile(r"/([\x21-\x7e]+/)?")  # IAM: / alone, or /.../ of printable ASCII
+ACCOUNT = re.compile(r"\d{12}")
+REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 MANAGED_POLICY_ARN = re.compile(r"arn:aws[\w-]*:iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
 
 
@@ -44,6 +46,9 @@ class ClmContext:
     decrypt_key_arns: tuple[str, ...] = ()
     roll_steps_per_execution: int = 300
     manage_etcd_stack: bool = False  # CLM's --manage-etcd-stack: provision cluster/etcd/stack.yaml (zalando-aws)
+    target_accounts: tuple[str, ...] = ()  # the accounts the hub may reach (`*`: any); none: its own only
+    target_include: str = ""  # a regex on the account id (CLM's --include)
+    target_exclude: str = ""  # a regex on the account id (CLM's --exclude)
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -73,6 +78,9 @@ class ClmContext:
             decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
             roll_steps_per_execution=_number(node, "clm:rollStepsPerExecution", defaults.roll_steps_per_execution),
             manage_etcd_stack=_flag(node, "clm:manageEtcdStack"),
+            target_accounts=_names(node, "clm:targetAccounts"),
+            target_include=_text(node, "clm:targetInclude"),
+            target_exclude=_text(node, "clm:targetExclude"),
         )
         context.check()
         return context
@@ -110,6 +118,39 @@ class ClmContext:
             raise ContextError(f"clm:rollStepsPerExecution: {self.roll_steps_per_execution} must be at least 2")
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
+        self._check_targets()
+
+    def _check_targets(self) -> None:
+        """The target accounts are 12-digit ids or `*` alone; include and exclude compile as regexes."""
+        accounts = self.target_accounts
+        if accounts != ("*",) and not all(ACCOUNT.fullmatch(account) for account in accounts):
+            raise ContextError(
+                f"clm:targetAccounts: {','.join(accounts)!r} is not a list of 12-digit account ids, nor `*` alone"
+            )
+        for key, pattern in (("clm:targetInclude", self.target_include), ("clm:targetExclude", self.target_exclude)):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ContextError(f"{key}: {pattern!r} is not a regular expression ({error})") from None
+
+
+@dataclass(frozen=True)
+class Hub:
+    """The account and region of the hub a target stack serves (context `clm:hub`, `<account>:<region>`)."""
+
+    account: str
+    region: str
+
+    @classmethod
+    def of(cls, scope: Construct) -> Hub:
+        """The hub of `scope`'s app; ContextError names the key when it is missing or malformed."""
+        text = _text(scope.node, "clm:hub")
+        account, _, region = text.partition(":")
+        if not ACCOUNT.fullmatch(account) or not REGION.fullmatch(region):
+            raise ContextError(
+                f"clm:hub: {text!r} is not <12-digit account>:<region> (the hub's, e.g. 123456789012:eu-central-1)"
+            )
+        return cls(account, region)
 
 
 def _raw(node: Any, key: str) -> Any:

@@ -5,31 +5,33 @@ The run function encrypts the etcd files' secret entries with the key behind `al
 alias only: kms:RequestAlias) and uploads their archive to the node-files bucket (already granted for node pools'
 archives). The stacks function reads and sets the etcd stack's policy, on that stack only, and sets it only while the
 stack carries `clm:managed-by` (as every change CLM makes to a stack); creating and updating it go through the
-grants every CLM stack has.
+grants every CLM stack has. Both grants are cluster-side (infra.cluster_permissions).
 """
 
 from __future__ import annotations
 
 from aws_cdk import Stack
 
-from infra.functions import ClmFunction
-from infra.permissions import ETCD_KEY_ALIAS, MANAGED_BY_TAG
+from infra.grantee import Grantee
+from infra.tags import ETCD_KEY_ALIAS, MANAGED_BY_TAG
 
 MANAGE_ETCD_ENV = "CLM_MANAGE_ETCD_STACK"  # clm.workflow.run_steps.MANAGE_ETCD_ENV
 ETCD_STACK_NAME = "etcd-cluster-etcd"  # clm.stacks.etcd.ETCD_STACK_NAME (CLM's)
 
 
-def grant_etcd_stack(run: ClmFunction, stacks: ClmFunction) -> None:
-    """Switch the etcd stack on for the run function and grant both functions its calls."""
-    run.function.add_environment(MANAGE_ETCD_ENV, "true")
-    stack = Stack.of(run)
+def grant_etcd_encrypt(run: Grantee) -> None:
+    """The run function's Encrypt with CLM's etcd key, named by its alias only."""
     run.allow(
         ["kms:Encrypt"],
-        [stack.format_arn(service="kms", resource="key", resource_name="*")],
+        [Stack.of(run).format_arn(service="kms", resource="key", resource_name="*")],
         {"StringEquals": {"kms:RequestAlias": ETCD_KEY_ALIAS}},
         reason="CLM's etcd key is named by its alias only (kms:RequestAlias)",
     )
-    etcd = stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{ETCD_STACK_NAME}/*")
+
+
+def grant_etcd_stack_policy(stacks: Grantee) -> None:
+    """The stacks function's reading and setting of the etcd stack's policy (setting only while CLM owns it)."""
+    etcd = Stack.of(stacks).format_arn(service="cloudformation", resource="stack", resource_name=f"{ETCD_STACK_NAME}/*")
     stacks.allow(["cloudformation:GetStackPolicy"], [etcd], reason="CLM's etcd stack keeps CLM's stack policy")
     stacks.allow(
         ["cloudformation:SetStackPolicy"],

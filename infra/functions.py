@@ -13,12 +13,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.context import ClmContext
+from infra.grantee import RoleGrants
 from infra.layer import RUNTIME
 from infra.nag import acknowledge, acknowledge_wildcards
 from infra.network import FunctionNetwork, interface_grants
 
 LAMBDAS = Path(__file__).resolve().parents[1] / "lambdas"
 HANDLER = "handler.handler"
+HUB_STACK_NAME = "Clm"  # app.py's hub stack: CloudFormation names its roles `Clm-<logical id>-<suffix>`
 POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": "clm", "POWERTOOLS_METRICS_NAMESPACE": "CLM"}
 
 
@@ -44,7 +46,7 @@ REGISTRY_EVENTS = FunctionSpec(
 )
 
 
-class ClmFunction(Construct):
+class ClmFunction(RoleGrants, Construct):
     """A function (runtime infra.layer.RUNTIME) from lambdas/<folder> with the layer, X-Ray tracing, a log group with
     retention, and a role of its own that starts with nothing but writing its logs."""
 
@@ -99,13 +101,12 @@ class ClmFunction(Construct):
         for grant in interface_grants(self) if network else []:
             self.allow(grant.actions, grant.resources, reason=grant.reason)
 
-    def allow(
-        self, actions: list[str], resources: list[str], conditions: dict | None = None, *, reason: str = ""
-    ) -> None:
-        """Add one statement to the function's role; a wildcard resource needs the `reason` that it is needed."""
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions)
-        )
-        if any("*" in finding for finding in resources) and not reason:
-            raise ValueError(f"function {self.node.path}: wildcard resource for {actions} needs a reason")
-        acknowledge_wildcards(self, resources, reason)
+
+def function_id(folder: str) -> str:
+    """The construct id of the function of lambdas/<folder> in the Clm stack (its role's logical id starts with it)."""
+    return folder.title().replace("_", "") + "Function"
+
+
+def role_name_prefix(folder: str) -> str:
+    """The start of the name CloudFormation gives the role of lambdas/<folder>'s function in the hub stack."""
+    return f"{HUB_STACK_NAME}-{function_id(folder)}Role"

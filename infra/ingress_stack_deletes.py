@@ -6,7 +6,7 @@ certificate and rules, target groups, optional CloudWatch alarms), tagged `kuber
 ClusterStackRole, as CLM's own stacks, so the role may call what those types' delete handlers list (CloudFormation's
 resource schemas; tests/unit/test_cluster_stack_role.py checks it). CLM never creates nor updates such resources:
 nothing else of ELBv2 or CloudWatch is granted. CloudFormation deletes only a stack's own resources, and the stacks
-function passes the role only for CLM's stacks and the controller's (infra.permissions).
+function passes the role only for CLM's stacks and the controller's (infra.cluster_permissions).
 
 Not covered: the controller's optional WAF association (AWS::WAFv2::WebACLAssociation,
 AWS::WAFRegional::WebACLAssociation); a fleet that uses it attaches a policy for its delete handler

@@ -7,14 +7,10 @@ cluster stacks' keys): never renderings, which stay in the artefact bucket that 
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
-from aws_cdk import aws_s3 as s3
+from aws_cdk import Stack
 from constructs import Construct
 
-from infra.buckets import private_bucket
-from infra.nag import acknowledge
-
-OLD_VERSIONS_EXPIRE_DAYS = 30
+from infra.buckets import content_addressed_bucket
 
 
 def bucket_name(stack: Stack) -> str:
@@ -28,17 +24,4 @@ class NodeFilesBucket(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
-        self.bucket = private_bucket(
-            self,
-            "Bucket",
-            bucket_name=bucket_name(stack),
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="expire-old-versions",
-                    noncurrent_version_expiration=Duration.days(OLD_VERSIONS_EXPIRE_DAYS),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
-        )
-        acknowledge(self, "S1", "only CLM's run function writes here; CloudTrail data events audit access if needed")
+        self.bucket = content_addressed_bucket(self, "Bucket", bucket_name(Stack.of(self)), "CLM's run function")

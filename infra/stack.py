@@ -12,17 +12,19 @@ from constructs import Construct
 from infra import permissions
 from infra.alarms import executions_failed_alarm
 from infra.artefacts import ArtefactBucket
+from infra.cluster_permissions import CLUSTER_FUNCTIONS, grant_cluster_side
 from infra.cluster_stack_denials import ClmsOwn
 from infra.cluster_stack_role import ClusterStackRole
 from infra.config_source import ConfigSource
 from infra.config_store import ConfigStore
 from infra.context import ClmContext
-from infra.etcd_permissions import grant_etcd_stack
-from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunction
+from infra.etcd_permissions import MANAGE_ETCD_ENV
+from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunction, function_id
 from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
 from infra.node_files import NodeFilesBucket
 from infra.registry import RegistryTable
+from infra.target_roles import grant_target_access
 from infra.triggers import ReconcileTriggers, RegistryTrigger
 from infra.workflow import Workflow, definition_file
 
@@ -42,13 +44,7 @@ class ClmStack(Stack):
         self.artefacts = ArtefactBucket(self, "Artefacts")
         self.node_files = NodeFilesBucket(self, "NodeFiles")
         self.bus = events.EventBus(self, "Bus", event_bus_name=BUS_NAME)
-        self.cluster_stack_role = ClusterStackRole(
-            self,
-            "ClusterStackRole",
-            context.cluster_stack_policy_arns,
-            role_path=context.cluster_role_path,
-            boundary_arn=context.cluster_role_boundary_arn,
-        )
+        self.cluster_stack_role = ClusterStackRole.of_context(self, "ClusterStackRole", context)
 
         layer = ClmLayer(self, "Layer").layer
         network = FunctionNetwork(self, "Network", context) if context.vpc_id else None
@@ -60,7 +56,7 @@ class ClmStack(Stack):
         self.functions = {
             spec.folder: ClmFunction(
                 self,
-                spec.folder.title().replace("_", "") + "Function",
+                function_id(spec.folder),
                 spec=spec,
                 layer=layer,
                 environment=environment,
@@ -176,13 +172,18 @@ class ClmStack(Stack):
 
     def _grant(self, context: ClmContext) -> None:
         table, artefacts = self.registry.table, self.artefacts.bucket
-        permissions.grant_run(self.functions["run"], table, self.config_source, artefacts, context)
-        permissions.grant_decrypt(self.functions["run"], context.decrypt_key_arns)
-        permissions.grant_lookups(self.functions["run"])
-        permissions.grant_account_lookups(self.functions["run"])
-        permissions.grant_node_files(self.functions["run"], self.node_files.bucket, artefacts)
-        permissions.grant_stacks(self.functions["stacks"], table, artefacts, self.cluster_stack_role.role)
+        run = self.functions["run"]
+        permissions.grant_run(run, table, self.config_source, artefacts, context)
+        permissions.grant_decrypt(run, context.decrypt_key_arns)
+        permissions.grant_node_files(run, self.node_files.bucket, artefacts)
+        permissions.grant_stacks(self.functions["stacks"], table, artefacts)
         if context.manage_etcd_stack:
-            grant_etcd_stack(self.functions["run"], self.functions["stacks"])
-        permissions.grant_kube(self.functions["kube"], table, artefacts, context.kube_secret_prefix)
-        permissions.grant_roll(self.functions["roll"], table, artefacts, context.kube_secret_prefix)
+            run.function.add_environment(MANAGE_ETCD_ENV, "true")
+        for folder in ("kube", "roll"):
+            permissions.grant_kube(self.functions[folder], table, artefacts, context.kube_secret_prefix)
+        # The cluster side, for the hub's own account and region; other targets: their target stacks' roles.
+        on_clusters = {folder: self.functions[folder] for folder in CLUSTER_FUNCTIONS}
+        grant_cluster_side(
+            on_clusters, self.node_files.bucket, self.cluster_stack_role.role, etcd=context.manage_etcd_stack
+        )
+        grant_target_access(on_clusters, context)

@@ -19,8 +19,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from clm.stacks import names
-from infra import permissions
+from infra import permissions, tags
 from infra.context import ClmContext, ContextError
+from infra.functions import function_id
 from infra.layer_build import LAMBDA_VERSION, build_layer, build_layer_zip
 from infra.nag import add_checks
 from infra.stack import ClmStack
@@ -40,16 +41,20 @@ VARIANT = {
     "clm:clusterStackPolicyArns": ["arn:aws:iam::123456789012:policy/clm-cluster-extras"],
     "clm:decryptKeyArns": "arn:aws:kms:eu-central-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     "clm:rollStepsPerExecution": 40,
+    "clm:targetAccounts": "*",
+    "clm:targetExclude": "9{12}",
 }
 STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
 # CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
 CFN_LINT_IGNORED = ["W3005"]
 
 
-def synthesized(context: dict[str, Any], outdir: Path) -> tuple[Template, dict[str, Any], Path]:
-    """Synthesize with cdk-nag's checks (an unacknowledged finding fails the synthesis)."""
+def synthesized(
+    context: dict[str, Any], outdir: Path, kind: type[cdk.Stack] = ClmStack, name: str = "Clm"
+) -> tuple[Template, dict[str, Any], Path]:
+    """Synthesize the stack `kind` with cdk-nag's checks (an unacknowledged finding fails the synthesis)."""
     app = cdk.App(context={**context, **NO_STAGING}, outdir=str(outdir))
-    stack = ClmStack(app, "Clm")
+    stack = kind(app, name)
     add_checks(app)
     assembly = app.synth()
     path = Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
@@ -77,7 +82,7 @@ def resources(raw: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def function_named(raw: dict[str, Any], folder: str) -> tuple[str, dict[str, Any]]:
-    prefix = folder.title().replace("_", "") + "Function"
+    prefix = function_id(folder)
     [(name, body)] = [
         (name, body)
         for name, body in resources(raw, "AWS::Lambda::Function").items()
@@ -401,11 +406,11 @@ def test_stacks_function_changes_only_stacks_tagged_managed_by_clm_and_only_with
     _, raw, _ = default
     statements = policy_statements(raw, "StacksFunctionRole")
     role = statement_for(statements, "iam:PassRole")["Resource"]  # the ClusterStackRole's ARN
-    assert permissions.MANAGED_BY_TAG == names.MANAGED_BY_TAG == "clm:managed-by"  # the tag CLM writes
+    assert tags.MANAGED_BY_TAG == names.MANAGED_BY_TAG == "clm:managed-by"  # the tag CLM writes
     owned = {"aws:ResourceTag/clm:managed-by": "false"}
     requested = {"aws:RequestTag/clm:managed-by": "false"}
     # The one kind of stack CLM did not create that it may delete: kube-ingress-aws-controller's (decommission).
-    assert (permissions.INGRESS_APP_TAG, permissions.INGRESS_CONTROLLER) == (
+    assert (tags.INGRESS_APP_TAG, tags.INGRESS_CONTROLLER) == (
         names.INGRESS_APP_TAG,
         names.INGRESS_CONTROLLER,
     )
@@ -460,6 +465,29 @@ def test_roll_changes_only_node_pool_groups(default):
     assert change["Resource"]["Fn::Join"][1][-1] == ":autoScalingGroup:*"
     assert statement_for(statements, "ec2:DescribeInstances")["Resource"] == "*"
     assert "cloudformation:CreateStack" not in actions_of(statements)
+
+
+def test_the_functions_may_assume_their_target_roles_only_in_the_accounts_allowed(default, variant):
+    """No clm:targetAccounts: no AssumeRole anywhere, the role's name only; `*`: each function its own role in any
+    account, and the settings in the environment (clm.targets)."""
+    _, raw, _ = default
+    assert "sts:AssumeRole" not in actions_of(
+        [s for p in resources(raw, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    )
+    for folder in STEP_FOLDERS:
+        variables = function_named(raw, folder)[1]["Properties"]["Environment"]["Variables"]
+        assert {name: value for name, value in variables.items() if name.startswith("CLM_TARGET_")} == {
+            "CLM_TARGET_ROLE": f"clm-target-{{region}}-{folder}"
+        }
+    _, raw, _ = variant
+    for folder in STEP_FOLDERS:
+        assume = statement_for(policy_statements(raw, function_id(folder) + "Role"), "sts:AssumeRole")
+        assert assume["Resource"]["Fn::Join"][1][-1] == f":iam::*:role/clm-target-*-{folder}"
+        variables = function_named(raw, folder)[1]["Properties"]["Environment"]["Variables"]
+        assert (variables["CLM_TARGET_ACCOUNTS"], variables["CLM_TARGET_EXCLUDE"]) == ("*", "9{12}")
+        assert "CLM_TARGET_INCLUDE" not in variables
+    for folder in ("reconcile", "registry_events"):
+        assert "sts:AssumeRole" not in actions_of(policy_statements(raw, function_id(folder) + "Role"))
 
 
 @pytest.mark.parametrize("role", ["RollFunctionRole", "StacksFunctionRole"])
@@ -683,6 +711,10 @@ def test_codecommit_vpc_and_retention_from_context(variant):
         ({"clm:maxRunning": 0}, "clm:maxRunning: 0 must be at least 1"),
         ({"clm:decryptKeyArns": "alias/config"}, "clm:decryptKeyArns: 'alias/config' is not a KMS key ARN"),
         ({"clm:rollStepsPerExecution": 1}, "clm:rollStepsPerExecution: 1 must be at least 2"),
+        ({"clm:targetAccounts": "*,222222222222"}, "clm:targetAccounts: .* nor `\\*` alone"),
+        ({"clm:targetAccounts": ["2222"]}, "clm:targetAccounts: '2222' is not a list of 12-digit account ids"),
+        ({"clm:targetInclude": "[2"}, "clm:targetInclude: '\\[2' is not a regular expression"),
+        ({"clm:targetExclude": "("}, "clm:targetExclude: '\\(' is not a regular expression"),
     ],
 )
 def test_unusable_context_is_an_error_naming_the_key(context, message):

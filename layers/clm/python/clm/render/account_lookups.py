@@ -4,7 +4,7 @@
 
 CLM asks for both on every provision and fails the cluster if either is missing; here each is asked only when a
 template of the configuration names it, and a failed lookup fails only the templates that read it. The run
-function's role may make these calls (infra.permissions.grant_account_lookups).
+function's role may make these calls (infra.cluster_permissions.grant_account_lookups).
 """
 
 from __future__ import annotations

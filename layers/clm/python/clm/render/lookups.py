@@ -6,7 +6,7 @@ Images and instance types are asked only when a template needs them: the first r
 `values.InstanceInfo` describes every instance type of the cluster in one call (:class:`PoolInstanceInfo`), an
 image is described the first time a template names it; the network is described once per cluster before
 rendering, as CLM does. Answers are kept for the run. The run function's role may make these calls
-(infra.permissions.grant_lookups); none supports resource-level permissions.
+(infra.cluster_permissions.grant_lookups); none supports resource-level permissions.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ alias of a zalando-eks cluster, else its id: api/cluster.go Name) in status `ava
 (provisioner/clusterpy.go removeEBSVolumes, with --remove-volumes): volumes tagged `kubernetes.io/cluster/<id>=owned`;
 available ones are deleted, deleting/deleted ones skipped, any other state is an error (CLM retries for 5 minutes).
 Here a volume is deleted only if it also carries `KubernetesCluster=<id>`, as the EBS CSI driver and the in-tree
-provisioner tag with the cluster tag (the fixed key IAM's condition names: infra/permissions.py); others are named.
+provisioner tag with the cluster tag (the fixed key IAM's condition names: infra/cluster_permissions.py); others are
+named.
 Only after clm.stacks.provenance proved the cluster CLM's.
 """
 

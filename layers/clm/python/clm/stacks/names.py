@@ -23,7 +23,7 @@ NODE_POOL_ROLE_TAG = "kubernetes.io/role/node-pool"
 NODE_POOL_PROFILE_TAG = "kubernetes.io/node-pool/profile"
 MAIN_STACK_TAG = "cluster-lifecycle-controller.zalando.org/main-stack"
 # On every stack CLM creates: one fixed key that IAM conditions can name (a condition key cannot hold the cluster
-# id's wildcard), so the stacks function may change only stacks carrying it (infra/permissions.py).
+# id's wildcard), so the stacks function may change only stacks carrying it (infra/cluster_permissions.py).
 MANAGED_BY_TAG = "clm:managed-by"
 MANAGED_BY = "clm"
 OWNED = "owned"
