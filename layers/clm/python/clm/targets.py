@@ -20,7 +20,7 @@ ACCOUNTS_ENV, INCLUDE_ENV, EXCLUDE_ENV, ROLE_ENV = (
     "CLM_TARGET_EXCLUDE",
     "CLM_TARGET_ROLE",
 )
-DEFAULT_ROLE = "clm-target-{region}"  # one target stack per account and region, so one role per region
+DEFAULT_ROLE = "clm-target-{region}"  # the hub sets CLM_TARGET_ROLE per function: clm-target-{region}-<function>
 DEPLOY_HINT = "deploy the target stack there: `cdk deploy ClmTarget -c clm:hub=<hub account>:<hub region>`"
 
 
