@@ -181,3 +181,54 @@ def test_a_missing_or_malformed_hub_fails_naming_the_key(hub):
 
 def test_the_hub_is_read_from_context():
     assert Hub.of(cdk.App(context=HUB)) == Hub("123456789012", "eu-central-1")
+
+
+@pytest.mark.parametrize("path", ["/clm-cluster/", "/"])
+def test_a_role_a_cluster_stack_creates_cannot_pass_for_the_hubs_function(target, sandbox_aws, monkeypatch, path):
+    """Attack: a config writer's cluster stack (the one role creator CLM runs in the hub's account) makes a role named
+    like the hub's stacks function role. It may create roles only under clm:clusterRolePath, so the sandbox's IAM
+    refuses it the target role; the same name at the root path (only the hub's own deployment makes those) passes."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from clm_sandbox.iam import principals
+
+    _, raw, _ = target
+    _, role = target_role(raw, "stacks")
+    trust = resolved(role["Properties"]["AssumeRolePolicyDocument"])
+    monkeypatch.setenv("MOTO_ACCOUNT_ID", "222222222222")
+    iam = sandbox_aws.client("iam")
+    iam.create_role(RoleName="clm-target-eu-west-1-stacks", AssumeRolePolicyDocument=json.dumps(trust))
+    monkeypatch.delenv("MOTO_ACCOUNT_ID")
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}]}
+    anyone = {
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
+    }
+    made = iam.create_role(
+        RoleName="Clm-StacksFunctionRoleAbCd-X1", Path=path, AssumeRolePolicyDocument=json.dumps(anyone)
+    )
+    iam.put_role_policy(RoleName=made["Role"]["RoleName"], PolicyName="p", PolicyDocument=json.dumps(allow))
+    credentials = principals.role_session(made["Role"]["Arn"], "attacker", "eu-central-1")
+    sts = boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        region_name="eu-central-1",
+    ).client("sts")
+    target_arn = "arn:aws:iam::222222222222:role/clm-target-eu-west-1-stacks"
+    try:
+        sts.assume_role(RoleArn=target_arn, RoleSessionName="attack")
+        assumed = True
+    except ClientError as exc:
+        assert exc.response["Error"]["Code"] == "AccessDenied", exc
+        assumed = False
+    assert assumed == (path == "/")
+
+
+def resolved(value: Any) -> Any:
+    """A synthesized document with its joins and pseudo parameters resolved for the sandbox's partition."""
+    if isinstance(value, dict) and ("Fn::Join" in value or "Ref" in value):
+        return text(value).replace("<AWS::Partition>", "aws")
+    if isinstance(value, dict):
+        return {key: resolved(item) for key, item in value.items()}
+    return [resolved(item) for item in value] if isinstance(value, list) else value
