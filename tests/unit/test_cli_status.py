@@ -12,6 +12,7 @@ from clm.cli.output import console
 from clm.model import Problem
 from tests.unit.test_cli_helpers import KUBE_1, KUBE_2, clm, deploy_clm_stack  # noqa: F401  (the `clm` fixture)
 
+HOME = {"account": "123456789012", "region": "eu-central-1"}
 WAITING = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}
 
 
@@ -35,6 +36,7 @@ def test_status_shows_versions_running_executions_and_the_last_problem(running, 
     assert rows == [
         {
             "id": KUBE_1,
+            **HOME,
             "lifecycle": "requested",
             "current_version": None,
             "next_version": None,
@@ -43,6 +45,7 @@ def test_status_shows_versions_running_executions_and_the_last_problem(running, 
         },
         {
             "id": KUBE_2,
+            **HOME,
             "lifecycle": "ready",
             "current_version": None,
             "next_version": "v2#abc",

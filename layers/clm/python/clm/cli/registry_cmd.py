@@ -8,6 +8,7 @@ import click
 
 from clm.cli.context import CliContext
 from clm.cli.errors import CliError
+from clm.cli.fleet import fleet_options, select, where, with_where
 from clm.cli.options import pass_cli
 from clm.cli.output import Column, console, emit, print_error, print_warning, short_id, version_column
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
@@ -102,14 +103,17 @@ def export(cli: CliContext, file: Path | None, no_status: bool) -> None:
 
 
 @registry.command("list")
+@fleet_options
 @pass_cli
-def list_(cli: CliContext) -> None:
-    """Clusters with their lifecycle, versions, problems and lock holder."""
+def list_(cli: CliContext, accounts: tuple[str, ...], regions: tuple[str, ...]) -> None:
+    """Clusters with their lifecycle, versions, problems and pools (`--account`, `--region` to narrow); account and
+    region where clusters differ."""
     store = cli.registry()
     clusters, invalid = store.list_clusters_report()
     rows = [
         {
             "id": c.id,
+            **where(c),
             "alias": c.alias,
             "lifecycle": c.lifecycle_status,
             "current_version": c.status.current_version or "-",
@@ -117,11 +121,11 @@ def list_(cli: CliContext) -> None:
             "problems": len(c.status.problems),
             "node_pools": len(c.node_pools),
         }
-        for c in sorted(clusters, key=lambda c: c.id)
+        for c in sorted(select(clusters, accounts, regions), key=lambda c: c.id)
     ]
     emit(
         rows,
-        LIST_COLUMNS,
+        with_where(LIST_COLUMNS, rows),
         cli.output,
         title=f"{len(rows)} clusters in {cli.table}",
     )

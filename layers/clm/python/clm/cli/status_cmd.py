@@ -10,6 +10,7 @@ from clm.cli.context import CliContext
 from clm.cli.deployment import provision_state_machine, stack_option
 from clm.cli.errors import DeploymentNotFound
 from clm.cli.executions import execution_name, running_by_cluster
+from clm.cli.fleet import fleet_options, select, where, with_where
 from clm.cli.options import pass_cli
 from clm.cli.output import Column, emit, print_error, print_warning, short_id, version_column
 from clm.model import Cluster
@@ -29,6 +30,7 @@ def status_row(cluster: Cluster, running: list[str]) -> dict[str, Any]:
     problems = cluster.status.problems
     return {
         "id": cluster.id,
+        **where(cluster),
         "lifecycle": cluster.lifecycle_status,
         "current_version": cluster.status.current_version or None,
         "next_version": cluster.status.next_version or None,
@@ -39,11 +41,14 @@ def status_row(cluster: Cluster, running: list[str]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("cluster_ids", nargs=-1, metavar="[ID...]")
+@fleet_options
 @stack_option
 @pass_cli
-def status(cli: CliContext, cluster_ids: tuple[str, ...], stack: str) -> None:
-    """Clusters (all, or the IDs given) with lifecycle, current and next version, the provision execution running
-    for them and their last problem.
+def status(
+    cli: CliContext, cluster_ids: tuple[str, ...], accounts: tuple[str, ...], regions: tuple[str, ...], stack: str
+) -> None:
+    """Clusters (all, or the IDs given; `--account`, `--region` to narrow) with lifecycle, current and next version,
+    the provision execution running for them and their last problem; account and region where clusters differ.
 
     Running executions come from the provision state machine of the deployed stack; without a deployment the
     registry's view is shown alone.
@@ -58,8 +63,8 @@ def status(cli: CliContext, cluster_ids: tuple[str, ...], stack: str) -> None:
     except DeploymentNotFound as exc:
         print_warning(f"running executions not shown: {exc}")
         running = {}
-    rows = [status_row(cluster, running.get(cluster.id, [])) for cluster in clusters]
+    rows = [status_row(cluster, running.get(cluster.id, [])) for cluster in select(clusters, accounts, regions)]
     shown = [{key: "-" if value is None else value for key, value in row.items()} for row in rows]
-    emit(shown, COLUMNS, cli.output, title=f"{len(rows)} clusters in {cli.table}", data=rows)
+    emit(shown, with_where(COLUMNS, rows), cli.output, title=f"{len(rows)} clusters in {cli.table}", data=rows)
     for cluster_id, message in invalid:
         print_error(f"cluster {cluster_id} is invalid in the registry: {message}")
