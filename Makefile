@@ -42,4 +42,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis .pytest.log
+	rm -rf $(VENV) cdk.out tools/cdk/node_modules .pytest_cache .ruff_cache .hypothesis .pytest.log
