@@ -1,6 +1,8 @@
 """The CDK app deployed into the sandbox as users deploy it: the real CDK CLI (pinned in tools/cdk, installed there
-by `npm ci` on first use) runs `cdk bootstrap` once per sandbox and `cdk deploy --method=direct` against moto's
-server (moto's change sets on existing stacks are broken)."""
+by `npm ci` on first use) runs `cdk bootstrap` once per account and region and `cdk deploy --method=direct` against
+moto's server (moto's change sets on existing stacks are broken). By default the CLI acts in the hub's account and
+region with the sandbox's admin key; in another account of the sandbox (clm_sandbox.accounts), with a session of
+that account's admin role."""
 
 from __future__ import annotations
 
@@ -10,20 +12,24 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
+from clm_sandbox import accounts
 from clm_sandbox.moto_server import SANDBOX_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools" / "cdk"
 CDK = TOOLS / "node_modules" / ".bin" / "cdk"
 STACK = "Clm"
+TARGET_STACK = "ClmTarget"
 TOOLKIT_STACK = "CDKToolkit"
+HUB = f"{accounts.MANAGEMENT_ACCOUNT}:{SANDBOX_ENV['AWS_DEFAULT_REGION']}"  # the sandbox's hub, as clm:hub names it
+ADMIN_KEY = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 # No notices, version checks or telemetry: the sandbox reaches nothing but moto.
 QUIET = {
     "CDK_DISABLE_CLI_TELEMETRY": "true",
@@ -68,20 +74,35 @@ def _installed() -> bool:
     return CDK.exists() and present.get("version") == wanted["version"]
 
 
-def environment(endpoint: str) -> dict[str, str]:
-    """The CLI's environment: the sandbox's credentials and endpoint, and this interpreter first on PATH (cdk.json
-    runs `python3 app.py`, which must import aws-cdk-lib)."""
+def credentials_for(endpoint: str, account: str | None = None, region: str | None = None) -> dict[str, str]:
+    """The credentials and region (`AWS_*` variables) to act in `account` and `region` (default: the hub's): the
+    sandbox's admin key in the hub's account, else a session of that account's admin role (clm_sandbox.accounts)."""
+    region = region or SANDBOX_ENV["AWS_DEFAULT_REGION"]
+    if account in (None, accounts.MANAGEMENT_ACCOUNT):
+        keys = {name: SANDBOX_ENV[name] for name in ADMIN_KEY}
+    else:
+        keys = accounts.admin_credentials(sandbox_client(endpoint)("sts"), account)
+    return {**keys, "AWS_DEFAULT_REGION": region, "AWS_REGION": region}
+
+
+def environment(endpoint: str, credentials: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CLI's environment: `credentials` (:func:`credentials_for`; default: the hub's), the endpoint, and this
+    interpreter first on PATH (cdk.json runs `python3 app.py`, which must import aws-cdk-lib)."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return {**os.environ, **SANDBOX_ENV, **QUIET, "AWS_ENDPOINT_URL": endpoint, "PATH": path}
+    acting = credentials or credentials_for(endpoint)
+    return {**os.environ, **SANDBOX_ENV, **QUIET, **acting, "AWS_ENDPOINT_URL": endpoint, "PATH": path}
 
 
-def run_cdk(endpoint: str, *args: str, app_dir: Path = ROOT, timeout: float = 900) -> str:
-    """Run `cdk <args>` in `app_dir` against the sandbox at `endpoint`; returns its output, raises CdkError."""
+def run_cdk(
+    endpoint: str, *args: str, app_dir: Path = ROOT, timeout: float = 900, credentials: Mapping[str, str] | None = None
+) -> str:
+    """Run `cdk <args>` in `app_dir` against the sandbox at `endpoint` with `credentials` (default: the hub's);
+    returns its output, raises CdkError."""
     command = [str(cdk_cli()), *args, "--no-notices", "--ci"]
     result = subprocess.run(
         command,
         cwd=app_dir,
-        env=environment(endpoint),
+        env=environment(endpoint, credentials),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -94,39 +115,51 @@ def run_cdk(endpoint: str, *args: str, app_dir: Path = ROOT, timeout: float = 90
     return output
 
 
-def sandbox_client(endpoint: str) -> Callable[[str], Any]:
-    """A factory of clients with the sandbox's credentials for moto's server at `endpoint`."""
+def sandbox_client(endpoint: str, credentials: Mapping[str, str] | None = None) -> Callable[[str], Any]:
+    """A factory of clients for moto's server at `endpoint` with `credentials` (default: the sandbox's, the hub's)."""
+    acting = credentials or credentials_for(endpoint)
     session = boto3.Session(
-        aws_access_key_id=SANDBOX_ENV["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=SANDBOX_ENV["AWS_SECRET_ACCESS_KEY"],
-        region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"],
+        aws_access_key_id=acting["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=acting["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=acting.get("AWS_SESSION_TOKEN"),
+        region_name=acting["AWS_DEFAULT_REGION"],
     )
     return lambda service: session.client(service, endpoint_url=endpoint)
 
 
-def bootstrap(endpoint: str) -> bool:
-    """`cdk bootstrap aws://<account>/<region>` of the sandbox, unless it has its CDKToolkit stack; True if it ran."""
-    client = sandbox_client(endpoint)
+def bootstrap(endpoint: str, account: str | None = None, region: str | None = None) -> bool:
+    """`cdk bootstrap aws://<account>/<region>` (default: the hub's), unless that account has its CDKToolkit stack
+    in that region; True if it ran."""
+    acting = credentials_for(endpoint, account, region)
+    client = sandbox_client(endpoint, acting)
     try:
         status = client("cloudformation").describe_stacks(StackName=TOOLKIT_STACK)["Stacks"][0]["StackStatus"]
     except ClientError:
         status = None
     if status in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
         return False
-    account = client("sts").get_caller_identity()["Account"]
-    run_cdk(endpoint, "bootstrap", f"aws://{account}/{SANDBOX_ENV['AWS_DEFAULT_REGION']}")
+    landed = client("sts").get_caller_identity()["Account"]
+    run_cdk(endpoint, "bootstrap", f"aws://{landed}/{acting['AWS_DEFAULT_REGION']}", credentials=acting)
     return True
 
 
-def deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None, app_dir: Path = ROOT) -> dict[str, str]:
-    """`cdk deploy Clm --method=direct` with `context` (`-c key=value`, over cdk.json's) and the cloud assembly in
-    `outdir`; returns the stack's outputs."""
+def deploy(
+    endpoint: str,
+    outdir: Path,
+    context: dict[str, Any] | None = None,
+    app_dir: Path = ROOT,
+    stack: str = STACK,
+    account: str | None = None,
+    region: str | None = None,
+) -> dict[str, str]:
+    """`cdk deploy <stack> --method=direct` into `account` and `region` (default: the hub's) with `context`
+    (`-c key=value`, over cdk.json's) and the cloud assembly in `outdir`; returns the stack's outputs."""
     outputs_file = outdir / "outputs.json"
     options = [arg for key, value in (context or {}).items() for arg in ("-c", f"{key}={_context_value(value)}")]
     run_cdk(
         endpoint,
         "deploy",
-        STACK,
+        stack,
         "--method=direct",
         "--require-approval=never",
         "--output",
@@ -135,8 +168,14 @@ def deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None, a
         str(outputs_file),
         *options,
         app_dir=app_dir,
+        credentials=credentials_for(endpoint, account, region),
     )
-    return json.loads(outputs_file.read_text())[STACK]
+    return json.loads(outputs_file.read_text())[stack]
+
+
+def deploy_target(endpoint: str, outdir: Path, account: str, region: str, app_dir: Path = ROOT) -> dict[str, str]:
+    """`cdk deploy ClmTarget -c clm:hub=<the sandbox's hub>` into `account` and `region`; returns its outputs."""
+    return deploy(endpoint, outdir, {"clm:hub": HUB}, app_dir, TARGET_STACK, account, region)
 
 
 def bootstrap_and_deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None) -> dict[str, str]:

@@ -26,6 +26,7 @@ PATCHES = (
     "autoscaling_launch",
     "cfn_s3_bucket",
     "cfn_iam_role",
+    "cfn_no_value",
     "cfn_elbv2",
     "cfn_codecommit",
     "sfn_child_workflows",

@@ -60,17 +60,20 @@ def _attach(role: Any, arns: list[str], account_id: str, region_name: str) -> No
     for arn in set(role.managed_policies) - set(arns):
         backend.detach_role_policy(arn, role.name)
     for arn in arns:
-        if AWS_POLICY in arn and arn not in backend.managed_policies:
-            _load_aws_policy(backend, arn, account_id, region_name)
+        if AWS_POLICY in arn:
+            load_aws_policy(backend, arn, account_id, region_name)
         if arn not in role.managed_policies:
             backend.attach_role_policy(arn, role.name)
 
 
-def _load_aws_policy(backend: Any, arn: str, account_id: str, region_name: str) -> None:
-    """Add AWS's managed policy ``arn`` (as moto's data has it) to the backend; unknown names are left to fail."""
+def load_aws_policy(backend: Any, arn: str, account_id: str, region_name: str) -> None:
+    """Add AWS's managed policy ``arn`` (as moto's data has it) to moto's IAM ``backend`` unless it has it; unknown
+    names are left to fail when attached."""
     from moto.iam.aws_managed_policies import aws_managed_policies_data
     from moto.iam.models import AWSManagedPolicy
 
+    if arn in backend.managed_policies:
+        return
     name = arn.rsplit("/", 1)[-1]
     data = json.loads(aws_managed_policies_data).get(name)
     if data is not None:
