@@ -30,6 +30,8 @@ def assume_role(
     if trust is None:
         return Decision(False, "the role does not exist")
     statements = trust.statements()
+    if not all(isinstance(statement, Mapping) for statement in statements):
+        raise CannotJudge(f"a statement of {trust.name} is not an object: {statements!r:.200}")
     if any("NotPrincipal" in statement for statement in statements):
         raise CannotJudge(f"NotPrincipal in {trust.name}")
     named = {who.role_arn, who.arn}

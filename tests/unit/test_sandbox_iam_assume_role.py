@@ -191,3 +191,19 @@ def test_the_new_session_acts_in_the_roles_account_with_its_policies(sandbox_aws
         (role, "s3:ListAllMyBuckets", "allowed"),
         (role, "s3:CreateBucket", "denied"),
     ]
+
+
+def test_a_trust_policy_the_sandbox_cannot_read_is_refused_as_unjudged_not_a_server_error(sandbox_aws, make_role):
+    """A statement that is not an object (moto kept CloudFormation's AWS::NoValue as null in the CDK bootstrap roles'
+    trust, and the judge failed with a TypeError, a 500 the CDK CLI silently fell back from) is refused."""
+    from moto.iam.models import iam_backends
+
+    role = make_role(ACCOUNT, trusting({"AWS": CALLER}))
+    stored = iam_backends[ACCOUNT]["aws"].get_role_by_arn(role)
+    stored.assume_role_policy_document = json.dumps({"Version": "2012-10-17", "Statement": [None]})
+    caller = session_allowed(sandbox_aws, [{"Action": "sts:AssumeRole", "Resource": "*"}])
+    with pytest.raises(ClientError) as caught:
+        assume(caller, role)
+    assert caught.value.response["Error"]["Code"] == "AccessDenied"
+    assert "the sandbox cannot judge it: a statement of" in caught.value.response["Error"]["Message"]
+    assert [j.outcome for j in record.judged() if j.action == "sts:AssumeRole"][-1] == "unjudged"
