@@ -139,7 +139,9 @@ def bootstrap(endpoint: str, account: str | None = None, region: str | None = No
     if status in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
         return False
     landed = client("sts").get_caller_identity()["Account"]
-    run_cdk(endpoint, "bootstrap", f"aws://{landed}/{acting['AWS_DEFAULT_REGION']}", credentials=acting)
+    # Not in the app's folder: there the CLI synthesizes the app (seconds of CPU) into its cdk.out, which a
+    # concurrent CLI run locks ("Another CLI is currently synthing"); bootstrapping an environment needs no app.
+    run_cdk(endpoint, "bootstrap", f"aws://{landed}/{acting['AWS_DEFAULT_REGION']}", app_dir=TOOLS, credentials=acting)
     return True
 
 
