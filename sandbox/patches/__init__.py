@@ -31,6 +31,8 @@ PATCHES = (
     "cfn_codecommit",
     "sfn_child_workflows",
     "sfn_map_errors",
+    "sfn_parser_scopes",
+    "dynamodb_atomic",
     "clm_sandbox.iam.enforcement",  # IAM as AWS enforces it, for the roles of the functions the sandbox runs
     "clm_sandbox.iam.interpreter",  # Step Functions' calls signed with the execution's role
 )

@@ -1,0 +1,37 @@
+"""DynamoDB writes are atomic, as on AWS: one at a time in the process.
+
+moto 5.2.5 checks a write's condition and then applies the write, with nothing in between held: two threads (the
+sandbox's in-process Lambda containers) could both pass `attribute_not_exists(#lock)`, so both runs of a cluster
+took its lock and both worked (ci15: test_faults' racing executions at the cluster's registration).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from clm_sandbox.patches._patching import original, replace
+
+WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+_writing = threading.RLock()
+
+
+def install() -> None:
+    """Serialize moto's DynamoDB item writes in this process (idempotent)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in WRITES:
+        replace(DynamoDBBackend, name, _atomic(name))
+
+
+def _atomic(name: str) -> Callable[..., Any]:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    @functools.wraps(getattr(DynamoDBBackend, name))
+    def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _writing:
+            return original(DynamoDBBackend, name)(self, *args, **kwargs)
+
+    return write
