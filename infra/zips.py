@@ -40,7 +40,7 @@ def zip_directory(source: Path, target: Path, *, keep_pyc: bool = False) -> Path
 def _files(root: Path, keep_pyc: bool) -> list[Path]:
     found: list[Path] = []
     for directory, subdirectories, names in os.walk(root):
-        kept_dirs = _SKIPPED_DIRS if not keep_pyc else set()
-        subdirectories[:] = sorted(name for name in subdirectories if name not in kept_dirs)
+        skipped = set() if keep_pyc else _SKIPPED_DIRS
+        subdirectories[:] = sorted(name for name in subdirectories if name not in skipped)
         found += [Path(directory) / name for name in sorted(names) if keep_pyc or not name.endswith(".pyc")]
     return found

@@ -62,9 +62,10 @@ def never_read(cluster: Cluster) -> str:
 
 @pytest.mark.parametrize("where", FOREIGN)
 def test_refusal_names_the_cluster_its_fields_that_differ_and_the_deployment(example_clusters, where) -> None:
-    from clm.workflow.placement import Placement, refusal
+    from clm.targets import Target
+    from clm.workflow.placement import refusal
 
-    home = Placement("123456789012", "eu-central-1")
+    home = Target("123456789012", "eu-central-1")
     placed, differs = FOREIGN[where]
     cluster = elsewhere(example_clusters[0], **placed)
     assert refusal(cluster, home) == expected_refusal(cluster, differs)
@@ -96,12 +97,13 @@ def test_a_run_of_a_cluster_elsewhere_records_a_problem_and_skips_before_any_cal
 
 def test_the_deployments_placement_is_asked_of_sts_once_per_container(aws) -> None:
     from clm.aws import client, forget_clients
-    from clm.workflow.placement import Placement, deployment
+    from clm.targets import Target
+    from clm.workflow.placement import deployment
 
     forget_clients()
     asked = []
     client("sts").meta.events.register("before-call.sts.GetCallerIdentity", lambda **_: asked.append(1))
-    assert deployment() == deployment() == Placement("123456789012", "eu-central-1")
+    assert deployment() == deployment() == Target("123456789012", "eu-central-1")
     assert len(asked) == 1
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from clm.cli.aws_errors import record_failed_calls
 
 if TYPE_CHECKING:
-    from clm.workflow.placement import Placement
+    from clm.targets import Target
 
 DEFAULT_TABLE = "clm-registry"
 
@@ -41,7 +41,7 @@ class CliContext:
 
         return DynamoRegistry(self.client("dynamodb"), self.table)
 
-    def placement(self) -> Placement:
+    def placement(self) -> Target:
         """The caller's account (STS GetCallerIdentity of the session) and the region its registry is in (--region):
         where CLM acts on the clusters of this registry."""
         from clm.workflow.placement import of_caller

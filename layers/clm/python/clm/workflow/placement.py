@@ -9,49 +9,38 @@ reconcile starts no run for it, and `clm registry import|set` and `clm plan` ref
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from clm.aws import client
 from clm.model import Cluster
+from clm.targets import Target
 
 ONLY_HERE = "CLM acts only in its own account and region"
 
 
-@dataclass(frozen=True)
-class Placement:
-    """An AWS account (12 digits) and a region."""
-
-    account: str
-    region: str
-
-    def __str__(self) -> str:
-        return f"account {self.account}, region {self.region}"
-
-
-def of_cluster(cluster: Cluster) -> Placement:
+def of_cluster(cluster: Cluster) -> Target:
     """The account of the cluster's `infrastructure_account` (aws:<12 digits>) and its `region`."""
-    return Placement(cluster.account_id, cluster.region)
+    return Target(cluster.account_id, cluster.region)
 
 
-def of_caller(sts: Any, region: str) -> Placement:
+def of_caller(sts: Any, region: str) -> Target:
     """The account of the credentials of `sts` (a boto3 STS client: GetCallerIdentity, which needs no permission)
     in `region`."""
-    return Placement(sts.get_caller_identity()["Account"], region)
+    return Target(sts.get_caller_identity()["Account"], region)
 
 
-def deployment() -> Placement:
+def deployment() -> Target:
     """The deployment's own account and region, for its functions: the STS caller identity, asked once per container
     and credentials (steps see no Lambda context), in the region CLM's clients call (the function's AWS_REGION)."""
     return _deployment(client("sts"))
 
 
 @functools.cache
-def _deployment(sts: Any) -> Placement:
+def _deployment(sts: Any) -> Target:
     return of_caller(sts, sts.meta.region_name)
 
 
-def refusal(cluster: Cluster, home: Placement) -> str:
+def refusal(cluster: Cluster, home: Target) -> str:
     """Why CLM, running in `home`, refuses `cluster` (to be followed by ONLY_HERE), naming the cluster, its fields that
     differ and `home`; empty when the cluster is in `home`."""
     where = of_cluster(cluster)

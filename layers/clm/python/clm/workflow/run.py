@@ -10,6 +10,7 @@ from typing import Any
 from clm.errors import ConfigSourceError, LockHeld
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
+from clm.targets import Target
 from clm.version import desired_version
 from clm.workflow import placement
 
@@ -37,7 +38,7 @@ def begin(
     execution: str,
     is_running: Callable[[str], bool],
     wake: Callable[[], list[str]] | None = None,
-    home: Callable[[], placement.Placement] = placement.deployment,
+    home: Callable[[], Target] = placement.deployment,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
