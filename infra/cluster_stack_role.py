@@ -218,6 +218,7 @@ class ClusterStackRole(Construct):
         extra_policy_arns: tuple[str, ...] = (),
         role_path: str = CLUSTER_ROLE_PATH,
         boundary_arn: str | None = None,
+        role_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -227,6 +228,7 @@ class ClusterStackRole(Construct):
         self.role = iam.Role(
             self,
             "Role",
+            role_name=role_name,
             assumed_by=iam.ServicePrincipal("cloudformation.amazonaws.com"),
             description="CLM: CloudFormation deploys cluster and node-pool stacks with this role",
             managed_policies=[
@@ -254,15 +256,18 @@ class ClusterStackRole(Construct):
         )
 
     @classmethod
-    def of_context(cls, scope: Construct, construct_id: str, context: ClmContext) -> ClusterStackRole:
-        """The role with the context's extra policies, role path and boundary (clm:clusterStackPolicyArns,
-        clm:clusterRolePath, clm:clusterRoleBoundaryPolicyArn)."""
+    def of_context(
+        cls, scope: Construct, construct_id: str, context: ClmContext, role_name: str | None = None
+    ) -> ClusterStackRole:
+        """The role (named `role_name`, else by CloudFormation) with the context's extra policies, role path and
+        boundary (clm:clusterStackPolicyArns, clm:clusterRolePath, clm:clusterRoleBoundaryPolicyArn)."""
         return cls(
             scope,
             construct_id,
             context.cluster_stack_policy_arns,
             role_path=context.cluster_role_path,
             boundary_arn=context.cluster_role_boundary_arn,
+            role_name=role_name,
         )
 
     def deny(self, own: ClmsOwn) -> None:

@@ -19,6 +19,7 @@ from infra.functions import ClmFunction, role_name_prefix
 from infra.grantee import RoleGrants
 
 TARGET_ROLE = "clm-target-{region}"  # clm.targets.DEFAULT_ROLE
+CLOUDFORMATION = "cloudformation"  # the target's ClusterStackRole: clm-target-<region>-cloudformation (clm.targets)
 ACCOUNTS_ENV, INCLUDE_ENV, EXCLUDE_ENV, ROLE_ENV = (  # clm.targets
     "CLM_TARGET_ACCOUNTS",
     "CLM_TARGET_INCLUDE",
@@ -52,8 +53,8 @@ class TargetRole(RoleGrants, Construct):
 
 
 def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContext) -> None:
-    """Tell each hub function (by folder) its target role and the accounts it may reach; with `clm:targetAccounts`,
-    let it assume its target role in each of them (none given: no grant, the hub's own account only)."""
+    """Tell each hub function (by folder) its target role and the accounts it may reach, and let it assume its target
+    role in each of them (none given: the hub's own account, whose other regions hold target stacks too)."""
     for folder, function in functions.items():
         environment = {
             ROLE_ENV: role_name(folder),
@@ -64,17 +65,16 @@ def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContex
         for name, value in environment.items():
             if value:
                 function.function.add_environment(name, value)
-        if context.target_accounts:
-            stack = Stack.of(function)
-            roles = [
-                stack.format_arn(
-                    service="iam", region="", account=account, resource="role", resource_name=role_name(folder, "*")
-                )
-                for account in context.target_accounts
-            ]
-            function.allow(
-                ["sts:AssumeRole"],
-                roles,
-                reason="one target role per region (clm-target-<region>-<function>), in the accounts "
-                "clm:targetAccounts names",
+        stack = Stack.of(function)
+        roles = [
+            stack.format_arn(
+                service="iam", region="", account=account, resource="role", resource_name=role_name(folder, "*")
             )
+            for account in context.target_accounts or (stack.account,)
+        ]
+        function.allow(
+            ["sts:AssumeRole"],
+            roles,
+            reason="one target role per region (clm-target-<region>-<function>), in the accounts clm:targetAccounts "
+            "names (none: the hub's own)",
+        )

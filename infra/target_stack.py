@@ -20,7 +20,7 @@ from infra.cluster_stack_role import ClusterStackRole
 from infra.context import ClmContext, Hub
 from infra.functions import function_id
 from infra.node_files import NodeFilesBucket
-from infra.target_roles import TargetRole
+from infra.target_roles import CLOUDFORMATION, TargetRole, role_name
 
 
 def templates_bucket_name(stack: Stack) -> str:
@@ -38,7 +38,9 @@ class ClmTargetStack(Stack):
         self.templates = content_addressed_bucket(
             self, "Templates", templates_bucket_name(self), "the hub's stacks function (its target role)"
         )
-        self.cluster_stack_role = ClusterStackRole.of_context(self, "ClusterStackRole", context)
+        self.cluster_stack_role = ClusterStackRole.of_context(
+            self, "ClusterStackRole", context, role_name=role_name(CLOUDFORMATION, self.region)
+        )
         self.roles = {
             folder: TargetRole(self, function_id(folder) + "Target", folder=folder, hub=hub)
             for folder in CLUSTER_FUNCTIONS

@@ -468,13 +468,16 @@ def test_roll_changes_only_node_pool_groups(default):
 
 
 def test_the_functions_may_assume_their_target_roles_only_in_the_accounts_allowed(default, variant):
-    """No clm:targetAccounts: no AssumeRole anywhere, the role's name only; `*`: each function its own role in any
-    account, and the settings in the environment (clm.targets)."""
+    """No clm:targetAccounts: each function its own target role in the hub's own account only (its other regions),
+    the role's name in the environment; `*`: in any account, and the settings in the environment (clm.targets)."""
     _, raw, _ = default
-    assert "sts:AssumeRole" not in actions_of(
-        [s for p in resources(raw, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    )
     for folder in STEP_FOLDERS:
+        assume = statement_for(policy_statements(raw, function_id(folder) + "Role"), "sts:AssumeRole")
+        assert assume["Resource"]["Fn::Join"][1][-3:] == [
+            ":iam::",
+            {"Ref": "AWS::AccountId"},
+            f":role/clm-target-*-{folder}",
+        ]
         variables = function_named(raw, folder)[1]["Properties"]["Environment"]["Variables"]
         assert {name: value for name, value in variables.items() if name.startswith("CLM_TARGET_")} == {
             "CLM_TARGET_ROLE": f"clm-target-{{region}}-{folder}"

@@ -146,6 +146,7 @@ def test_the_buckets_are_named_private_encrypted_and_tls_only(target):
 def test_the_cluster_stack_role_keeps_its_boundary_and_leaves_the_targets_buckets_alone(target):
     _, raw, _ = target
     [(name, role)] = [(n, b) for n, b in resources(raw, "AWS::IAM::Role").items() if n.startswith("ClusterStackRole")]
+    assert text(role["Properties"]["RoleName"]) == "clm-target-<AWS::Region>-cloudformation"  # the hub passes it
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "cloudformation.amazonaws.com"
     }
