@@ -21,7 +21,7 @@ from infra.tags import CLUSTER_ID_TAG
 
 DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
 CONFIG_ITEM_CONTEXT = ("clm:cluster-id", "clm:config-item")  # clm.render.secrets.CLUSTER_KEY, ITEM_KEY
-NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # clm.workflow.run_steps.NODE_FILES_BUCKET_ENV
+NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # clm.workflow.target_aws.NODE_FILES_BUCKET_ENV
 _COLON = ArnFormat.COLON_RESOURCE_NAME
 RENDERINGS = "renderings are content-addressed objects under renderings/"
 TEMPLATES = "templates over CloudFormation's inline limit, named by content hash"

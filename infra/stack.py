@@ -24,7 +24,7 @@ from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
 from infra.node_files import NodeFilesBucket
 from infra.registry import RegistryTable
-from infra.target_roles import grant_target_access
+from infra.target_roles import grant_target_access, tell_target_accounts
 from infra.triggers import ReconcileTriggers, RegistryTrigger
 from infra.workflow import Workflow, definition_file
 
@@ -187,3 +187,4 @@ class ClmStack(Stack):
             on_clusters, self.node_files.bucket, self.cluster_stack_role.role, etcd=context.manage_etcd_stack
         )
         grant_target_access(on_clusters, context)
+        tell_target_accounts(self.functions["reconcile"], context)

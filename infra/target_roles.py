@@ -56,15 +56,8 @@ def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContex
     """Tell each hub function (by folder) its target role and the accounts it may reach, and let it assume its target
     role in each of them (none given: the hub's own account, whose other regions hold target stacks too)."""
     for folder, function in functions.items():
-        environment = {
-            ROLE_ENV: role_name(folder),
-            ACCOUNTS_ENV: ",".join(context.target_accounts),
-            INCLUDE_ENV: context.target_include,
-            EXCLUDE_ENV: context.target_exclude,
-        }
-        for name, value in environment.items():
-            if value:
-                function.function.add_environment(name, value)
+        tell_target_accounts(function, context)
+        function.function.add_environment(ROLE_ENV, role_name(folder))
         stack = Stack.of(function)
         roles = [
             stack.format_arn(
@@ -78,3 +71,15 @@ def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContex
             reason="one target role per region (clm-target-<region>-<function>), in the accounts clm:targetAccounts "
             "names (none: the hub's own)",
         )
+
+
+def tell_target_accounts(function: ClmFunction, context: ClmContext) -> None:
+    """The accounts the hub may reach, in `function`'s environment (reconcile starts no run for a cluster outside)."""
+    environment = {
+        ACCOUNTS_ENV: ",".join(context.target_accounts),
+        INCLUDE_ENV: context.target_include,
+        EXCLUDE_ENV: context.target_exclude,
+    }
+    for name, value in environment.items():
+        if value:
+            function.function.add_environment(name, value)

@@ -491,6 +491,8 @@ def test_the_functions_may_assume_their_target_roles_only_in_the_accounts_allowe
         assert "CLM_TARGET_INCLUDE" not in variables
     for folder in ("reconcile", "registry_events"):
         assert "sts:AssumeRole" not in actions_of(policy_statements(raw, function_id(folder) + "Role"))
+    variables = function_named(raw, "reconcile")[1]["Properties"]["Environment"]["Variables"]  # starts no run outside
+    assert (variables["CLM_TARGET_ACCOUNTS"], variables["CLM_TARGET_EXCLUDE"]) == ("*", "9{12}")
 
 
 @pytest.mark.parametrize("role", ["RollFunctionRole", "StacksFunctionRole"])

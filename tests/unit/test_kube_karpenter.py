@@ -196,7 +196,7 @@ def test_the_karpenter_phase_comes_after_the_cluster_manifests():
 
 def test_the_phase_does_nothing_unless_enabled(monkeypatch):
     monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(False, {"p1": objects("p1")}))
-    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: pytest.fail("no cluster access when disabled"))
+    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: pytest.fail("no cluster access when disabled"))
     result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
     assert result["done"] and result["wait_seconds"] == 0 and result["skipped"]
 
@@ -205,7 +205,7 @@ def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
     calls: list[tuple[str, Any]] = []
     kube = object()
     monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1"), "p2": []}))
-    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: nullcontext(kube))
+    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: nullcontext(kube))
 
     def fake_apply(client, pools):
         calls.append(("apply", pools))
@@ -225,7 +225,7 @@ def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
 
 def test_nothing_is_deleted_while_the_pools_wait_for_a_crd(monkeypatch):
     monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1")}))
-    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster: nullcontext(object()))
+    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: nullcontext(object()))
     from clm.kube.apply import ApplyReport
 
     waiting = ApplyReport(dry_run=False, waiting_for="CustomResourceDefinition x to be established and served")

@@ -1,6 +1,8 @@
-"""A cluster whose infrastructure_account or region is not the deployment's is refused before any AWS call for it:
-its run records a problem naming both placements and skips (no lock, no configuration read, no stack), and reconcile
-starts no run for it, schedule after schedule (in-process moto: the deployment in 123456789012, eu-central-1)."""
+"""A cluster in an account the deployment may not reach (clm:targetAccounts, default: its own), or whose target the
+hub cannot reach, is refused before any other AWS call for it: its run records a problem naming the cluster, its
+account and region and the fix, and skips (no lock, no configuration read, no stack), and reconcile starts no run for
+a cluster of an account not allowed, schedule after schedule. Every plan carries the cluster's target, where the run's
+steps act (in-process moto: the deployment in 123456789012, eu-central-1)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
+from clm.targets import Target
 from clm.workflow.run import SKIP, begin
 from tests.unit.test_lambda_run import EXAMPLES, call
 from tests.unit.test_lambda_run import deployment as run_deployment
@@ -72,18 +75,27 @@ def test_refusal_names_the_cluster_its_fields_that_differ_and_the_deployment(exa
     assert refusal(example_clusters[0], home) == ""
 
 
+NOT_ALLOWED = "account 999999999999 is not one this deployment may reach (clm:targetAccounts: 123456789012)"
+
+
+def target_refusal(cluster: Cluster, why: str = NOT_ALLOWED) -> str:
+    return f"target: cluster {cluster.id}: account {cluster.account_id}, region {cluster.region}: {why}"
+
+
 @pytest.mark.parametrize("lifecycle", ["requested", "ready", "decommission-requested"])
-@pytest.mark.parametrize("where", FOREIGN)
-def test_a_run_of_a_cluster_elsewhere_records_a_problem_and_skips_before_any_call_for_it(
+@pytest.mark.parametrize("where", ["account", "both"])
+def test_a_run_of_a_cluster_in_an_account_not_allowed_records_a_problem_and_skips_before_any_call_for_it(
     aws, example_registry: DynamoRegistry, example_clusters, where, lifecycle
 ) -> None:
-    placed, differs = FOREIGN[where]
-    cluster = elsewhere(example_clusters[0], **placed, lifecycle_status=lifecycle)
+    cluster = elsewhere(example_clusters[0], **FOREIGN[where][0], lifecycle_status=lifecycle)
     example_registry.put(cluster)
     before = registry_items(aws, "clm-registry")
+    assumed = []
+    aws.client("sts").meta.events.register("before-call.sts.AssumeRole", lambda **_: assumed.append(1))
     plan = begin(example_registry, never_read, cluster.id, EXECUTION, lambda _: False)
-    title = f"placement: {expected_refusal(cluster, differs)}: CLM acts only in its own account and region"
+    title = target_refusal(cluster)
     assert (plan.action, plan.reason) == (SKIP, title)
+    assert plan.target == {"account": "999999999999", "region": cluster.region}
     after = registry_items(aws, "clm-registry")
     assert {key: after[key] for key in after if key != cluster.id} == {
         key: before[key] for key in before if key != cluster.id
@@ -93,6 +105,27 @@ def test_a_run_of_a_cluster_elsewhere_records_a_problem_and_skips_before_any_cal
     assert example_registry.lock_holder(cluster.id) is None
     assert (refused.status.next_version, refused.lifecycle_status) == ("", lifecycle)
     assert aws.client("cloudformation").describe_stacks()["Stacks"] == []
+
+
+def test_a_target_the_hub_cannot_reach_is_a_problem_and_a_reachable_ones_plan_carries_it(
+    aws, example_registry: DynamoRegistry, example_clusters
+) -> None:
+    """`reach` (the target role assumed once: clm.workflow.target_aws.refusal) decides; its reason is the title."""
+    asked: list[tuple[str, Target]] = []
+
+    def unreachable(cluster_id: str, target: Target) -> str:
+        asked.append((cluster_id, target))
+        return f"cluster {cluster_id}: {target}: the hub cannot assume its role"
+
+    cluster = elsewhere(example_clusters[0], region="us-east-1")
+    example_registry.put(cluster)
+    plan = begin(example_registry, never_read, cluster.id, EXECUTION, lambda _: False, reach=unreachable)
+    assert asked == [(cluster.id, Target("123456789012", "us-east-1"))]
+    why = "the hub cannot assume its role"
+    assert plan.reason == f"target: cluster {cluster.id}: account 123456789012, region us-east-1: {why}"
+    assert example_registry.lock_holder(cluster.id) is None
+    plan = begin(example_registry, lambda _: "v1", cluster.id, EXECUTION, lambda _: False, reach=lambda *_: "")
+    assert (plan.action, plan.target) == ("provision", {"account": "123456789012", "region": "us-east-1"})
 
 
 def test_the_deployments_placement_is_asked_of_sts_once_per_container(aws) -> None:
@@ -111,7 +144,7 @@ def test_the_run_functions_begin_refuses_a_cluster_of_another_account(run_deploy
     cluster = elsewhere(run_deployment.list_clusters()[0], account="999999999999")
     run_deployment.put(cluster)
     plan = call("begin", cluster_id=cluster.id)
-    assert plan["action"] == SKIP and plan["reason"].startswith(f"placement: cluster {cluster.id}: infrastructure_")
+    assert (plan["action"], plan["reason"]) == (SKIP, target_refusal(cluster))
     assert [p.title for p in run_deployment.get(cluster.id).status.problems] == [plan["reason"]]
     assert run_deployment.lock_holder(cluster.id) is None
 
@@ -139,7 +172,7 @@ def reconciling(aws: boto3.Session, example_registry: DynamoRegistry, monkeypatc
     forget_clients()
 
 
-def test_reconcile_starts_no_run_for_clusters_elsewhere_schedule_after_schedule(
+def test_reconcile_starts_no_run_for_clusters_of_accounts_not_allowed_schedule_after_schedule(
     aws, reconciling, example_registry: DynamoRegistry, example_clusters
 ) -> None:
     from clm.workflow.reconcile_steps import reconcile
@@ -147,19 +180,21 @@ def test_reconcile_starts_no_run_for_clusters_elsewhere_schedule_after_schedule(
     sfn, machine = reconciling
     base = example_clusters[0]
     account = elsewhere(base, account="999999999999")
-    region = elsewhere(base, region="us-east-1", lifecycle_status="decommission-requested")
-    for cluster in (account, region):
+    both = elsewhere(base, account="999999999999", region="us-east-1", lifecycle_status="decommission-requested")
+    region = elsewhere(base, region="us-east-1")  # the hub's own account: allowed (its run assumes the target role)
+    for cluster in (account, both, region):
         example_registry.put(cluster)
     before = registry_items(aws, "clm-registry")
     for _ in range(2):  # two schedules
         result = reconcile({})
         assert result["foreign"] == [
-            {"cluster_id": region.id, "reason": expected_refusal(region, FOREIGN["region"][1])},
-            {"cluster_id": account.id, "reason": expected_refusal(account, FOREIGN["account"][1])},
+            {"cluster_id": both.id, "reason": NOT_ALLOWED},
+            {"cluster_id": account.id, "reason": NOT_ALLOWED},
         ]  # in reconcile's order: the decommission first
-        assert sorted(result["started"]["ids"] + result["already_started"]["ids"]) == [c.id for c in example_clusters]
+        runs = sorted(result["started"]["ids"] + result["already_started"]["ids"])
+        assert runs == sorted([region.id, *(c.id for c in example_clusters)])
     started = [json.loads(e["input"])["cluster_id"] for e in _executions(sfn, machine)]
-    assert sorted(started) == [c.id for c in example_clusters]
+    assert sorted(started) == sorted([region.id, *(c.id for c in example_clusters)])
     assert registry_items(aws, "clm-registry") == before  # no problem recorded over and over
 
 

@@ -12,7 +12,9 @@ from typing import Any
 
 from clm.targets import DEPLOY_HINT, Target, TargetPolicy, TargetRefused
 
-RENEW_BEFORE = 300.0  # seconds before a session expires that a new one is assumed
+# Seconds before a session expires that a new one is assumed: more than a kept Kubernetes client lives
+# (clm.kube.connections.MAX_AGE), so that the EKS tokens it makes from its session stay signed by live credentials.
+RENEW_BEFORE = 900.0
 DURATION = 3600  # seconds a session lasts (the role's default maximum)
 DENIED = ("AccessDenied", "AccessDeniedException")
 
@@ -37,16 +39,25 @@ class TargetSessions:
     def client(self, service: str, cluster_id: str, target: Target) -> Any:
         """A client of `service` in `target` for `cluster_id`'s step; TargetRefused (naming the account, the role
         and the fix) when the deployment may not reach it, the role cannot be assumed, or it lands elsewhere."""
-        why = self._policy.refusal(target)
-        if why:
-            raise TargetRefused(cluster_id, target, why)
         with self._lock:
-            kept = self._kept.get(target)
-            if kept is None or kept.expires - self._clock() < RENEW_BEFORE:
-                kept = self._kept[target] = self._assume(cluster_id, target)
+            kept = self._current(cluster_id, target)
             if service not in kept.clients:
                 kept.clients[service] = kept.session.client(service, region_name=target.region)
             return kept.clients[service]
+
+    def session(self, cluster_id: str, target: Target) -> Any:
+        """The boto3 session in `target` (valid for RENEW_BEFORE seconds at least); refusals as `client`'s."""
+        with self._lock:
+            return self._current(cluster_id, target).session
+
+    def _current(self, cluster_id: str, target: Target) -> _Kept:
+        why = self._policy.refusal(target)
+        if why:
+            raise TargetRefused(cluster_id, target, why)
+        kept = self._kept.get(target)
+        if kept is None or kept.expires - self._clock() < RENEW_BEFORE:
+            kept = self._kept[target] = self._assume(cluster_id, target)
+        return kept
 
     def _assume(self, cluster_id: str, target: Target) -> _Kept:
         import boto3

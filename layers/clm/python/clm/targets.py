@@ -21,6 +21,7 @@ ACCOUNTS_ENV, INCLUDE_ENV, EXCLUDE_ENV, ROLE_ENV = (
     "CLM_TARGET_ROLE",
 )
 DEFAULT_ROLE = "clm-target-{region}"  # the hub sets CLM_TARGET_ROLE per function: clm-target-{region}-<function>
+STACK_ROLE = "clm-target-{region}-cloudformation"  # the target's ClusterStackRole (infra.target_roles.CLOUDFORMATION)
 DEPLOY_HINT = "deploy the target stack there: `cdk deploy ClmTarget -c clm:hub=<hub account>:<hub region>`"
 
 
@@ -33,6 +34,20 @@ class Target:
 
     def __str__(self) -> str:
         return f"account {self.account}, region {self.region}"
+
+    def stack_role_arn(self, partition: str = "aws") -> str:
+        """The ClusterStackRole of the target stack here, with which CloudFormation handles cluster stacks."""
+        return f"arn:{partition}:iam::{self.account}:role/{STACK_ROLE.format(region=self.region)}"
+
+    @property
+    def node_files_bucket(self) -> str:
+        """CLM's node-files bucket here (infra.node_files.bucket_name)."""
+        return f"cluster-lifecycle-manager-{self.account}-{self.region}"
+
+    @property
+    def templates_bucket(self) -> str:
+        """The target stack's bucket for templates over CloudFormation's inline limit (infra.target_stack)."""
+        return f"clm-templates-{self.account}-{self.region}"
 
 
 class TargetRefused(ClmError):

@@ -33,15 +33,22 @@ class RenderInputs:
     etcd_store: FilesStore | None = None
 
     @classmethod
-    def from_aws(cls, client: Callable[[str], Any], keys: Collection[str] | None) -> RenderInputs:
+    def from_aws(
+        cls,
+        client: Callable[[str], Any],
+        keys: Collection[str] | None,
+        decrypt_client: Callable[[str], Any] | None = None,
+    ) -> RenderInputs:
         """KMS, EC2, ACM through `client(service)` (each client made on first use only); `keys` are the KMS keys
-        config items may be encrypted with (None: whatever the caller's IAM allows)."""
+        config items may be encrypted with (None: whatever the caller's IAM allows), decrypted through
+        `decrypt_client` (default: `client`; the hub's, when `client` is a cluster's target's)."""
         from clm.render.account_lookups import AccountLookups
         from clm.render.lookups import Ec2Lookups
         from clm.render.secrets import KmsDecrypter
 
+        decrypting = decrypt_client or client
         return cls(
-            decrypt=KmsDecrypter(lambda: client("kms"), keys),
+            decrypt=KmsDecrypter(lambda: decrypting("kms"), keys),
             lookups=Ec2Lookups(lambda: client("ec2")),
             account=AccountLookups(lambda: client("acm"), lambda: client("kms")),
         )

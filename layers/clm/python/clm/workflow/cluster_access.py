@@ -16,6 +16,7 @@ from clm.workflow.settings import Settings
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
     from clm.model import Cluster
+    from clm.workflow.target_aws import TargetAws
 
 
 @functools.lru_cache(maxsize=4)
@@ -25,11 +26,17 @@ def rendering(key: str) -> RenderedCluster:
 
 
 @contextmanager
-def kube_client(cluster: Cluster) -> Iterator[KubeClient]:
+def kube_client(cluster: Cluster, where: TargetAws | None = None) -> Iterator[KubeClient]:
     """A Kubernetes API client for `cluster`, authenticated as its config items say, kept by the warm container
-    for its next steps (clm.kube.connections)."""
+    for its next steps (clm.kube.connections): a kubeconfig secret is the hub's (Secrets Manager), an EKS cluster's
+    token is signed in its target, as the target role there (`where`; None: with the hub's own credentials)."""
     import boto3
 
+    from clm.kube.connect import SECRET_ITEM
     from clm.kube.connections import kept_client
 
-    yield kept_client(cluster, boto3.Session, os.environ.get("AWS_ACCESS_KEY_ID", ""))
+    principal = os.environ.get("AWS_ACCESS_KEY_ID", "")
+    if cluster.config_items.get(SECRET_ITEM) or where is None or where.home:
+        yield kept_client(cluster, boto3.Session, principal)
+    else:  # kept less long than the target's session lasts (clm.target_sessions.RENEW_BEFORE)
+        yield kept_client(cluster, where.session, f"{principal} as {where.target}")

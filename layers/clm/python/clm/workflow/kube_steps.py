@@ -8,6 +8,7 @@ from clm.aws import client
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.render_step import APPLY_PHASES, KARPENTER_PHASE
 from clm.workflow.settings import Settings
+from clm.workflow.target_aws import of_event
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient
@@ -29,7 +30,7 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     rendered = rendering(event["rendering"])
     if phase == KARPENTER_PHASE and not rendered.cluster.karpenter_pools_enabled:
         return {"wait_seconds": 0, "phase": phase, "done": True, "skipped": "karpenter_pools_enabled is not true"}
-    with kube_client(rendered.cluster) as kube:
+    with kube_client(rendered.cluster, of_event(event)) as kube:
         if phase == "manifests":
             manifests = [manifest for component in rendered.components for manifest in component.manifests]
             report = apply_manifests(kube, manifests).to_dict()
@@ -59,7 +60,7 @@ def scale_down(event: dict[str, Any]) -> dict[str, Any]:
     from clm.registry.dynamodb import DynamoRegistry
 
     cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
-    with kube_client(cluster) as kube:
+    with kube_client(cluster, of_event(event)) as kube:
         return {"namespace": KUBE_SYSTEM, "scaled_down": scale_down_deployments(kube, KUBE_SYSTEM)}
 
 
@@ -73,7 +74,7 @@ def api_server(event: dict[str, Any]) -> dict[str, Any]:
 
     rendered = rendering(event["rendering"])
     try:
-        with kube_client(rendered.cluster) as kube:
+        with kube_client(rendered.cluster, of_event(event)) as kube:
             kube.exchange("GET", "/readyz", retries=0, timeout=10.0)
     except KubeError as exc:
         raise ApiServerNotReady(f"API server not ready: {exc}", rendered.cluster.id) from None

@@ -1,9 +1,8 @@
-"""Where a cluster lives against where CLM runs: CLM acts only in its own account and region.
+"""Where a cluster lives (its target) and where CLM runs (the deployment's account and region).
 
-Every AWS client CLM makes is the deployment's, so a cluster whose `infrastructure_account` or `region` names
-another account or region would be provisioned and decommissioned here. Until the fleet's hub reaches other
-accounts on purpose, such a cluster is refused: its run records a problem and skips (clm.workflow.run.begin),
-reconcile starts no run for it, and `clm registry import|set` and `clm plan` refuse it (docs/security.md).
+The workflows act in each cluster's target (clm.workflow.target_aws). The CLI still acts with the caller's
+credentials, in their account and region: `clm registry import|set` and `clm plan` refuse a cluster elsewhere
+(`refusal`, ONLY_HERE) until they learn the deployment's targets (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from clm.aws import client
 from clm.model import Cluster
 from clm.targets import Target
 
-ONLY_HERE = "CLM acts only in its own account and region"
+ONLY_HERE = "CLM acts only in its own account and region"  # the CLI's, with the caller's credentials
 
 
 def of_cluster(cluster: Cluster) -> Target:

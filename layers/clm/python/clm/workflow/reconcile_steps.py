@@ -12,6 +12,7 @@ from clm.config.channels import ConfigSources
 from clm.errors import ConfigSourceError
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
+from clm.targets import TargetPolicy
 from clm.workflow import placement
 from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
@@ -24,8 +25,8 @@ DEFAULT_MAX_RUNNING = 10
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     """`{execution, input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING) and say whether
     to look again for the deferred ones (clm.workflow.follow_up); invalid registry items and clusters whose
-    configuration cannot be resolved are reported, not fatal; so are the clusters needing a run outside the
-    deployment's account and region (`foreign`: no run is started, as it would only be refused: clm.workflow.placement).
+    configuration cannot be resolved are reported, not fatal; so are the clusters needing a run in an account the
+    deployment may not reach (`foreign`: no run is started, as it would only be refused: clm.targets).
     A config change (`change`: `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its
     source on its channel."""
     settings = Settings.from_env()
@@ -43,8 +44,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
     versions, errors = _versions(sources, clusters, scope)
     concerned = [cluster for cluster in clusters if cluster.id in versions]
-    home = placement.deployment()
-    refused = {cluster.id: reason for cluster in concerned if (reason := placement.refusal(cluster, home))}
+    policy = TargetPolicy.from_env(home=placement.deployment().account)
+    refused = {cluster.id: why for cluster in concerned if (why := policy.refusal(placement.of_cluster(cluster)))}
     needing = select(concerned, lambda cluster: versions[cluster.id], time.time())
     selections = [selection for selection in needing if selection.cluster_id not in refused]
     result = start_runs(sfn, state_machine, selections, max_running)

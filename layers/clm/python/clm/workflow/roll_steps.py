@@ -13,7 +13,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from clm.aws import client
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
@@ -25,6 +24,7 @@ from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.roll_budget import steps_per_execution, within_budget
+from clm.workflow.target_aws import TargetAws, of_event
 from clm.workflow.update_block import stop_if_blocked
 
 # Processes that would replace or move instances behind the roll's back.
@@ -32,9 +32,12 @@ ROLL_SUSPENDED = ["AZRebalance", "ReplaceUnhealthy"]
 BASELINE_TAG = "clm:roll-baseline-desired"
 
 
-def _inventory(cluster_id: str, pool: str) -> NodePoolInventory:
+def _inventory(where: TargetAws, pool: str) -> NodePoolInventory:
     return node_pool_inventory(
-        client("cloudformation"), client("autoscaling"), client("ec2"), node_pool_stack_name(cluster_id, pool)
+        where.client("cloudformation"),
+        where.client("autoscaling"),
+        where.client("ec2"),
+        node_pool_stack_name(where.cluster_id, pool),
     )
 
 
@@ -43,8 +46,9 @@ def suspend(event: dict[str, Any]) -> dict[str, Any]:
     pool has none)."""
     if _karpenter(event):
         return {"asg": None, "suspended": []}
-    group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
-    client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
+    where = of_event(event)
+    group = _inventory(where, event["node_pool"]).asg_name
+    where.client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
     return {"asg": group, "suspended": ROLL_SUSPENDED}
 
 
@@ -52,7 +56,7 @@ def resume(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, node_pool, pool}` -> resume the suspended processes and forget the surge baseline."""
     if _karpenter(event):
         return {"asg": None}
-    return {"asg": _resume(node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
+    return {"asg": _resume(of_event(event), node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
 
 
 def _karpenter(event: dict[str, Any]) -> bool:
@@ -63,17 +67,18 @@ def _karpenter(event: dict[str, Any]) -> bool:
 def resume_all(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> resume every node pool of the cluster (after a failure; errors are reported, not raised)."""
     resumed, failed = [], []
-    for stack in node_pool_stacks(client("cloudformation"), event["cluster_id"]):
+    where = of_event(event)
+    for stack in node_pool_stacks(where.client("cloudformation"), event["cluster_id"]):
         try:
-            resumed.append(_resume(stack.stack_name))
+            resumed.append(_resume(where, stack.stack_name))
         except Exception as exc:  # one pool's trouble must not keep the others suspended
             failed.append(f"{stack.node_pool}: {type(exc).__name__}: {exc}"[:300])
     return {"resumed": resumed, "failed": failed}
 
 
-def _resume(stack_name: str) -> str:
-    autoscaling = client("autoscaling")
-    group = node_pool_inventory(client("cloudformation"), autoscaling, client("ec2"), stack_name).asg_name
+def _resume(where: TargetAws, stack_name: str) -> str:
+    autoscaling = where.client("autoscaling")
+    group = node_pool_inventory(where.client("cloudformation"), autoscaling, where.client("ec2"), stack_name).asg_name
     autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
     autoscaling.delete_tags(Tags=[_tag(group, "")])
     return group
@@ -93,6 +98,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     would follow has whole seconds and a plan call of its own.
     """
     cluster = rendering(event["rendering"]).cluster
+    where = of_event(event)
     pool = event["node_pool"]
     removing = bool(event.get("removing"))
     stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
@@ -103,15 +109,15 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     from clm.kube.karpenter import applied_by_clm  # Karpenter's rules: this step's alone
 
-    with kube_client(cluster) as kube:
+    with kube_client(cluster, where) as kube:
         if karpenter and removing and not applied_by_clm(kube, pool):  # another's NodePool: none of CLM's business
             reason = f"NodePool {pool} was not applied by CLM: its nodes are left alone"
             return within_budget({"action": "done", "reason": reason}, event.get("previous"), budget)
         if karpenter:
-            inventory, disruptions = _karpenter_pool(kube, event["rendering"], pool)
+            inventory, disruptions = _karpenter_pool(kube, where, event["rendering"], pool)
         else:
-            inventory, disruptions = _inventory(cluster.id, pool), None
-        baseline = None if karpenter else _baseline(inventory.asg_name)
+            inventory, disruptions = _inventory(where, pool), None
+        baseline = None if karpenter else _baseline(where, inventory.asg_name)
         size = inventory.desired if baseline is None else baseline
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
         state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
@@ -126,7 +132,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 
-def _karpenter_pool(kube: Any, rendering_key: str, pool: str) -> tuple[NodePoolInventory, int | None]:
+def _karpenter_pool(kube: Any, where: TargetAws, rendering_key: str, pool: str) -> tuple[NodePoolInventory, int | None]:
     """A Karpenter pool's instances, judged against its rendered EC2NodeClass and its NodeClaims' drift, and how many
     nodes its NodePool's disruption budgets let go at once (None: no budget)."""
     from clm.kube.karpenter import drifted_instances
@@ -135,7 +141,9 @@ def _karpenter_pool(kube: Any, rendering_key: str, pool: str) -> tuple[NodePoolI
     rendered = rendering(rendering_key)
     manifests = rendered.node_pool_manifests.get(pool, [])
     desired = desired_config(manifests, pool)
-    inventory = karpenter_pool_inventory(client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube))
+    inventory = karpenter_pool_inventory(
+        where.client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube)
+    )
     return inventory, disruption_budget(manifests, pool, len(inventory.instances))
 
 
@@ -153,7 +161,7 @@ def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
     NodePool and EC2NodeClass CLM applied for it."""
     from clm.kube.karpenter import delete_pool
 
-    with kube_client(rendering(event["rendering"]).cluster) as kube:
+    with kube_client(rendering(event["rendering"]).cluster, of_event(event)) as kube:
         return {"deleted": delete_pool(kube, event["node_pool"])}
 
 
@@ -178,8 +186,9 @@ def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
 def scale(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, node_pool, decision}` -> set the group's desired (and min) size; keep the surge baseline."""
     decision = event["decision"]
-    group = _inventory(event["cluster_id"], event["node_pool"]).asg_name
-    autoscaling = client("autoscaling")
+    where = of_event(event)
+    group = _inventory(where, event["node_pool"]).asg_name
+    autoscaling = where.client("autoscaling")
     if decision.get("baseline") is not None:
         autoscaling.create_or_update_tags(Tags=[_tag(group, str(decision["baseline"]))])
     sizes = {"DesiredCapacity": decision["desired"]}
@@ -203,7 +212,7 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes}
     cluster = rendering(event["rendering"]).cluster
     settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
-    with kube_client(cluster) as kube:
+    with kube_client(cluster, of_event(event)) as kube:
         return {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
 
 
@@ -211,15 +220,16 @@ def terminate(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, replacement}` -> terminate the instance through its group, or through EC2 for a Karpenter
     pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
     replacement = event["replacement"]
+    where = of_event(event)
     if replacement.get("karpenter_pool"):
         from clm.stacks.karpenter_pool import terminate_pool_instance
 
         state = terminate_pool_instance(
-            client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
+            where.client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
         )
         return {"instance_id": replacement["instance_id"], "terminated": state}
     try:
-        activity = client("autoscaling").terminate_instance_in_auto_scaling_group(
+        activity = where.client("autoscaling").terminate_instance_in_auto_scaling_group(
             InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
         )["Activity"]
     except ClientError as exc:
@@ -229,8 +239,8 @@ def terminate(event: dict[str, Any]) -> dict[str, Any]:
     return {"instance_id": replacement["instance_id"], "terminated": activity.get("StatusCode", "")}
 
 
-def _baseline(group: str) -> int | None:
-    tags = client("autoscaling").describe_tags(
+def _baseline(where: TargetAws, group: str) -> int | None:
+    tags = where.client("autoscaling").describe_tags(
         Filters=[{"Name": "auto-scaling-group", "Values": [group]}, {"Name": "key", "Values": [BASELINE_TAG]}]
     )["Tags"]
     return int(tags[0]["Value"]) if tags else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clm.errors import ConfigSourceError, LockHeld
@@ -12,19 +12,20 @@ from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.targets import Target
 from clm.version import desired_version
-from clm.workflow import placement
+from clm.workflow import placement, target_aws
 
 PROVISION, DECOMMISSION, SKIP = "provision", "decommission", "skip"
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a run does to a cluster, and why."""
+    """What a run does to a cluster, and why; `target`: the cluster's account and region, where every step acts."""
 
     cluster_id: str
     action: str
     reason: str
     desired_version: str = ""
+    target: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able, for the workflow payload."""
@@ -38,37 +39,40 @@ def begin(
     execution: str,
     is_running: Callable[[str], bool],
     wake: Callable[[], list[str]] | None = None,
-    home: Callable[[], Target] = placement.deployment,
+    reach: Callable[[str, Target], str] = target_aws.refusal,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
     lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem. When the
-    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster outside `home`
-    (the deployment's account and region) is a problem on the cluster and a `skip`, before any AWS call for it.
+    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose target
+    the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
+    call for it.
     """
     cluster = registry.get(cluster_id)
+    target = placement.of_cluster(cluster)
+    where = asdict(target)
     if cluster.lifecycle_status == "decommissioned":
-        return RunPlan(cluster_id, SKIP, "cluster is decommissioned")
-    refused = placement.refusal(cluster, home())
+        return RunPlan(cluster_id, SKIP, "cluster is decommissioned", target=where)
+    refused = reach(cluster_id, target)
     if refused:  # recorded on the cluster as a configuration problem is; no lock, no AWS call for the cluster
-        title = f"placement: {refused}: {placement.ONLY_HERE}"
+        title = f"target: {refused}"
         registry.record_problem(cluster_id, Problem(title=title, instance=execution))
-        return RunPlan(cluster_id, SKIP, title)
+        return RunPlan(cluster_id, SKIP, title, target=where)
     if cluster.update_blocked:
-        return RunPlan(cluster_id, SKIP, "updates blocked by config item cluster_update_block")
+        return RunPlan(cluster_id, SKIP, "updates blocked by config item cluster_update_block", target=where)
     try:
         desired = str(desired_version(cluster, config_version(cluster) if callable(config_version) else config_version))
     except ConfigSourceError as exc:  # e.g. a channel or override_channel naming no branch or prefix
         if cluster.lifecycle_status != "decommission-requested":  # a decommission needs no configuration
             # As CLM's controller (cluster_list.go): a problem on the cluster, not only a failed execution.
             registry.record_problem(cluster_id, Problem(title=f"configuration: {exc}", instance=execution))
-            return RunPlan(cluster_id, SKIP, f"configuration cannot be read: {exc}")
+            return RunPlan(cluster_id, SKIP, f"configuration cannot be read: {exc}", target=where)
         desired = ""
     if cluster.lifecycle_status == "decommission-requested":
         action, reason = DECOMMISSION, "decommission requested"
     elif cluster.status.current_version == desired:
-        return RunPlan(cluster_id, SKIP, f"up to date at {desired}", desired)
+        return RunPlan(cluster_id, SKIP, f"up to date at {desired}", desired, where)
     else:
         action, reason = PROVISION, f"{cluster.status.current_version or 'never provisioned'} -> {desired}"
     try:
@@ -76,10 +80,11 @@ def begin(
     except LockHeld as held:
         woken = wake() if wake else []
         note = f"; woke its parked drains of {', '.join(woken)}" if woken else ""
-        return RunPlan(cluster_id, SKIP, f"execution {held.holder} is already running for this cluster{note}", desired)
+        reason = f"execution {held.holder} is already running for this cluster{note}"
+        return RunPlan(cluster_id, SKIP, reason, desired, where)
     if action == PROVISION:
         registry.start_update(cluster_id, desired)
-    return RunPlan(cluster_id, action, reason, desired)
+    return RunPlan(cluster_id, action, reason, desired, where)
 
 
 def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: str) -> None:

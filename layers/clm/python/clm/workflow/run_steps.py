@@ -9,7 +9,7 @@ from typing import Any
 from clm.aws import client
 from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
-from clm.workflow import parking, run
+from clm.workflow import parking, run, target_aws
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
 
@@ -60,7 +60,6 @@ def park(event: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # where node pools' bootstrap archives go (nodes read it)
 MANAGE_ETCD_ENV = "CLM_MANAGE_ETCD_STACK"  # "true": CLM's etcd stack is provisioned (CDK context clm:manageEtcdStack)
 
 
@@ -71,9 +70,11 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
 
     settings = Settings.from_env()
     cluster = _registry(settings).get(event["cluster_id"])
+    where = target_aws.of_event(event)
     tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-    inputs = _render_inputs(files_store=_files_store(False), etcd_store=_etcd_store(False))
-    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, inputs, _cluster_outputs(cluster))
+    inputs = _render_inputs(where, files_store=_files_store(where, False), etcd_store=_etcd_store(where, False))
+    outputs = _cluster_outputs(where, cluster)
+    return render_to_s3(client("s3"), settings.artefact_bucket, tree, cluster, inputs, outputs)
 
 
 def node_pools(event: dict[str, Any]) -> dict[str, Any]:
@@ -84,15 +85,16 @@ def node_pools(event: dict[str, Any]) -> dict[str, Any]:
 
     settings = Settings.from_env()
     cluster = _registry(settings).get(event["cluster_id"])
-    outputs = _cluster_outputs(cluster) or {}
+    where = target_aws.of_event(event)
+    outputs = _cluster_outputs(where, cluster) or {}
 
     def rendered(files_store: Any, values: dict[str, Any]) -> Any:
         tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-        inputs = _render_inputs(files_store=files_store, etcd_store=_etcd_store(False))
+        inputs = _render_inputs(where, files_store=files_store, etcd_store=_etcd_store(where, False))
         return Renderer(tree, inputs).render(cluster, values)
 
     key = render_node_pools(
-        client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(True)
+        client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(where, True)
     )
     return {"rendering": key}
 
@@ -106,54 +108,56 @@ def etcd_files(event: dict[str, Any]) -> dict[str, Any]:
 
     settings = Settings.from_env()
     cluster = _registry(settings).get(event["cluster_id"])
+    where = target_aws.of_event(event)
 
     def rendered(etcd_store: Any) -> Any:
         tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-        renderer = Renderer(tree, _render_inputs(etcd_store=etcd_store))
+        renderer = Renderer(tree, _render_inputs(where, etcd_store=etcd_store))
         return renderer.render(cluster, {OUTPUTS_VALUE: PendingOutputs()})  # the etcd stack reads no outputs
 
-    upload_etcd_files(client("s3"), settings.artefact_bucket, event["rendering"], rendered, _etcd_store(True))
+    upload_etcd_files(client("s3"), settings.artefact_bucket, event["rendering"], rendered, _etcd_store(where, True))
     return {}
 
 
-def _render_inputs(**stores: Any) -> Any:
-    """What templates may ask AWS at render (clm.render.inputs): decrypted config items (only with the keys the
-    deployment names), EC2 (amiID, instance types, the network) and ACM/KMS, each asked only if a template needs
-    it; `stores`: where node files go (files_store, etcd_store)."""
+def _render_inputs(where: target_aws.TargetAws, **stores: Any) -> Any:
+    """What templates may ask AWS at render (clm.render.inputs): decrypted config items (the hub's KMS, only with the
+    keys the deployment names), EC2 (amiID, instance types, the network) and ACM/KMS of the cluster's target, each
+    asked only if a template needs it; `stores`: where node files go (files_store, etcd_store)."""
     import dataclasses
 
     from clm.render.inputs import RenderInputs
     from clm.render.secrets import keys_from_env
 
-    return dataclasses.replace(RenderInputs.from_aws(client, keys_from_env(os.environ)), **stores)
+    inputs = RenderInputs.from_aws(where.client, keys_from_env(os.environ), decrypt_client=client)
+    return dataclasses.replace(inputs, **stores)
 
 
-def _cluster_outputs(cluster: Any) -> dict[str, str] | None:
+def _cluster_outputs(where: target_aws.TargetAws, cluster: Any) -> dict[str, str] | None:
     """The cluster stack's outputs (OutputKey -> OutputValue), None when it does not exist."""
     from clm.stacks.cfn import describe_stack
     from clm.stacks.names import cluster_stack_name
 
-    stack = describe_stack(client("cloudformation"), cluster_stack_name(cluster))
+    stack = describe_stack(where.client("cloudformation"), cluster_stack_name(cluster))
     return None if stack is None else {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
 
 
-def _files_store(upload: bool) -> Any:
-    """Node pools' archives: uploaded to the deployment's node-files bucket, or only their paths computed (then,
-    without the setting, CLM's bucket of the cluster's account and region)."""
+def _files_store(where: target_aws.TargetAws, upload: bool) -> Any:
+    """Node pools' archives: uploaded to the node-files bucket of the cluster's target, or only their paths computed
+    (then, without the hub's setting, CLM's bucket of the cluster's account and region)."""
     from clm.render.node_files import PlannedFiles, UploadedFiles
 
-    bucket = os.environ.get(NODE_FILES_BUCKET_ENV)
+    bucket = where.node_files_bucket
     if not bucket:
         return None
-    return UploadedFiles(bucket, client("s3"), lambda: client("kms")) if upload else PlannedFiles(bucket)
+    return UploadedFiles(bucket, where.client("s3"), lambda: where.client("kms")) if upload else PlannedFiles(bucket)
 
 
-def _etcd_store(upload: bool) -> Any:
+def _etcd_store(where: target_aws.TargetAws, upload: bool) -> Any:
     """The etcd files' archive (clm.render.etcd) when the deployment manages CLM's etcd stack (CLM_MANAGE_ETCD_STACK
     is "true"): uploaded to the node-files bucket, or only its path computed; None otherwise."""
     if os.environ.get(MANAGE_ETCD_ENV) != "true":
         return None
-    return _files_store(upload)
+    return _files_store(where, upload)
 
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:

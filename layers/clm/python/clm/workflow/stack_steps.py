@@ -6,7 +6,6 @@ Every step is one bounded call; the state machine waits between `check`s and fol
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from clm.aws import client
@@ -17,6 +16,7 @@ from clm.stacks.deploy import check, start
 from clm.stacks.names import cluster_stack_name, node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
+from clm.workflow import target_aws
 from clm.workflow.settings import Settings
 from clm.workflow.update_block import ensure_not_blocked
 
@@ -35,15 +35,17 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
         spec = etcd_stack_spec(rendered)
     else:
         spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
+    where = target_aws.of_event(event)
+    bucket = where.templates_bucket(settings.artefact_bucket)
     result = start(
-        client("cloudformation"), client("s3"), spec, template_bucket=settings.artefact_bucket, role_arn=_role()
+        where.client("cloudformation"), where.client("s3"), spec, template_bucket=bucket, role_arn=where.stack_role
     )
     return result.to_dict()
 
 
 def check_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, stack_name}` -> the stack's state; a failed stack raises StackFailed naming the resource."""
-    state = check(client("cloudformation"), event["stack_name"])
+    state = check(target_aws.of_event(event).client("cloudformation"), event["stack_name"])
     state.raise_if_failed(event["cluster_id"])
     return state.to_dict()
 
@@ -59,7 +61,8 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     """
     settings = Settings.from_env()
     cluster = DynamoRegistry(client("dynamodb"), settings.registry_table).get(event["cluster_id"])
-    cfn = client("cloudformation")
+    where = target_aws.of_event(event)
+    cfn = where.client("cloudformation")
     if event.get("decommission"):
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": items, "cluster_stack": cluster_stack_name(cluster)}
@@ -71,17 +74,17 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         for pool in pools_to_roll(cluster)
     ]
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
-    return {"pools": rolled + removed + _removed_karpenter_pools(cluster)}
+    return {"pools": rolled + removed + _removed_karpenter_pools(cluster, where)}
 
 
-def _removed_karpenter_pools(cluster: Cluster) -> list[dict[str, Any]]:
+def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> list[dict[str, Any]]:
     """Karpenter pools whose instances run but that are gone from the registry, to be drained (only when
     `karpenter_pools_enabled`; the roll leaves alone a NodePool CLM did not apply)."""
     if not cluster.karpenter_pools_enabled:
         return []
     from clm.stacks.karpenter_pool import pools_with_instances
 
-    gone = pools_with_instances(client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
+    gone = pools_with_instances(where.client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
     return [_pool(name, "", True, True, karpenter=True) for name in sorted(gone)]
 
 
@@ -110,7 +113,10 @@ def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool, *, karpe
 def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, stack_name}` -> start deleting the stack (termination protection off first) with
     CloudFormation's service role."""
-    return start_delete(client("cloudformation"), event["stack_name"], event["cluster_id"], _role()).to_dict()
+    where = target_aws.of_event(event)
+    return start_delete(
+        where.client("cloudformation"), event["stack_name"], event["cluster_id"], where.stack_role
+    ).to_dict()
 
 
 def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
@@ -120,8 +126,9 @@ def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
     deletion raises StackFailed naming the stack."""
     from clm.stacks.ingress import sweep_ingress_stacks
 
-    cfn = client("cloudformation")
-    return sweep_ingress_stacks(cfn, event["cluster_id"], _role(), check=bool(event.get("check"))).to_dict()
+    where = target_aws.of_event(event)
+    cfn = where.client("cloudformation")
+    return sweep_ingress_stacks(cfn, event["cluster_id"], where.stack_role, check=bool(event.get("check"))).to_dict()
 
 
 def verify_provisioned(event: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +137,7 @@ def verify_provisioned(event: dict[str, Any]) -> dict[str, Any]:
     from clm.stacks.provenance import ensure_provisioned
 
     cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
-    return {"proof": ensure_provisioned(client("cloudformation"), cluster)}
+    return {"proof": ensure_provisioned(target_aws.of_event(event).client("cloudformation"), cluster)}
 
 
 def clean_up(event: dict[str, Any]) -> dict[str, Any]:
@@ -141,8 +148,9 @@ def clean_up(event: dict[str, Any]) -> dict[str, Any]:
     from clm.stacks.provenance import ensure_provisioned
 
     cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
-    ensure_provisioned(client("cloudformation"), cluster)
-    ec2 = client("ec2")
+    where = target_aws.of_event(event)
+    ensure_provisioned(where.client("cloudformation"), cluster)
+    ec2 = where.client("ec2")
     interfaces = delete_leaked_interfaces(ec2, cluster)
     if cluster.config_items.get(REMOVE_VOLUMES_ITEM) != "true":
         return {"interfaces": interfaces, "volumes": None}
@@ -155,13 +163,8 @@ def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
     Karpenter launched for the cluster (CLM's DecommissionKarpenterNodes); `done` once none is left running."""
     from clm.stacks.karpenter_pool import terminate_cluster_instances
 
-    terminated = terminate_cluster_instances(client("ec2"), event["cluster_id"])
+    terminated = terminate_cluster_instances(target_aws.of_event(event).client("ec2"), event["cluster_id"])
     return {"terminated": terminated, "done": not terminated}
-
-
-def _role() -> str | None:
-    """The ClusterStackRole: every stack CLM creates, updates or deletes is handled by CloudFormation with it."""
-    return os.environ.get("CLM_CLOUDFORMATION_ROLE_ARN") or None
 
 
 STEPS = {
