@@ -196,7 +196,9 @@ def test_the_karpenter_phase_comes_after_the_cluster_manifests():
 
 def test_the_phase_does_nothing_unless_enabled(monkeypatch):
     monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(False, {"p1": objects("p1")}))
-    monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: pytest.fail("no cluster access when disabled"))
+    monkeypatch.setattr(
+        kube_steps, "kube_client", lambda cluster, where=None: pytest.fail("no cluster access when disabled")
+    )
     result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
     assert result["done"] and result["wait_seconds"] == 0 and result["skipped"]
 
