@@ -54,7 +54,7 @@ class TargetRole(RoleGrants, Construct):
 
 def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContext) -> None:
     """Tell each hub function (by folder) its target role and the accounts it may reach, and let it assume its target
-    role in each of them (none given: the hub's own account, whose other regions hold target stacks too)."""
+    role in each of them and in the hub's own account (whose other regions hold target stacks too)."""
     for folder, function in functions.items():
         tell_target_accounts(function, context)
         function.function.add_environment(ROLE_ENV, role_name(folder))
@@ -63,13 +63,13 @@ def grant_target_access(functions: Mapping[str, ClmFunction], context: ClmContex
             stack.format_arn(
                 service="iam", region="", account=account, resource="role", resource_name=role_name(folder, "*")
             )
-            for account in context.target_accounts or (stack.account,)
+            for account in _with_own(context.target_accounts, stack.account)
         ]
         function.allow(
             ["sts:AssumeRole"],
             roles,
-            reason="one target role per region (clm-target-<region>-<function>), in the accounts clm:targetAccounts "
-            "names (none: the hub's own)",
+            reason="one target role per region (clm-target-<region>-<function>), in the hub's own account (its "
+            "other regions) and the accounts clm:targetAccounts names",
         )
 
 
@@ -83,3 +83,8 @@ def tell_target_accounts(function: ClmFunction, context: ClmContext) -> None:
     for name, value in environment.items():
         if value:
             function.function.add_environment(name, value)
+
+
+def _with_own(accounts: tuple[str, ...], own: str) -> tuple[str, ...]:
+    """The accounts named and the hub's own (`*` alone stays alone)."""
+    return accounts if accounts == ("*",) else (own, *accounts)

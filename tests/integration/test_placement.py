@@ -1,8 +1,10 @@
-"""A registry writer cannot make CLM act for a cluster of another account or region (IAM enforced as on AWS): a
-cluster naming another infrastructure_account, or another region, is refused by its run with a problem naming the
-cluster, its placement and the deployment's, before any AWS call for it: no stack, no rendering, no lock; its
-decommission deletes nothing, not even what carries its tags here; reconcile starts no run for it; every other item
-of the registry stays as it was. The examples and Zalando's samples import in the sandbox's account and region."""
+"""A registry writer cannot make CLM act for a cluster the hub may not or cannot reach (IAM enforced as on AWS): a
+cluster naming an account the deployment does not allow (clm:targetAccounts, default: its own), or another region of
+the hub's account where no target stack is deployed (the sandbox refuses the AssumeRole of a role that does not
+exist), is refused by its run with a problem naming the cluster, its account and region, and the fix, before any
+other AWS call for it: no stack, no rendering, no lock; its decommission deletes nothing, not even what carries its
+tags here; reconcile starts no run for the account not allowed; every other item of the registry stays as it was.
+The examples and Zalando's samples import in the sandbox's account and region."""
 
 from __future__ import annotations
 
@@ -20,11 +22,14 @@ from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm.stacks.names import owned_tags
 from tests.corpus_samples import sample_clusters
 from tests.integration.deployment import ROOT, Deployment
-from tests.unit.test_workflow_placement import DEPLOYMENT, elsewhere
+from tests.unit.test_workflow_placement import elsewhere, target_refusal
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
-ONLY_HERE = "CLM acts only in its own account and region"
+NO_TARGET_STACK = (
+    "the hub cannot assume arn:aws:iam::123456789012:role/clm-target-us-east-1-run (AccessDenied): deploy the target "
+    "stack there: `cdk deploy ClmTarget -c clm:hub=<hub account>:<hub region>`"
+)
 REGIONS = ("eu-central-1", "us-east-1")
 EXAMPLES = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())
 
@@ -70,7 +75,8 @@ def refused_runs(runs: list[dict[str, Any]]) -> dict[str, str]:
     return {plan["cluster_id"]: plan["reason"] for plan in plans}
 
 
-def test_clusters_of_another_account_or_region_are_refused_by_their_runs_and_reconcile(
+@pytest.mark.iam_refusals  # the run function's AssumeRole of a target role that does not exist
+def test_clusters_of_an_account_not_allowed_or_without_a_target_stack_are_refused_by_their_runs_and_reconcile(
     deployment: Deployment,
 ) -> None:
     bystander = dataclasses.replace(EXAMPLES[1], lifecycle_status="decommissioned")  # its registration's run skips
@@ -78,11 +84,7 @@ def test_clusters_of_another_account_or_region_are_refused_by_their_runs_and_rec
     deployment.settle(0)
     account = elsewhere(EXAMPLES[0], account="999999999999")
     region = elsewhere(EXAMPLES[0], region="us-east-1")
-    titles = {
-        account.id: f"placement: cluster {account.id}: infrastructure_account aws:999999999999 is not {DEPLOYMENT}: "
-        f"{ONLY_HERE}",
-        region.id: f"placement: cluster {region.id}: region us-east-1 is not {DEPLOYMENT}: {ONLY_HERE}",
-    }
+    titles = {account.id: target_refusal(account), region.id: target_refusal(region, NO_TARGET_STACK)}
     # What a CLM without the check would have made here for the cluster of the other account: its cluster stack and
     # an interface its VPC CNI leaked. Its decommission must leave them.
     session = deployment.session
@@ -121,7 +123,8 @@ def test_clusters_of_another_account_or_region_are_refused_by_their_runs_and_rec
     assert observed(deployment)["interfaces"] == before["interfaces"]
     assert deployment.registry.get(account.id).lifecycle_status == "decommission-requested"
 
-    # The schedule: reconcile names both and starts no run for them (the problem is recorded once, by the run).
+    # The schedule: reconcile names the account not allowed and starts no run for it (its problem is recorded once,
+    # by its run); the hub's own account is allowed, so the other's run is started and refused again.
     items = observed(deployment)["items"]
     known = len(deployment.executions(deployment.provision))
     sfn = deployment.sfn
@@ -132,10 +135,15 @@ def test_clusters_of_another_account_or_region_are_refused_by_their_runs_and_rec
     reconciled = sfn.describe_execution(executionArn=arn)
     assert reconciled["status"] == "SUCCEEDED", reconciled.get("error")
     output = json.loads(reconciled["output"])
-    assert {entry["cluster_id"] for entry in output["foreign"]} == {account.id, region.id}
-    assert output["started"]["count"] == 0
-    assert len(deployment.executions(deployment.provision)) == known
-    assert observed(deployment)["items"] == items
+    assert {entry["cluster_id"] for entry in output["foreign"]} == {account.id}
+    assert output["started"]["ids"] == [region.id]
+    assert len(deployment.executions(deployment.provision)) == known + 1
+    after = observed(deployment)["items"]
+    assert {key: after[key] for key in after if key != region.id} == {
+        key: items[key] for key in items if key != region.id
+    }
+    assert [p.title for p in deployment.registry.get(region.id).status.problems] == [titles[region.id]] * 2  # a run each
+    assert observed(deployment)["stacks"] == before["stacks"]
 
 
 def test_the_examples_and_zalandos_samples_import_in_the_sandbox(deployment: Deployment, tmp_path: Path) -> None:

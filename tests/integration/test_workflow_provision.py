@@ -76,6 +76,7 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
         "action": "skip",
         "reason": f"up to date at {current}",
         "desired_version": current,
+        "target": {"account": "123456789012", "region": "eu-central-1"},  # where its steps act
     }
     assert len(instances(deployment.session)) == 3  # nothing was replaced
 

@@ -106,7 +106,7 @@ def test_a_target_role_carries_exactly_the_cluster_side_statements_of_its_functi
     [assume] = [s for s in hub_side if s["Action"] == "sts:AssumeRole"]
     assert sorted(text(arn) for arn in assume["Resource"]) == [
         f"arn:<AWS::Partition>:iam::{account}:role/clm-target-*-{folder}"
-        for account in ("222222222222", "333333333333")
+        for account in ("222222222222", "333333333333", "<AWS::AccountId>")  # the hub's own: its other regions
     ]
 
 

@@ -17,10 +17,14 @@ def test_without_target_accounts_only_the_home_account_is_reached() -> None:
     )
 
 
-def test_listed_accounts_or_an_explicit_star() -> None:
+def test_listed_accounts_and_the_hubs_own_or_an_explicit_star() -> None:
     listed = TargetPolicy.from_env({"CLM_TARGET_ACCOUNTS": "222222222222, 333333333333"}, home=HOME)
     assert listed.refusal(OTHER) == ""
-    assert "not one this deployment may reach" in listed.refusal(Target(HOME, "eu-central-1"))
+    assert listed.refusal(Target(HOME, "eu-west-1")) == ""  # the hub's own account: its other regions
+    assert listed.refusal(Target("444444444444", "eu-west-1")) == (
+        "account 444444444444 is not one this deployment may reach (clm:targetAccounts: 123456789012, 222222222222, "
+        "333333333333)"
+    )
     assert TargetPolicy.from_env({"CLM_TARGET_ACCOUNTS": "*"}, home=HOME).refusal(OTHER) == ""
 
 

@@ -73,10 +73,11 @@ class TargetPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, home: str = "") -> TargetPolicy:
-        """From the deployment's environment: CLM_TARGET_ACCOUNTS (comma-separated, or `*`; unset: `home` only),
-        CLM_TARGET_INCLUDE / CLM_TARGET_EXCLUDE (regexes on the account id) and CLM_TARGET_ROLE."""
+        """From the deployment's environment: CLM_TARGET_ACCOUNTS (comma-separated, or `*`) and `home` (the hub's own
+        account, always allowed), CLM_TARGET_INCLUDE / CLM_TARGET_EXCLUDE (regexes on the account id) and
+        CLM_TARGET_ROLE."""
         named = environ.get(ACCOUNTS_ENV, "").strip()
-        accounts = None if named == "*" else frozenset(a.strip() for a in named.split(",") if a.strip()) or {home}
+        accounts = None if named == "*" else {a.strip() for a in named.split(",") if a.strip()} | ({home} - {""})
         return cls(
             frozenset(accounts) if accounts is not None else None,
             _regex(environ.get(INCLUDE_ENV)),

@@ -44,8 +44,13 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
     versions, errors = _versions(sources, clusters, scope)
     concerned = [cluster for cluster in clusters if cluster.id in versions]
-    policy = TargetPolicy.from_env(home=placement.deployment().account)
-    refused = {cluster.id: why for cluster in concerned if (why := policy.refusal(placement.of_cluster(cluster)))}
+    home = placement.deployment()
+    policy = TargetPolicy.from_env(home=home.account)
+    refused = {
+        cluster.id: why
+        for cluster in concerned
+        if (where := placement.of_cluster(cluster)) != home and (why := policy.refusal(where))
+    }
     needing = select(concerned, lambda cluster: versions[cluster.id], time.time())
     selections = [selection for selection in needing if selection.cluster_id not in refused]
     result = start_runs(sfn, state_machine, selections, max_running)

@@ -1,0 +1,162 @@
+"""One hub, a fleet in three accounts and two regions, end to end on the sandbox with IAM enforced (issue 27): the hub
+(`Clm` with clm:targetAccounts) in 123456789012/eu-central-1, `ClmTarget` deployed into 222222222222/eu-west-1 and
+333333333333/eu-central-1 by each account's admin, and a cluster in each of the three. Each is provisioned (its
+stacks made by its account's ClusterStackRole, its node files in its account's bucket), rolled to a new AMI and
+decommissioned by the same runs, every stack and instance in its own account and region and none elsewhere (listed
+per account after each phase), with no call refused. As Zalando's CLM, which assumes its role in each cluster's
+account (provisioner/clusterpy.go setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client as k8s
+
+from clm.model import Cluster
+from clm.registry.clusters_yaml import load_clusters
+from clm.targets import Target
+from clm_sandbox import accounts
+from clm_sandbox.deploy import deploy_assembly
+from clm_sandbox.deploy.synth import Assembly, read_assembly, synthesize
+from clm_sandbox.nodesim import NodeSimulator
+from tests.endpoints import store_kube_secret
+from tests.integration.deployment import ROOT, Deployment, upload_new_ami
+from tests.unit.test_workflow_placement import elsewhere
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
+
+HUB = Target(accounts.MANAGEMENT_ACCOUNT, "eu-central-1")
+TARGETS = (Target("222222222222", "eu-west-1"), Target("333333333333", "eu-central-1"))
+PLACES = (HUB, *TARGETS, Target("222222222222", "eu-central-1"), Target(accounts.MANAGEMENT_ACCOUNT, "eu-west-1"))
+CONTEXT = {"clm:targetAccounts": ",".join(t.account for t in TARGETS), "clm:hub": f"{HUB.account}:{HUB.region}"}
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """The app synthesized with the targets' context (overrides conftest's: the hub may reach the targets)."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out-fleet"), "Clm", CONTEXT)
+
+
+def _session(target: Target, sts: Any) -> boto3.Session:
+    """A session of the account's admin (the sandbox's own key in the hub's account) in the target's region."""
+    if target.account == HUB.account:
+        return boto3.Session(region_name=target.region)
+    credentials = accounts.admin_credentials(sts, target.account)
+    return boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        region_name=target.region,
+    )
+
+
+@pytest.fixture
+def fleet(
+    deployment: Deployment, assembly: Assembly, kube_api: k8s.ApiClient, control_plane: Any
+) -> Iterator[dict[Cluster, boto3.Session]]:
+    """The target stacks deployed and a cluster per account (reachable through a kubeconfig secret of the hub's, on
+    the shared control plane), each with its node simulator; yields each cluster and its account's admin session."""
+    sts = deployment.session.client("sts")
+    target_assembly = read_assembly(assembly.directory, "ClmTarget")
+    base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    clusters = {}
+    for target in (HUB, *TARGETS):
+        if target != HUB:
+            accounts.add_account(target.account)
+        session = _session(target, sts)
+        if target != HUB:
+            deploy_assembly(target_assembly, session.client, target.region)
+        cluster = elsewhere(base, account=target.account, region=target.region) if target != HUB else base
+        secret = f"clm/{cluster.local_id}"
+        if target != HUB:
+            store_kube_secret(deployment.session, secret, control_plane.kubeconfig_path.read_text(), cluster.id)
+        cluster.config_items["kube_auth_secret"] = "clm/kube-1" if target == HUB else secret
+        clusters[cluster] = session
+    simulators = [
+        NodeSimulator(kube_api, session, cluster.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1)
+        for cluster, session in clusters.items()
+    ]
+    for simulator in simulators:
+        simulator.__enter__()
+    try:
+        yield clusters
+    finally:
+        for simulator in simulators:
+            simulator.__exit__(None, None, None)
+
+
+def where_things_are(deployment: Deployment) -> dict[Target, dict[str, Any]]:
+    """Per account and region: the stacks (CLM's own aside) and running instances."""
+    sts = deployment.session.client("sts")
+    found = {}
+    for place in PLACES:
+        session = _session(place, sts)
+        stacks = {
+            s["StackName"]
+            for s in session.client("cloudformation").describe_stacks()["Stacks"]
+            if s["StackName"] not in {"Clm", "ClmTarget", "CDKToolkit"}
+        }
+        reservations = session.client("ec2").describe_instances(
+            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+        )["Reservations"]
+        found[place] = {"stacks": stacks, "instances": {i["InstanceId"] for r in reservations for i in r["Instances"]}}
+    return found
+
+
+def _expected_stacks(cluster: Cluster) -> set[str]:
+    return {cluster.local_id, f"nodepool-default-worker-{cluster.id.replace(':', '-')}"}
+
+
+def _runs(deployment: Deployment, known: int, count: int) -> list[dict[str, Any]]:
+    """The runs after the first `known` once none runs; each cluster's working run succeeded."""
+    runs = deployment.settle(known)
+    assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error"), e.get("cause")) for e in runs]
+    working = [e for e in runs if json.loads(e["output"])["plan"]["action"] != "skip"]
+    assert len(working) == count, [json.loads(e["output"])["plan"] for e in runs]
+    return working
+
+
+def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_and_two_regions(
+    deployment: Deployment, fleet: dict[Cluster, boto3.Session]
+) -> None:
+    for cluster in fleet:
+        deployment.registry.put(cluster)
+    runs = _runs(deployment, 0, 3)
+    targets = {json.loads(e["output"])["plan"]["cluster_id"]: json.loads(e["output"])["plan"]["target"] for e in runs}
+    assert targets == {c.id: {"account": c.account_id, "region": c.region} for c in fleet}
+    placed = where_things_are(deployment)
+    by_place = {Target(c.account_id, c.region): c for c in fleet}
+    assert {place: found["stacks"] for place, found in placed.items()} == {
+        place: _expected_stacks(by_place[place]) if place in by_place else set() for place in PLACES
+    }
+    assert {place: len(found["instances"]) for place, found in placed.items()} == {
+        place: 3 if place in by_place else 0 for place in PLACES
+    }
+    for cluster, session in fleet.items():  # its node files in its own account's bucket
+        bucket = Target(cluster.account_id, cluster.region).node_files_bucket
+        listed = session.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"{cluster.local_id}/")
+        assert listed.get("KeyCount", 0) > 0, (cluster.id, bucket)
+
+    known = len(deployment.executions(deployment.provision))
+    upload_new_ami(deployment)  # reconcile starts a run per cluster: each rolls its nodes in its own account
+    _runs(deployment, known, 3)
+    rolled = where_things_are(deployment)
+    for place, cluster in by_place.items():
+        assert len(rolled[place]["instances"]) == 3 and not rolled[place]["instances"] & placed[place]["instances"]
+        assert rolled[place]["stacks"] == _expected_stacks(cluster)
+    assert deployment.roll_states().count("Terminate") == 9
+
+    known = len(deployment.executions(deployment.provision))
+    for cluster in fleet:
+        deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
+    _runs(deployment, known, 3)
+    gone = where_things_are(deployment)
+    assert {place: found["stacks"] for place, found in gone.items()} == {place: set() for place in PLACES}
+    assert {c.id: deployment.registry.get(c.id).lifecycle_status for c in fleet} == dict.fromkeys(
+        (c.id for c in fleet), "decommissioned"
+    )
