@@ -3,8 +3,9 @@ and targets"): `python -m infra.stackset_template -c clm:hub=<account>:<region> 
 
 The same stack as `cdk deploy ClmTarget`, with the same cdk-nag checks and context (cdk.json's, then each `-c`), but
 synthesized without the CDK bootstrap: BootstraplessSynthesizer writes no BootstrapVersion parameter or rule and
-refuses any asset, which a member account of a StackSet has no bucket for. Printed as compact JSON, which keeps it
-under CloudFormation's 51,200-byte limit of an inline template body.
+refuses any asset, which a member account of a StackSet has no bucket for. One template serves every account, so
+it takes no customer-managed policy for the ClusterStackRole (its ARN names one account). Printed as compact JSON,
+which keeps it under CloudFormation's 51,200-byte limit of an inline template body.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
+from infra.context import ClmContext, ContextError
 from infra.nag import add_checks
 from infra.target_stack import DESCRIPTION, TARGET_STACK_NAME, ClmTargetStack
 
@@ -27,10 +29,28 @@ def stackset_template(context: Mapping[str, Any], outdir: Path) -> dict[str, Any
     """The target stack's template for the hub and settings of `context`, synthesized into `outdir` with no
     bootstrap parameter, rule or asset; an unacknowledged cdk-nag finding or a bad context value raises."""
     app = cdk.App(context=dict(context), outdir=str(outdir))
+    ensure_account_neutral(ClmContext.of(app))
     stack = ClmTargetStack(app, TARGET_STACK_NAME, description=DESCRIPTION, synthesizer=cdk.BootstraplessSynthesizer())
     add_checks(app)
     path = Path(app.synth().get_stack_artifact(stack.artifact_id).template_full_path)
     return json.loads(path.read_text())
+
+
+def ensure_account_neutral(context: ClmContext) -> None:
+    """Raise ContextError naming the key of a policy ARN of one account (clm:clusterStackPolicyArns,
+    clm:clusterRoleBoundaryPolicyArn); AWS managed ones (`arn:aws:iam::aws:policy/...`) pass (cdk-nag's IAM4 still
+    refuses them on the role, as in the hub)."""
+    named = [("clm:clusterStackPolicyArns", arn) for arn in context.cluster_stack_policy_arns]
+    if context.cluster_role_boundary_arn:
+        named.append(("clm:clusterRoleBoundaryPolicyArn", context.cluster_role_boundary_arn))
+    for key, arn in named:
+        account = arn.split(":")[4]
+        if account != "aws":
+            raise ContextError(
+                f"{key}: {arn} is a policy of account {account} only, and a StackSet template serves every "
+                "account: leave it out (the ClusterStackRole's built-in rights), or deploy per account with "
+                "`cdk deploy ClmTarget`"
+            )
 
 
 def context_of(cdk_json: Path, pairs: Sequence[str]) -> dict[str, str]:

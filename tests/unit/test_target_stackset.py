@@ -29,6 +29,7 @@ HUB = "123456789012:eu-central-1"
 MEMBER, REGION = "222222222222", "eu-west-1"  # an account of the organization, never bootstrapped
 CONTEXT = {**DEFAULTS, "clm:hub": HUB, "clm:manageEtcdStack": "true"}  # the etcd grants: the largest template
 TEMPLATE_BODY_LIMIT = 51_200  # bytes: CloudFormation's TemplateBody (create-stack-set --template-body file://...)
+OWN_POLICY = f"arn:aws:iam::{MEMBER}:policy/eks"  # a customer-managed policy: of one account
 BOOTSTRAP_MARKS = ("BootstrapVersion", "hnb659fds", "cdk-bootstrap", "assets", "cdk:asset")
 
 
@@ -126,6 +127,14 @@ def test_context_is_cdk_json_then_each_pair(tmp_path):
         (["-c", "clm:hub=1234"], r"clm:hub: '1234' is not"),
         (["-c", f"clm:hub={HUB}", "-c", "clm:clusterRolePath=clm"], r"clm:clusterRolePath: 'clm' is not an IAM path"),
         (["-c", "clm:hub"], r"-c 'clm:hub' is not key=value"),
+        (
+            ["-c", f"clm:hub={HUB}", "-c", f"clm:clusterStackPolicyArns={OWN_POLICY}"],
+            r"clm:clusterStackPolicyArns: arn:aws:iam::222222222222:policy/eks is a policy of account 222222222222",
+        ),
+        (
+            ["-c", f"clm:hub={HUB}", "-c", f"clm:clusterRoleBoundaryPolicyArn={OWN_POLICY}"],
+            r"clm:clusterRoleBoundaryPolicyArn: .* of account 222222222222 only, and a StackSet template serves every",
+        ),
     ],
 )
 def test_a_missing_or_bad_setting_exits_2_naming_it(argv, reason, capsys, tmp_path):
@@ -137,6 +146,7 @@ def test_a_missing_or_bad_setting_exits_2_naming_it(argv, reason, capsys, tmp_pa
     assert re.search(reason, err), err
 
 
+@pytest.mark.filterwarnings("ignore:Tried to parse AWS")  # moto keeps no bucket policy
 @pytest.mark.filterwarnings("ignore:Tried to parse AWS")  # moto keeps no bucket policy
 def test_a_stack_from_the_template_body_deploys_in_an_account_never_bootstrapped(printed, deployed_by_cdk, sandbox_aws):
     """As a StackSet's stack instance does: the body alone, in a member account with no CDKToolkit, as that account's
