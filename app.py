@@ -12,11 +12,11 @@ import aws_cdk as cdk
 from infra.functions import HUB_STACK_NAME
 from infra.nag import add_checks
 from infra.stack import ClmStack
-from infra.target_stack import ClmTargetStack
+from infra.target_stack import DESCRIPTION, TARGET_STACK_NAME, ClmTargetStack
 
 app = cdk.App()
 ClmStack(app, HUB_STACK_NAME, description="CLM: serverless Cluster Lifecycle Manager for Kubernetes")
 if app.node.try_get_context("clm:hub") is not None:
-    ClmTargetStack(app, "ClmTarget", description="CLM target: the roles and buckets the CLM hub uses here")
+    ClmTargetStack(app, TARGET_STACK_NAME, description=DESCRIPTION)
 add_checks(app)
 app.synth()

@@ -22,6 +22,9 @@ from infra.functions import function_id
 from infra.node_files import NodeFilesBucket
 from infra.target_roles import CLOUDFORMATION, TargetRole, role_name
 
+TARGET_STACK_NAME = "ClmTarget"
+DESCRIPTION = "CLM target: the roles and buckets the CLM hub uses here"
+
 
 def templates_bucket_name(stack: Stack) -> str:
     """The name of the target's templates bucket in the stack's account and region."""
