@@ -1,13 +1,13 @@
 """One hub, a fleet in three accounts and two regions, end to end on the sandbox with IAM enforced (issue 27): the hub
 (`Clm` with clm:targetAccounts) in 123456789012/eu-central-1, `ClmTarget` deployed into 222222222222/eu-west-1 and
 333333333333/eu-central-1 by each account's admin, and a cluster in each of the three. Each is provisioned (its
-stacks made by its account's ClusterStackRole, its node files in its account's bucket), rolled to a new AMI and
-decommissioned by the same runs, every stack and instance in its own account and region and none elsewhere (listed
+stacks made by its account's ClusterStackRole), rolled to a new AMI and decommissioned by the same runs, every stack and instance in its own account and region and none elsewhere (listed
 per account after each phase), with no call refused. As Zalando's CLM, which assumes its role in each cluster's
 account (provisioner/clusterpy.go setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -16,11 +16,13 @@ from typing import Any
 import boto3
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config
 
 from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm.targets import Target
 from clm_sandbox import accounts
+from clm_sandbox.controlplane import ControlPlane
 from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy.synth import Assembly, read_assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
@@ -57,37 +59,38 @@ def _session(target: Target, sts: Any) -> boto3.Session:
 
 @pytest.fixture
 def fleet(
-    deployment: Deployment, assembly: Assembly, kube_api: k8s.ApiClient, control_plane: Any
-) -> Iterator[dict[Cluster, boto3.Session]]:
-    """The target stacks deployed and a cluster per account (reachable through a kubeconfig secret of the hub's, on
-    the shared control plane), each with its node simulator; yields each cluster and its account's admin session."""
+    deployment: Deployment, assembly: Assembly, kube_api: k8s.ApiClient, control_plane: ControlPlane
+) -> Iterator[list[tuple[Cluster, boto3.Session]]]:
+    """The target stacks deployed and a cluster per account, each reachable through a kubeconfig secret of the hub's
+    (kube-1 on the session's control plane, the others on a control plane each), each with its node simulator; yields
+    each cluster and its account's admin session."""
     sts = deployment.session.client("sts")
     target_assembly = read_assembly(assembly.directory, "ClmTarget")
     base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
-    clusters = {}
-    for target in (HUB, *TARGETS):
-        if target != HUB:
-            accounts.add_account(target.account)
-        session = _session(target, sts)
-        if target != HUB:
-            deploy_assembly(target_assembly, session.client, target.region)
-        cluster = elsewhere(base, account=target.account, region=target.region) if target != HUB else base
-        secret = f"clm/{cluster.local_id}"
-        if target != HUB:
-            store_kube_secret(deployment.session, secret, control_plane.kubeconfig_path.read_text(), cluster.id)
-        cluster.config_items["kube_auth_secret"] = "clm/kube-1" if target == HUB else secret
-        clusters[cluster] = session
-    simulators = [
-        NodeSimulator(kube_api, session, cluster.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1)
-        for cluster, session in clusters.items()
-    ]
-    for simulator in simulators:
-        simulator.__enter__()
-    try:
+    with contextlib.ExitStack() as stack:
+        clusters = []
+        for target in (HUB, *TARGETS):
+            if target == HUB:
+                session = _session(target, sts)
+                cluster, plane, api = base, control_plane, kube_api
+                items = {**base.config_items, "kube_auth_secret": "clm/kube-1"}
+            else:
+                accounts.add_account(target.account)
+                session = _session(target, sts)
+                deploy_assembly(target_assembly, session.client, target.region)
+                cluster = elsewhere(base, account=target.account, region=target.region)
+                plane = stack.enter_context(ControlPlane())
+                api = config.new_client_from_config(str(plane.kubeconfig_path))
+                items = {**base.config_items, "kube_auth_secret": f"clm/{cluster.local_id}"}
+                store_kube_secret(
+                    deployment.session, items["kube_auth_secret"], plane.kubeconfig_path.read_text(), cluster.id
+                )
+            cluster = dataclasses.replace(cluster, config_items=items)
+            stack.enter_context(
+                NodeSimulator(api, session, cluster.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1)
+            )
+            clusters.append((cluster, session))
         yield clusters
-    finally:
-        for simulator in simulators:
-            simulator.__exit__(None, None, None)
 
 
 def where_things_are(deployment: Deployment) -> dict[Target, dict[str, Any]]:
@@ -122,25 +125,26 @@ def _runs(deployment: Deployment, known: int, count: int) -> list[dict[str, Any]
 
 
 def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_and_two_regions(
-    deployment: Deployment, fleet: dict[Cluster, boto3.Session]
+    deployment: Deployment, fleet: list[tuple[Cluster, boto3.Session]]
 ) -> None:
-    for cluster in fleet:
+    clusters = [cluster for cluster, _ in fleet]
+    for cluster in clusters:
         deployment.registry.put(cluster)
     runs = _runs(deployment, 0, 3)
     targets = {json.loads(e["output"])["plan"]["cluster_id"]: json.loads(e["output"])["plan"]["target"] for e in runs}
-    assert targets == {c.id: {"account": c.account_id, "region": c.region} for c in fleet}
+    assert targets == {c.id: {"account": c.account_id, "region": c.region} for c in clusters}
     placed = where_things_are(deployment)
-    by_place = {Target(c.account_id, c.region): c for c in fleet}
+    by_place = {Target(c.account_id, c.region): c for c in clusters}
     assert {place: found["stacks"] for place, found in placed.items()} == {
         place: _expected_stacks(by_place[place]) if place in by_place else set() for place in PLACES
     }
     assert {place: len(found["instances"]) for place, found in placed.items()} == {
         place: 3 if place in by_place else 0 for place in PLACES
     }
-    for cluster, session in fleet.items():  # its node files in its own account's bucket
-        bucket = Target(cluster.account_id, cluster.region).node_files_bucket
-        listed = session.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"{cluster.local_id}/")
-        assert listed.get("KeyCount", 0) > 0, (cluster.id, bucket)
+    for cluster, session in fleet[1:]:  # each target's stacks handled by its own ClusterStackRole
+        role = Target(cluster.account_id, cluster.region).stack_role_arn()
+        described = session.client("cloudformation").describe_stacks(StackName=cluster.local_id)["Stacks"][0]
+        assert described["RoleARN"] == role
 
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)  # reconcile starts a run per cluster: each rolls its nodes in its own account
@@ -152,11 +156,11 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     assert deployment.roll_states().count("Terminate") == 9
 
     known = len(deployment.executions(deployment.provision))
-    for cluster in fleet:
+    for cluster in clusters:
         deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
     _runs(deployment, known, 3)
     gone = where_things_are(deployment)
     assert {place: found["stacks"] for place, found in gone.items()} == {place: set() for place in PLACES}
-    assert {c.id: deployment.registry.get(c.id).lifecycle_status for c in fleet} == dict.fromkeys(
-        (c.id for c in fleet), "decommissioned"
+    assert {c.id: deployment.registry.get(c.id).lifecycle_status for c in clusters} == dict.fromkeys(
+        (c.id for c in clusters), "decommissioned"
     )
