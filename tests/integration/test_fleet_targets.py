@@ -1,9 +1,10 @@
 """One hub, a fleet in three accounts and two regions, end to end on the sandbox with IAM enforced (issue 27): the hub
 (`Clm` with clm:targetAccounts) in 123456789012/eu-central-1, `ClmTarget` deployed into 222222222222/eu-west-1 and
 333333333333/eu-central-1 by each account's admin, and a cluster in each of the three. Each is provisioned (its
-stacks made by its account's ClusterStackRole), rolled to a new AMI and decommissioned by the same runs, every stack and instance in its own account and region and none elsewhere (listed
-per account after each phase), with no call refused. As Zalando's CLM, which assumes its role in each cluster's
-account (provisioner/clusterpy.go setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
+stacks made by its account's ClusterStackRole), rolled to a new AMI and decommissioned by the same runs, every stack
+and instance in its own account and region and none elsewhere (listed per account after each phase), with no call
+refused. As Zalando's CLM, which assumes its role in each cluster's account (provisioner/clusterpy.go
+setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
 
 from __future__ import annotations
 
