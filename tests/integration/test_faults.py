@@ -264,7 +264,7 @@ def test_two_executions_racing_for_one_cluster_one_works_the_other_skips(
     [loser] = [e for e in runs if e is not winner]
     plan = json.loads(loser["output"])["plan"]
     assert plan["reason"] == f"execution {winner['executionArn']} is already running for this cluster", plan
-    assert deployment.states(loser["executionArn"]) == ["Begin", "Action", "Skipped"]
+    assert deployment.states(loser["executionArn"]) == ["Begin", "Target", "Action", "Skipped"]
     status = deployment.registry.get(deployment.cluster_id).status
     assert (status.current_version, status.next_version) == (
         json.loads(winner["output"])["plan"]["desired_version"],

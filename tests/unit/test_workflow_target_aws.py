@@ -78,7 +78,7 @@ def test_a_target_in_an_account_not_allowed_is_refused_without_assuming(hub) -> 
     assumed = []
     client("sts").meta.events.register("before-call.sts.AssumeRole", lambda **_: assumed.append(1))
     where = of_event({"cluster_id": CLUSTER, "target": {"account": "999999999999", "region": "eu-west-1"}})
-    why = "account 999999999999 is not one this deployment may reach (clm:targetAccounts: 222222222222)"
+    why = "account 999999999999 is not one this deployment may reach (clm:targetAccounts: 123456789012, 222222222222)"
     assert refusal(CLUSTER, where.target) == f"cluster {CLUSTER}: account 999999999999, region eu-west-1: {why}"
     with pytest.raises(TargetRefused, match=re.escape(why)):
         where.client("ec2")
