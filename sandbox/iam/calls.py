@@ -261,6 +261,14 @@ def _account(call: Call) -> str:
     return role.split(":")[4] if role.count(":") >= 5 else call.account
 
 
+def _role_name_with_path(call: Call) -> str | None:
+    """The role an IAM or STS call names, by ARN (`RoleArn`) or by name (`RoleName`: its path from IAM)."""
+    arn = str(call.params.get("RoleArn") or "")
+    if not arn and call.params.get("RoleName"):
+        arn = lookups.role(call.account, str(call.params["RoleName"])).arn
+    return arn.split(":role/", 1)[-1] or None
+
+
 def _arn_part(param: str, marker: str, index: int) -> Callable[[Call], str | None]:
     """A piece of an ARN parameter: the ``index``-th ``:``-field after ``marker``."""
 
@@ -309,7 +317,7 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "ClusterName": lambda call: call.params.get("name"),
     "RepositoryName": lambda call: call.params.get("repositoryName"),
     "FunctionName": lambda call: (call.params.get("FunctionName") or "").split(":function:")[-1] or None,
-    "RoleNameWithPath": lambda call: (call.params.get("RoleArn") or "").split(":role/", 1)[-1] or None,
+    "RoleNameWithPath": _role_name_with_path,
     "KeyId": _kms_key,
     "EventBusName": lambda call: call.params.get("EventBusName"),
     "NetworkInterfaceId": lambda call: call.params.get("NetworkInterfaceId"),

@@ -16,12 +16,14 @@ from typing import Any
 
 import boto3
 import pytest
+from click.testing import CliRunner
 from kubernetes import client as k8s
 from kubernetes import config
 
+from clm.cli.main import cli
 from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
-from clm.targets import Target
+from clm.targets import DEPLOY_HINT, Target
 from clm_sandbox import accounts
 from clm_sandbox.controlplane import ControlPlane
 from clm_sandbox.deploy import deploy_assembly
@@ -46,9 +48,11 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 
 
 def _session(target: Target, sts: Any) -> boto3.Session:
-    """A session of the account's admin (the sandbox's own key in the hub's account) in the target's region."""
+    """A session of the account's admin (the sandbox's own key in the hub's account) in the target's region (the
+    account made a member of the sandbox's organization first)."""
     if target.account == HUB.account:
         return boto3.Session(region_name=target.region)
+    accounts.add_account(target.account)
     credentials = accounts.admin_credentials(sts, target.account)
     return boto3.Session(
         aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
@@ -76,7 +80,6 @@ def fleet(
                 cluster, plane, api = base, control_plane, kube_api
                 items = {**base.config_items, "kube_auth_secret": "clm/kube-1"}
             else:
-                accounts.add_account(target.account)
                 session = _session(target, sts)
                 deploy_assembly(target_assembly, session.client, target.region)
                 cluster = elsewhere(base, account=target.account, region=target.region)
@@ -112,6 +115,14 @@ def where_things_are(deployment: Deployment) -> dict[Target, dict[str, Any]]:
     return found
 
 
+def clm_status(deployment: Deployment) -> list[dict[str, Any]]:
+    """`clm status -o json` against the hub's registry."""
+    table = deployment.outputs["RegistryTableName"]
+    result = CliRunner().invoke(cli, ["--table", table, "-o", "json", "status"], catch_exceptions=True)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return json.loads(result.stdout)
+
+
 def _expected_stacks(cluster: Cluster) -> set[str]:
     return {cluster.local_id, f"nodepool-default-worker-{cluster.id.replace(':', '-')}"}
 
@@ -142,6 +153,9 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     assert {place: len(found["instances"]) for place, found in placed.items()} == {
         place: 3 if place in by_place else 0 for place in PLACES
     }
+    assert {(row["id"], row["account"], row["region"], row["lifecycle"]) for row in clm_status(deployment)} == {
+        (c.id, c.account_id, c.region, "ready") for c in clusters
+    }  # one fleet view: `clm status` lists the three with their accounts and regions
     for cluster, session in fleet[1:]:  # each target's stacks handled by its own ClusterStackRole
         role = Target(cluster.account_id, cluster.region).stack_role_arn()
         described = session.client("cloudformation").describe_stacks(StackName=cluster.local_id)["Stacks"][0]
@@ -165,3 +179,34 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     assert {c.id: deployment.registry.get(c.id).lifecycle_status for c in clusters} == dict.fromkeys(
         (c.id for c in clusters), "decommissioned"
     )
+
+
+@pytest.mark.iam_refusals  # the run function's AssumeRole, refused by the target role's trust
+def test_a_target_whose_trust_names_another_hub_is_refused_by_the_run_and_nothing_is_made_there(
+    deployment: Deployment, assembly: Assembly
+) -> None:
+    """The target stack of 222222222222 trusts another hub (its roles' trust names account 999999999999): the run
+    of a cluster there fails to assume the run target role (AccessDenied, judged by the sandbox on the trust policy)
+    and ends with a problem naming the role and the fix; no lock, no stack, no rendering anywhere."""
+    target = TARGETS[0]
+    session = _session(target, deployment.session.client("sts"))
+    deploy_assembly(read_assembly(assembly.directory, "ClmTarget"), session.client, target.region)
+    iam = session.client("iam")
+    for role in iam.list_roles()["Roles"]:
+        if role["RoleName"].startswith(f"clm-target-{target.region}-") and not role["RoleName"].endswith("formation"):
+            document = json.dumps(role["AssumeRolePolicyDocument"]).replace(HUB.account, "999999999999")
+            iam.update_assume_role_policy(RoleName=role["RoleName"], PolicyDocument=document)
+    base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster = elsewhere(base, account=target.account, region=target.region)
+    before = where_things_are(deployment)
+    deployment.registry.put(cluster)
+    [run] = deployment.settle(0)
+    plan = json.loads(run["output"])["plan"]
+    role = f"arn:aws:iam::{target.account}:role/clm-target-{target.region}-run"
+    why = f"the hub cannot assume {role} (AccessDenied): {DEPLOY_HINT}"
+    assert (plan["action"], plan["reason"]) == ("skip", f"target: cluster {cluster.id}: {target}: {why}")
+    assert [p.title for p in deployment.registry.get(cluster.id).status.problems] == [plan["reason"]]
+    assert deployment.registry.lock_holder(cluster.id) is None
+    assert where_things_are(deployment) == before
+    artefacts = deployment.session.client("s3").list_objects_v2(Bucket=deployment.outputs["ArtefactBucketName"])
+    assert artefacts.get("KeyCount", 0) == 0
