@@ -171,7 +171,14 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     assert deployment.roll_states().count("Terminate") == 9
 
     known = len(deployment.executions(deployment.provision))
-    for cluster in clusters:
+    followed = clusters[1]  # `clm decommission --follow` of a cluster in another account: the hub's executions show it
+    table = deployment.outputs["RegistryTableName"]
+    result = CliRunner().invoke(
+        cli, ["--table", table, "decommission", followed.id, "--yes", "--follow"], catch_exceptions=True
+    )
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert f"[decommission] Stack {followed.local_id}: DELETE_COMPLETE" in result.output
+    for cluster in (clusters[0], clusters[2]):
         deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
     _runs(deployment, known, 3)
     gone = where_things_are(deployment)
