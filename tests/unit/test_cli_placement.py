@@ -111,20 +111,36 @@ def test_set_refuses_to_place_a_cluster_elsewhere(clm, assignment, differs) -> N
     assert store.get(KUBE_1) == before
 
 
-def test_plan_says_a_run_would_refuse_a_cluster_elsewhere_and_changes_nothing(stacks_aws, fleet_file) -> None:
+def test_plan_reads_a_cluster_elsewhere_where_it_lives_and_only_as_told(stacks_aws, fleet_file) -> None:
+    """Another region of the caller's account: read there with the caller's credentials. Another account: only
+    through --target-role (or --target-profile), and only if the session lands in the cluster's account; without one
+    the error names both options. The hub's own account and region are left as they were."""
     path, foreign, _ = fleet_file
     before = aws_state(stacks_aws)
-    for cluster, differs in (
-        (foreign["account"], "infrastructure_account aws:999999999999 is"),
-        (foreign["region"], "region us-east-1 is"),
-    ):
-        result = invoke("plan", cluster.id, "--config", CONFIG, "--registry-file", str(path))
-        assert result.exit_code == 1
-        assert str(result.exception) == (
-            f"a run would refuse cluster {cluster.id}: {differs} not {DEPLOYMENT}: {ONLY_HERE}; it changes nothing"
-        )
-    other_region = invoke("--region", "eu-west-1", "plan", KUBE_2, "--config", CONFIG, "--registry-file", str(path))
-    assert str(other_region.exception).startswith(f"a run would refuse cluster {KUBE_2}: region eu-central-1 is not")
+    account = foreign["account"]
+    plan = ("plan", account.id, "--config", CONFIG, "--registry-file", str(path))
+    result = invoke(*plan)
+    assert result.exit_code == 1
+    assert str(result.exception) == (
+        f"cluster {account.id} is in account 999999999999, region eu-central-1, not the caller's (account "
+        "123456789012, region eu-central-1): give --target-profile (a profile of that account) or --target-role (a "
+        "role there you may assume); nothing was changed"
+    )
+    read = invoke("-o", "json", *plan, "--target-role", "arn:aws:iam::999999999999:role/reader")
+    assert read.exit_code == 0, (read.output, read.exception)
+    assert {stack["action"] for stack in json.loads(read.stdout)["stacks"]} == {"create"}  # none in 999999999999
+    wrong = invoke(*plan, "--target-role", "arn:aws:iam::888888888888:role/elsewhere")
+    assert str(wrong.exception) == (
+        f"cluster {account.id}: role arn:aws:iam::888888888888:role/elsewhere is in account 888888888888, not the "
+        "cluster's account 999999999999, region eu-central-1"
+    )
+    region = invoke("-o", "json", "plan", foreign["region"].id, "--config", CONFIG, "--registry-file", str(path))
+    assert region.exit_code == 0, (region.output, region.exception)
+    other_region = invoke(
+        "--region", "eu-west-1", "-o", "json", "plan", KUBE_2, "--config", CONFIG, "--registry-file", str(path)
+    )
+    assert other_region.exit_code == 0, (other_region.output, other_region.exception)
+    assert json.loads(other_region.stdout)["cluster"] == KUBE_2  # read in eu-central-1, where it lives
     assert aws_state(stacks_aws) == before
 
 

@@ -56,7 +56,7 @@ class DeploymentSettings:
         from clm.render.node_files import FILES, PlannedFiles
 
         node_files = any(path.startswith(NODE_POOLS) and path.endswith("/" + FILES) for path in files)
-        bucket = self._outputs()[0].get(BUCKET_OUTPUT) if node_files else None
+        bucket = self._node_files_bucket(cluster) if node_files else None
         etcd_store, warning = self._etcd_store(cluster, files)
         files_store = PlannedFiles(bucket) if bucket else None  # None: CLM's bucket (clm.render.node_files)
         return dataclasses.replace(inputs, files_store=files_store, etcd_store=etcd_store), warning
@@ -78,7 +78,15 @@ class DeploymentSettings:
                 )
             if setting != "true":
                 return None, ""
-        return PlannedFiles(outputs.get(BUCKET_OUTPUT) or bucket_name(cluster.account_id, cluster.region)), ""
+        return PlannedFiles(self._node_files_bucket(cluster) or bucket_name(cluster.account_id, cluster.region)), ""
+
+    def _node_files_bucket(self, cluster: Cluster) -> str | None:
+        """The deployment's node-files bucket for a cluster of its own account and region; None (CLM's bucket of the
+        cluster's account and region, the target stack's) for a cluster elsewhere."""
+        from clm.workflow.placement import of_cluster
+
+        bucket = self._outputs()[0].get(BUCKET_OUTPUT)
+        return bucket if bucket and of_cluster(cluster) == self.cli.placement() else None
 
     def _outputs(self) -> tuple[Mapping[str, str], str]:
         """The deployment's outputs, or none and why they cannot be read (read once)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,10 +11,10 @@ import click
 from clm.cli.context import CliContext
 from clm.cli.deployment import stack_option
 from clm.cli.deployment_settings import DeploymentSettings, manage_etcd_option
-from clm.cli.errors import CliError
 from clm.cli.options import config_option, pass_cli, registry_file_option
 from clm.cli.output import TABULAR, Column, console, emit, print_warning
 from clm.cli.tables import literal
+from clm.cli.target_access import in_target, target_options
 from clm.errors import ClusterNotFound
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 @registry_file_option
 @manage_etcd_option
 @stack_option
+@target_options
 @pass_cli
 def plan(
     cli: CliContext,
@@ -39,6 +41,8 @@ def plan(
     registry_file: Path | None,
     manage_etcd: bool | None,
     stack: str,
+    target_profile: str | None,
+    target_role: str | None,
 ) -> None:
     """Show what a run would change in CLUSTER_ID; changes nothing in AWS or Kubernetes.
 
@@ -52,30 +56,33 @@ def plan(
     - the drain pre-flight of their nodes (what would block or hurt the drain), when
       the cluster's API server can be reached (otherwise one warning line).
 
-    A template error stops with the file and line at fault, before CloudFormation is asked;
-    then a cluster in another account or region than the caller's stops, as a run refuses it.
+    A template error stops with the file and line at fault, before CloudFormation is asked.
+    A cluster in another region of the caller's account is read there with the caller's
+    credentials; one in another account through --target-profile or --target-role (the
+    registry, configuration and deployment are read with the caller's, in the hub).
     """
     from clm.config.channels import ConfigSources
+    from clm.kube.connect import SECRET_ITEM
     from clm.render.inputs import RenderInputs
     from clm.render.renderer import Renderer
     from clm.stacks.plan import plan_stacks
-    from clm.workflow.placement import ONLY_HERE, refusal
+    from clm.workflow.placement import of_cluster
 
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
     settings = DeploymentSettings(cli, stack, manage_etcd)
-    inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(cli.client, None), cluster, tree.files)
-    rendered = Renderer(tree, inputs).render(cluster)
-    refused = refusal(cluster, cli.placement())  # after the render: a template error is shown before any AWS call
-    if refused:
-        raise CliError(f"a run would refuse {refused}: {ONLY_HERE}; it changes nothing")
-    drifted, drift_warning = karpenter_drift(cli, rendered.cluster)
-    stacks = plan_stacks(rendered, cli.client("cloudformation"), cli.client("autoscaling"), cli.client("ec2"), drifted)
+    where = _Lazy(lambda: in_target(cli, cluster.id, of_cluster(cluster), target_profile, target_role))
+    inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(where.client, None), cluster, tree.files)
+    rendered = Renderer(tree, inputs).render(cluster)  # a template error is shown before any call in the target
+    kube = cli if cluster.config_items.get(SECRET_ITEM) else where.get()  # a kubeconfig secret is the hub's
+    drifted, drift_warning = karpenter_drift(kube, rendered.cluster)
+    aws = where.get()
+    stacks = plan_stacks(rendered, aws.client("cloudformation"), aws.client("autoscaling"), aws.client("ec2"), drifted)
     data = {
         **stacks.to_dict(),
         "version": rendered.version,
         "config": {"source": tree.source, "version": tree.version},
-        "drain_preflight": drain_preflight(cli, rendered.cluster, stacks.pools),
+        "drain_preflight": drain_preflight(kube, rendered.cluster, stacks.pools),
         "warnings": rendered.warnings,  # what rendered but deserves a look (file and line or logical id)
     }
     for warning in (*rendered.warnings, etcd_warning, drift_warning, data["drain_preflight"]["warning"]):
@@ -85,6 +92,21 @@ def plan(
         show(data, cli.output)
     else:
         emit([], [], cli.output, data=data)
+
+
+class _Lazy:
+    """The CliContext `make` returns, made on first use."""
+
+    def __init__(self, make: Callable[[], CliContext]) -> None:
+        self._make, self._made = make, None
+
+    def get(self) -> CliContext:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def client(self, service: str) -> Any:
+        return self.get().client(service)
 
 
 def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -> Cluster:
