@@ -162,6 +162,9 @@ class ClmStack(Stack):
         CfnOutput(self, "ProvisionStateMachineArn", value=self.provision.state_machine.state_machine_arn)
         CfnOutput(self, "ReconcileStateMachineArn", value=self.reconcile.state_machine.state_machine_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
+        CfnOutput(  # `clm targets` invokes it, `clm registry import|set` read its target settings (clm.cli.hub)
+            self, "RunFunctionName", value=self.functions["run"].function.function_name
+        )
         for folder, output in (("kube", "KubeFunctionRoleArn"), ("roll", "RollFunctionRoleArn")):
             CfnOutput(
                 self,

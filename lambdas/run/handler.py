@@ -1,4 +1,4 @@
-"""Lambda `run`: begin and end a cluster run, render its configuration (see clm.workflow.run_steps)."""
+"""Lambda `run`: begin and end a cluster run, render its configuration, check targets (clm.workflow.run_steps)."""
 
 from clm.workflow.lambda_handler import step_handler
 from clm.workflow.run_steps import STEPS

@@ -1,6 +1,10 @@
-"""`clm registry import|set` and `clm plan` refuse a cluster whose infrastructure_account or region is not the
-caller's (STS, --region), naming file, line, cluster and fields, before any write; `--skip-foreign` imports a
-multi-account file's local part (in-process moto: the caller in 123456789012, eu-central-1)."""
+"""`clm registry import|set` refuse a cluster in an account the deployed hub may not reach (the hub's own, the
+caller's, and those its run function's CLM_TARGET_* settings allow: clm:targetAccounts, clm:targetInclude,
+clm:targetExclude), naming file, line, cluster, account and setting, before any write; other regions and allowed
+accounts import. Without a readable deployment only the caller's account is allowed, and the refusal says why.
+`--skip-foreign` imports a multi-account file's part this hub manages. `clm plan`, which still acts with the caller's
+credentials, refuses a cluster outside the caller's account and region (in-process moto: the caller in
+123456789012, eu-central-1; the hub a stand-in, tests/unit/hub_stand_in.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +15,14 @@ import boto3
 import pytest
 from click.testing import CliRunner, Result
 
+from clm.cli.hub import HUB_ONLY
 from clm.cli.main import cli
 from clm.model import Cluster
-from clm.registry.clusters_yaml import dump_clusters
+from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm.registry.dynamodb import DynamoRegistry, create_table
 from tests.corpus_samples import sample_clusters
+from tests.unit.hub_stand_in import deploy_hub
+from tests.unit.test_cli import EXAMPLES
 from tests.unit.test_cli_helpers import KUBE_1, KUBE_2, TABLE, clm  # noqa: F401  (the `clm` fixture)
 from tests.unit.test_cli_plan import CONFIG, aws_state
 from tests.unit.test_stacks_support import stacks_aws
@@ -24,6 +31,7 @@ from tests.unit.test_workflow_placement import DEPLOYMENT, elsewhere
 __all__ = ["stacks_aws"]  # fixture
 
 ONLY_HERE = "CLM acts only in its own account and region"
+EXAMPLE = load_clusters((EXAMPLES / "clusters.yaml").read_text())[0]
 
 
 def invoke(*args: str) -> Result:
@@ -38,11 +46,13 @@ def registry(aws: boto3.Session) -> DynamoRegistry:
 
 @pytest.fixture
 def fleet_file(tmp_path: Path, example_clusters: list[Cluster]) -> tuple[Path, dict[str, Cluster], dict[str, int]]:
-    """A multi-account clusters.yaml: the examples, one cluster in another account, one in another region; the
-    file, the foreign clusters by what differs, and the line of each cluster."""
+    """A multi-account clusters.yaml: the examples, one cluster in an account the hub may not reach, one in another
+    region of the caller's account, one in a target account; the file, those clusters by where they are, and the
+    line of each cluster."""
     foreign = {
         "account": elsewhere(example_clusters[0], account="999999999999"),
         "region": elsewhere(example_clusters[1], region="us-east-1"),
+        "target": elsewhere(example_clusters[1], account="222222222222", region="eu-west-1"),
     }
     path = tmp_path / "fleet.yaml"
     path.write_text(dump_clusters([*example_clusters, *foreign.values()], with_status=False))
@@ -50,65 +60,122 @@ def fleet_file(tmp_path: Path, example_clusters: list[Cluster]) -> tuple[Path, d
     return path, foreign, {line.split("- id: ")[1]: n for n, line in enumerate(lines, 1) if line.startswith("- id: ")}
 
 
-def refused(path: Path, cluster: Cluster, line: int, differs: str) -> str:
-    return f"{path}:{line}: cluster {cluster.id}: {differs} is not {DEPLOYMENT}"
+@pytest.fixture
+def hub(aws: boto3.Session) -> boto3.Session:
+    """The deployed hub (stack Clm) allowing 222222222222 besides its own account."""
+    deploy_hub(aws, {"CLM_TARGET_ACCOUNTS": "222222222222"})
+    return aws
+
+
+ALLOWED = "clm:targetAccounts: 123456789012, 222222222222"
+
+
+def refused(path: Path, cluster: Cluster, line: int, setting: str = ALLOWED) -> str:
+    return f"{path}:{line}: cluster {cluster.id}: {not_reached(cluster, setting)}"
+
+
+def not_reached(cluster: Cluster, setting: str = ALLOWED) -> str:
+    return f"account {cluster.account_id} is not one this deployment may reach ({setting})"
 
 
 @pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
-def test_import_refuses_a_file_with_clusters_elsewhere_naming_each_and_writes_nothing(
-    registry, fleet_file, dry_run
+def test_import_refuses_a_file_with_clusters_the_hub_may_not_reach_naming_each_and_writes_nothing(
+    registry, hub, fleet_file, dry_run
 ) -> None:
     path, foreign, lines = fleet_file
     result = invoke("registry", "import", *dry_run, str(path))
     assert result.exit_code == 1
-    account, region = foreign["account"], foreign["region"]
+    account = foreign["account"]
     assert str(result.exception) == (
-        f"{path}: 2 cluster(s) in another account or region ({ONLY_HERE}), nothing written: "
-        f"{refused(path, region, lines[region.id], 'region us-east-1')}; "
-        f"{refused(path, account, lines[account.id], 'infrastructure_account aws:999999999999')}; "
-        "pass --skip-foreign to import the others"
+        f"{path}: 1 cluster(s) in an account the hub may not reach ({HUB_ONLY}), nothing written: "
+        f"{refused(path, account, lines[account.id])}; pass --skip-foreign to import the others"
     )
     assert registry.list_clusters() == []
 
 
-def test_skip_foreign_imports_the_others_and_lists_the_skipped(registry, fleet_file) -> None:
+def test_skip_foreign_imports_the_others_and_lists_the_skipped(registry, hub, fleet_file) -> None:
     path, foreign, lines = fleet_file
     result = invoke("-o", "json", "registry", "import", "--skip-foreign", str(path))
     assert result.exit_code == 0, (result.output, result.exception)
     rows = {row["cluster"]: row["change"] for row in json.loads(result.stdout)}
-    assert rows == {KUBE_1: "new", KUBE_2: "new", foreign["account"].id: "skipped", foreign["region"].id: "skipped"}
-    account, region = foreign["account"], foreign["region"]
-    assert result.stderr.splitlines() == [  # in file order (dump_clusters sorts by id)
-        f"warning: skipped {refused(path, region, lines[region.id], 'region us-east-1')}",
-        f"warning: skipped {refused(path, account, lines[account.id], 'infrastructure_account aws:999999999999')}",
-    ]
-    assert sorted(c.id for c in registry.list_clusters()) == [KUBE_1, KUBE_2]
+    account, region, target = foreign["account"], foreign["region"], foreign["target"]
+    assert rows == {KUBE_1: "new", KUBE_2: "new", account.id: "skipped", region.id: "new", target.id: "new"}
+    assert result.stderr.splitlines() == [f"warning: skipped {refused(path, account, lines[account.id])}"]
+    assert sorted(c.id for c in registry.list_clusters()) == sorted([KUBE_1, KUBE_2, region.id, target.id])
     table = invoke("registry", "import", "--skip-foreign", "--dry-run", str(path))
-    assert "would write 0 of 4 clusters, skipped 2 in another account or region" in " ".join(table.stdout.split())
-
-
-def test_import_help_teaches_skip_foreign() -> None:
-    text = " ".join(invoke("registry", "import", "--help").output.split())
-    assert "CLM acts only in its own account and region" in text
-    assert "--skip-foreign Leave out (and list) the clusters in another account or region than the caller's" in text
+    assert "would write 0 of 5 clusters, skipped 1 in an account the hub may not reach" in " ".join(
+        table.stdout.split()
+    )
 
 
 @pytest.mark.parametrize(
-    ("assignment", "differs"),
+    ("settings", "why"),
     [
-        ("infrastructure_account=aws:999999999999", "infrastructure_account aws:999999999999 is"),
-        ("region=us-east-1", "region us-east-1 is"),
+        ({"CLM_TARGET_ACCOUNTS": "*", "CLM_TARGET_EXCLUDE": "9{12}"}, "matches clm:targetExclude 9{12}"),
+        ({"CLM_TARGET_ACCOUNTS": "*", "CLM_TARGET_INCLUDE": "2{12}"}, "does not match clm:targetInclude 2{12}"),
+        ({}, "is not one this deployment may reach (clm:targetAccounts: 123456789012)"),
     ],
 )
-def test_set_refuses_to_place_a_cluster_elsewhere(clm, assignment, differs) -> None:  # noqa: F811
+def test_import_names_the_hubs_setting_that_refuses_an_account(aws, registry, fleet_file, settings, why) -> None:
+    deploy_hub(aws, settings)
+    path, foreign, lines = fleet_file
+    result = invoke("registry", "import", "--dry-run", str(path))
+    account = foreign["account"]
+    assert result.exit_code == 1
+    assert f"{path}:{lines[account.id]}: cluster {account.id}: account 999999999999 {why}; pass" in str(
+        result.exception
+    )
+
+
+def test_without_a_readable_deployment_only_the_callers_account_is_allowed_and_the_refusal_says_why(
+    registry, fleet_file
+) -> None:
+    path, foreign, lines = fleet_file
+    result = invoke("registry", "import", "--stack", "NotDeployed", str(path))
+    assert result.exit_code == 1
+    own = "clm:targetAccounts: 123456789012"
+    unknown = "; the hub's settings could not be read (stack NotDeployed not found ("
+    assert str(result.exception).startswith(  # in file order: by id
+        f"{path}: 2 cluster(s) in an account the hub may not reach ({HUB_ONLY}), nothing written: "
+        f"{refused(path, foreign['target'], lines[foreign['target'].id], own)}{unknown}"
+    )
+    assert f"{refused(path, foreign['account'], lines[foreign['account'].id], own)}{unknown}" in str(result.exception)
+    assert "only its own account is known to be allowed" in str(result.exception)
+    assert registry.list_clusters() == []
+    imported = invoke("-o", "json", "registry", "import", "--stack", "NotDeployed", "--skip-foreign", str(path))
+    assert {row["cluster"] for row in json.loads(imported.stdout) if row["change"] == "new"} == {
+        KUBE_1,
+        KUBE_2,
+        foreign["region"].id,
+    }
+
+
+def test_import_help_teaches_skip_foreign_and_targets() -> None:
+    text = " ".join(invoke("registry", "import", "--help").output.split())
+    assert "The hub acts only in the accounts its deployment (--stack) may reach" in text
+    assert "`clm targets` then checks that the hub can reach each account and region" in text
+    assert "--skip-foreign Leave out (and list) the clusters in an account the deployed hub may not reach" in text
+
+
+@pytest.mark.parametrize(
+    ("assignment", "refusal"),
+    [
+        ("infrastructure_account=aws:999999999999", not_reached(elsewhere(EXAMPLE, account="999999999999"))),
+        ("infrastructure_account=aws:222222222222", ""),
+        ("region=us-east-1", ""),
+    ],
+)
+def test_set_refuses_to_place_a_cluster_where_the_hub_may_not_reach(clm, hub, assignment, refusal) -> None:  # noqa: F811
     run, store = clm
     before = store.get(KUBE_1)
-    result = run("registry", "set", KUBE_1, assignment, ok=False)
-    assert result.exit_code == 1
-    assert str(result.exception) == (
-        f"clm registry set: cluster {KUBE_1}: {differs} not {DEPLOYMENT}: {ONLY_HERE}; nothing written"
-    )
-    assert store.get(KUBE_1) == before
+    result = run("registry", "set", KUBE_1, assignment, ok=not refusal)
+    if refusal:
+        assert result.exit_code == 1
+        assert str(result.exception) == f"clm registry set: cluster {KUBE_1}: {refusal}: {HUB_ONLY}; nothing written"
+        assert store.get(KUBE_1) == before
+    else:
+        field, value = assignment.split("=")
+        assert getattr(store.get(KUBE_1), field) == value
 
 
 def test_plan_reads_a_cluster_elsewhere_where_it_lives_and_only_as_told(stacks_aws, fleet_file) -> None:

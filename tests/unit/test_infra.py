@@ -661,10 +661,12 @@ def test_outputs(default):
         "EventBusName",
         "KubeFunctionRoleArn",
         "RollFunctionRoleArn",
+        "RunFunctionName",  # `clm targets` invokes it, `clm registry import|set` read its target settings
         "ClusterRolePath",  # exported for the cluster stacks' templates (infra.cluster_role_boundary)
         "ClusterRoleBoundaryArn",
     }
     assert raw["Outputs"]["ManageEtcdStack"]["Value"] == "false"
+    assert raw["Outputs"]["RunFunctionName"]["Value"] == {"Ref": function_named(raw, "run")[0]}
 
 
 # --- context variants ---------------------------------------------------------------------------------------------

@@ -51,13 +51,15 @@ class Target:
 
 
 class TargetRefused(ClmError):
-    """The hub may not or cannot act in a cluster's account and region; the message says why and the fix."""
+    """The hub may not or cannot act in a cluster's account and region; the message (and `why`, without the cluster
+    and target) says why and the fix."""
 
     asl_name = "TargetRefused"
 
     def __init__(self, cluster_id: str, target: Target, why: str):
         self.cluster_id = cluster_id
         self.target = target
+        self.why = why
         super().__init__(f"cluster {cluster_id}: {target}: {why}")
 
 

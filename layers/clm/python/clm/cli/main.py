@@ -15,12 +15,15 @@ from clm.cli.render_cmd import render
 from clm.cli.run_cmd import decommission, provision
 from clm.cli.sandbox_cmd import sandbox
 from clm.cli.status_cmd import status
+from clm.cli.targets_cmd import targets
 
 EPILOG = """\b
 Examples:
   clm registry import examples/clusters.yaml     load CLM's registry file into DynamoDB
-  clm registry import fleet.yaml --skip-foreign  only its clusters in this account and region (CLM acts
-                                                 nowhere else); the others are listed as skipped
+  clm registry import fleet.yaml --skip-foreign  only its clusters in accounts the hub may reach (its
+                                                 clm:targetAccounts); the others are listed as skipped
+  clm targets                                    each account and region of the registry: may and can
+                                                 the hub act there, its target stack
   clm registry list                              clusters, lifecycle and versions
   clm registry set CLUSTER_ID node_pools.default-worker.max_size=5 --dry-run
                                                  change fields of one cluster (validated as on import)
@@ -77,6 +80,7 @@ cli.add_command(plan)
 cli.add_command(sandbox)
 cli.add_command(migrate)
 cli.add_command(encrypt)
+cli.add_command(targets)
 registry.add_command(reencrypt)
 
 

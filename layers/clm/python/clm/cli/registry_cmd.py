@@ -7,14 +7,15 @@ from pathlib import Path
 import click
 
 from clm.cli.context import CliContext
+from clm.cli.deployment import stack_option
 from clm.cli.errors import CliError
 from clm.cli.fleet import fleet_options, select, where, with_where
+from clm.cli.hub import HUB_ONLY, HubReach
 from clm.cli.options import pass_cli
 from clm.cli.output import Column, console, emit, print_error, print_warning, short_id, version_column
 from clm.cli.registry_edit import changes, edit_spec, parse_assignment
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_located_clusters
-from clm.workflow.placement import ONLY_HERE, refusal
 
 LIST_COLUMNS = [
     Column("id", "cluster", short_id),
@@ -39,25 +40,28 @@ def registry() -> None:
 @click.option(
     "--skip-foreign",
     is_flag=True,
-    help="Leave out (and list) the clusters in another account or region than the caller's, importing the others: "
-    "a multi-account file's local part.",
+    help="Leave out (and list) the clusters in an account the deployed hub may not reach, importing the others: "
+    "the part of a multi-account file this hub manages.",
 )
+@stack_option
 @pass_cli
-def import_(cli: CliContext, file: Path, dry_run: bool, skip_foreign: bool) -> None:
+def import_(cli: CliContext, file: Path, dry_run: bool, skip_foreign: bool, stack: str) -> None:
     """Validate FILE (CLM's clusters.yaml) and write its clusters' specs.
 
     The whole file is validated first: one invalid cluster and nothing is written.
-    CLM acts only in its own account and region: a cluster whose infrastructure_account
-    or region is not the caller's (the account of the credentials, --region) is refused,
-    and nothing is written, unless --skip-foreign leaves such clusters out.
+    The hub acts only in the accounts its deployment (--stack) may reach: its own (the
+    caller's) and those its clm:targetAccounts, clm:targetInclude and clm:targetExclude
+    allow, in any region. A cluster in another account is refused, and nothing is written,
+    unless --skip-foreign leaves such clusters out. `clm targets` then checks that the hub
+    can reach each account and region (its target stack there).
     Status and locks of existing clusters are kept.
     """
     located = load_located_clusters(file.read_text(), source=str(file))
-    home = cli.placement()
-    foreign = {cluster.id: f"{where}: {reason}" for where, cluster in located if (reason := refusal(cluster, home))}
+    reach = HubReach(cli, stack)
+    foreign = {cluster.id: f"{where}: {reason}" for where, cluster in located if (reason := reach.refusal(cluster))}
     if foreign and not skip_foreign:
         raise CliError(
-            f"{file}: {len(foreign)} cluster(s) in another account or region ({ONLY_HERE}), nothing written: "
+            f"{file}: {len(foreign)} cluster(s) in an account the hub may not reach ({HUB_ONLY}), nothing written: "
             f"{'; '.join(foreign.values())}; pass --skip-foreign to import the others"
         )
     for reason in foreign.values():
@@ -72,7 +76,7 @@ def import_(cli: CliContext, file: Path, dry_run: bool, skip_foreign: bool) -> N
         rows.append({"cluster": cluster.id, "change": change})
     verb = "would write" if dry_run else "wrote"
     written = sum(row["change"] in WRITES for row in rows)
-    skipped = f", skipped {len(foreign)} in another account or region" if foreign else ""
+    skipped = f", skipped {len(foreign)} in an account the hub may not reach" if foreign else ""
     emit(
         rows,
         [Column("cluster", short=short_id), "change"],
@@ -153,8 +157,11 @@ def show(cli: CliContext, cluster_id: str) -> None:
     help="Remove a field or config item (e.g. config_items.cluster_update_block); repeatable.",
 )
 @click.option("--dry-run", is_flag=True, help="Show the fields before and after; write nothing.")
+@stack_option
 @pass_cli
-def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: tuple[str, ...], dry_run: bool) -> None:
+def set_(
+    cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: tuple[str, ...], dry_run: bool, stack: str
+) -> None:
     """Change fields of one cluster: FIELD=VALUE with dotted paths.
 
     \b
@@ -164,7 +171,7 @@ def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: 
     clm registry set ID --unset config_items.cluster_update_block
 
     The whole cluster is validated as an import validates it before anything is written,
-    its account and region too (those of the caller).
+    its account too (one the deployed hub, --stack, may reach).
     """
     if not assignments and not unset:
         raise CliError("nothing to change: give FIELD=VALUE or --unset FIELD")
@@ -172,9 +179,9 @@ def set_(cli: CliContext, cluster_id: str, assignments: tuple[str, ...], unset: 
     before = store.get(cluster_id)
     spec = edit_spec(before.spec_dict(), [parse_assignment(text) for text in assignments], list(unset), cluster_id)
     after = Cluster.from_dict({**spec, "status": before.status.to_dict()}, source=f"clm registry set {cluster_id}")
-    refused = refusal(after, cli.placement())
+    refused = HubReach(cli, stack).refusal(after)
     if refused:
-        raise CliError(f"clm registry set: {refused}: {ONLY_HERE}; nothing written")
+        raise CliError(f"clm registry set: {refused}: {HUB_ONLY}; nothing written")
     rows = changes(before.spec_dict(), after.spec_dict())
     if rows and not dry_run:
         store.put(after)

@@ -1,8 +1,8 @@
 """Where a cluster lives (its target) and where CLM runs (the deployment's account and region).
 
-The workflows act in each cluster's target (clm.workflow.target_aws). The CLI still acts with the caller's
-credentials, in their account and region: `clm registry import|set` and `clm plan` refuse a cluster elsewhere
-(`refusal`, ONLY_HERE) until they learn the deployment's targets (docs/fleet.md).
+The workflows act in each cluster's target (clm.workflow.target_aws). `clm plan` still acts with the caller's
+credentials, in their account and region, and refuses a cluster elsewhere (`refusal`, ONLY_HERE); `clm registry
+import|set` judge by the deployed hub's settings (clm.cli.hub).
 """
 
 from __future__ import annotations

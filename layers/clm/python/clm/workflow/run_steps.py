@@ -1,4 +1,5 @@
-"""The steps of the `run` function: begin and end a cluster run, and render its configuration."""
+"""The steps of the `run` function: begin and end a cluster run, render its configuration, and check the hub's
+targets (`clm targets`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow import parking, run, target_aws
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
+from clm.workflow.target_check import check_targets
 
 
 def _registry(settings: Settings) -> DynamoRegistry:
@@ -189,4 +191,5 @@ STEPS = {
     "park": park,
     "succeed": succeed,
     "fail": fail,
+    "check_targets": check_targets,
 }
