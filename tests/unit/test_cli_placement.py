@@ -26,7 +26,7 @@ from tests.unit.test_cli import EXAMPLES
 from tests.unit.test_cli_helpers import KUBE_1, KUBE_2, TABLE, clm  # noqa: F401  (the `clm` fixture)
 from tests.unit.test_cli_plan import CONFIG, aws_state
 from tests.unit.test_stacks_support import stacks_aws
-from tests.unit.test_workflow_placement import DEPLOYMENT, elsewhere
+from tests.unit.test_workflow_placement import elsewhere
 
 __all__ = ["stacks_aws"]  # fixture
 
