@@ -1,6 +1,6 @@
 """What a warm container keeps per target it worked in (bench/target_sessions.py): its target session and a client
-of each service it asked there, as Python objects (tracemalloc). Each target's session is a boto3 session of its
-own, so each loads its own copy of the service models of its clients.
+of each service it asked there, as Python objects (tracemalloc). The sessions share the container's loader
+(clm.target_sessions), so the service models are parsed by the first target only.
 """
 
 from __future__ import annotations
@@ -69,19 +69,21 @@ def _traced() -> int:
 
 
 def print_kept(found: Kept) -> None:
-    """Per kept target, per service, for 100 targets, and for what each function keeps against its memory size."""
+    """The first target (it parses the service models, shared by every later target's session), each further target,
+    100 targets, and how many targets each function keeps within its memory size."""
     mib = 2**20
-    per_target = found.memory / found.targets
+    first = sum(found.first.values())
+    further = (found.memory - first) / max(found.targets - 1, 1)
     print(
         f"kept targets: {found.targets} targets x {len(SERVICES)} services = {found.clients} clients, "
-        f"{found.memory / mib:.0f} MiB of Python objects: {per_target / mib:.1f} MiB a target "
-        f"(100 targets: ~{100 * per_target / mib:,.0f} MiB)"
+        f"{found.memory / mib:.0f} MiB of Python objects: the first {first / mib:.1f} MiB (the models, parsed once), "
+        f"each further {further / mib:.2f} MiB (100 targets: ~{(first + 99 * further) / mib:,.0f} MiB)"
     )
     print("  the first target, MiB: " + ", ".join(f"{name} {size / mib:.1f}" for name, size in found.first.items()))
     for function, services in FUNCTION_SERVICES.items():
-        kept = found.first["session"] + sum(found.first[service] for service in services)
+        once = found.first["session"] + sum(found.first[service] for service in services)
         limit = FUNCTION_GB[function] * 1024
         print(
-            f"  {function} ({', '.join(services)}): {kept / mib:.1f} MiB a target, "
-            f"{limit / (kept / mib):.0f} targets fill its {limit:.0f} MB"
+            f"  {function} ({', '.join(services)}): {once / mib:.1f} MiB once, then at most {further / mib:.2f} MiB a "
+            f"target: ~{(limit - once / mib) / (further / mib):,.0f} targets fill its {limit:.0f} MB"
         )

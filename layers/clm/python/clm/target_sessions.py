@@ -3,6 +3,7 @@ container, renewed before they expire, and checked to be in the target's account
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -60,7 +61,6 @@ class TargetSessions:
         return kept
 
     def _assume(self, cluster_id: str, target: Target) -> _Kept:
-        import boto3
         from botocore.exceptions import ClientError
 
         role = self._policy.role_arn(target, self._sts.meta.partition)
@@ -73,18 +73,40 @@ class TargetSessions:
                 cluster_id, target, f"the hub cannot assume {role} (AccessDenied): {DEPLOY_HINT}"
             ) from None
         credentials = answer["Credentials"]
-        session = boto3.Session(
-            aws_access_key_id=credentials["AccessKeyId"],
-            aws_secret_access_key=credentials["SecretAccessKey"],
-            aws_session_token=credentials["SessionToken"],
-            region_name=target.region,
-        )
+        session = _session(credentials, target.region)
         landed = session.client("sts").get_caller_identity()["Account"]
         if landed != target.account:
             raise TargetRefused(
                 cluster_id, target, f"role {role} lands in account {landed}, not the cluster's (CLM's VerifyAccount)"
             )
         return _Kept(session, credentials["Expiration"].timestamp(), {})
+
+
+def _session(credentials: dict[str, Any], region: str) -> Any:
+    """A boto3 session of `credentials` whose service models come from the container's one loader: a session of its
+    own parses its own copy of each model (~30 MiB per target: bench/target_memory.py)."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.Session()
+    loader = _loader()
+    core.register_component("data_loader", loader)
+    session = boto3.Session(
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+        region_name=region,
+        botocore_session=core,
+    )
+    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))  # boto3 appends its data path per session
+    return session
+
+
+@functools.cache
+def _loader() -> Any:
+    from botocore.loaders import create_loader
+
+    return create_loader()
 
 
 def _session_name() -> str:
