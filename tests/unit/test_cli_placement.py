@@ -30,6 +30,13 @@ from tests.unit.test_workflow_placement import elsewhere
 
 __all__ = ["stacks_aws"]  # fixture
 
+READS = [
+    "cloudformation:Describe*",
+    "cloudformation:Get*",
+    "cloudformation:List*",
+    "autoscaling:Describe*",
+    "ec2:Describe*",
+]
 ONLY_HERE = "CLM acts only in its own account and region"
 EXAMPLE = load_clusters((EXAMPLES / "clusters.yaml").read_text())[0]
 
@@ -178,10 +185,29 @@ def test_set_refuses_to_place_a_cluster_where_the_hub_may_not_reach(clm, hub, as
         assert getattr(store.get(KUBE_1), field) == value
 
 
-def test_plan_reads_a_cluster_elsewhere_where_it_lives_and_only_as_told(stacks_aws, fleet_file) -> None:
+def reader_role(session: boto3.Session, monkeypatch: pytest.MonkeyPatch, account: str, name: str) -> None:
+    """A read-only role `name` in `account` trusting the caller's account (made as that account's admin)."""
+    trust = {"Effect": "Allow", "Principal": {"AWS": "123456789012"}, "Action": "sts:AssumeRole"}
+    reading = {"Effect": "Allow", "Action": READS, "Resource": "*"}
+    with monkeypatch.context() as patched:
+        patched.setenv("MOTO_ACCOUNT_ID", account)
+        iam = session.client("iam")
+        iam.create_role(
+            RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [trust]})
+        )
+        iam.put_role_policy(
+            RoleName=name,
+            PolicyName="read",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [reading]}),
+        )
+
+
+def test_plan_reads_a_cluster_elsewhere_where_it_lives_and_only_as_told(stacks_aws, fleet_file, monkeypatch) -> None:
     """Another region of the caller's account: read there with the caller's credentials. Another account: only
     through --target-role (or --target-profile), and only if the session lands in the cluster's account; without one
     the error names both options. The hub's own account and region are left as they were."""
+    for account, name in (("999999999999", "reader"), ("888888888888", "elsewhere")):
+        reader_role(stacks_aws, monkeypatch, account, name)
     path, foreign, _ = fleet_file
     before = aws_state(stacks_aws)
     account = foreign["account"]
