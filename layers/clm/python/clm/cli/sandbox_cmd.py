@@ -146,8 +146,8 @@ def sandbox() -> None:
     """Run CLM's local sandbox: AWS on moto, a real Kubernetes control plane, simulated nodes.
 
     \b
-    clm sandbox up        start it in the background and deploy CLM into it (the first run builds Kubernetes)
-    clm sandbox up --accounts 3   a fleet: the hub and two target accounts, an example cluster in each
+    clm sandbox up        start it in the background and deploy CLM into it (the first run builds Kubernetes);
+                          with --accounts 3, a fleet: the hub and two target accounts, a cluster in each
     clm sandbox deploy    deploy CLM again into the running sandbox, e.g. after a code change
     clm sandbox status    is it running, and where
     clm sandbox down      stop it and remove its nodes and data
@@ -181,8 +181,9 @@ def sandbox() -> None:
     show_default=True,
     help="Accounts of the sandbox's organization: the hub's (123456789012, eu-central-1) and N-1 targets, "
     "222222222222 in eu-west-1, 333333333333 in eu-central-1, 444444444444 in eu-west-1. Each target gets "
-    "ClmTarget (bootstrapped and deployed with the CDK CLI as its admin), a control plane of its own and a copy "
-    "of kube-1, registered in the hub; the hub may reach them (clm:targetAccounts).",
+    "ClmTarget (bootstrapped and deployed with the CDK CLI as its admin), a control plane of its own (~0.5 GB) and "
+    "a copy of kube-1, registered in the hub (its first run starts); the hub may reach them (clm:targetAccounts). "
+    "docs/sandbox.md, 'A fleet'.",
 )
 @click.pass_obj
 def up(
