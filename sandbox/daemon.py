@@ -1,4 +1,5 @@
-"""The sandbox as one long-running process: moto server, control plane and node simulators.
+"""The sandbox as one long-running process: moto server, control plane and node simulators (with --accounts N,
+also N-1 target accounts, each with a control plane and simulators of its own: clm_sandbox.targets).
 
 Started in the background by `clm sandbox up` (clm_sandbox.runner); writes its endpoints to a state file
 when ready and stops everything on SIGTERM or SIGINT.
@@ -9,6 +10,8 @@ when ready and stops everything on SIGTERM or SIGINT.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +25,7 @@ import boto3
 from clm_sandbox.controlplane import ControlPlane, ensure_built
 from clm_sandbox.moto_server import SANDBOX_ENV, moto_server
 from clm_sandbox.nodesim.fleet import SimulatorFleet
+from clm_sandbox.targets import MAX_ACCOUNTS, fleet_targets, start_target
 
 STATE_FILE = "sandbox.json"
 LOG_FILE = "sandbox.log"
@@ -34,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--boot-delay", type=float, default=2.0, help="seconds from instance launch to Ready Node")
     parser.add_argument("--pod-ready-delay", type=float, default=0.5, help="seconds from pod bound to Ready")
     parser.add_argument("--time-scale", type=float, default=1.0, help="factor on pods' termination grace periods")
+    parser.add_argument(
+        "--accounts",
+        type=int,
+        default=1,
+        choices=range(1, MAX_ACCOUNTS + 1),
+        help="accounts: the hub's and N-1 targets, each with a control plane",
+    )
     return parser
 
 
@@ -45,7 +56,12 @@ def run(args: argparse.Namespace) -> None:
         signal.signal(sig, lambda *_: stop.set())
     os.environ.update(SANDBOX_ENV)
     ensure_built(state_dir / "control-plane-build.log")
-    with moto_server(args.port) as endpoint, ControlPlane(log_dir=state_dir / "control-plane") as cp:
+    options = {"boot_delay": args.boot_delay, "pod_ready_delay": args.pod_ready_delay, "time_scale": args.time_scale}
+    with (
+        moto_server(args.port) as endpoint,
+        ControlPlane(log_dir=state_dir / "control-plane") as cp,
+        contextlib.ExitStack() as targets,
+    ):
         from kubernetes import config
 
         kubeconfig = state_dir / "kubeconfig"
@@ -53,15 +69,11 @@ def run(args: argparse.Namespace) -> None:
         kubeconfig.chmod(0o600)
         session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
         fleet = SimulatorFleet(
-            config.new_client_from_config(str(kubeconfig)),
-            session,
-            endpoint_url=endpoint,
-            boot_delay=args.boot_delay,
-            pod_ready_delay=args.pod_ready_delay,
-            time_scale=args.time_scale,
+            config.new_client_from_config(str(kubeconfig)), session, endpoint_url=endpoint, **options
         )
         fleet.start()
         try:
+            planes = [start_target(targets, t, state_dir, endpoint, **options) for t in fleet_targets(args.accounts)]
             state = {
                 "pid": os.getpid(),
                 "moto_endpoint": endpoint,
@@ -69,6 +81,7 @@ def run(args: argparse.Namespace) -> None:
                 "kubeconfig": str(kubeconfig),
                 "region": SANDBOX_ENV["AWS_DEFAULT_REGION"],
                 "log": str(state_dir / LOG_FILE),
+                "targets": [dataclasses.asdict(plane) for plane in planes],
             }
             partial = state_dir / (STATE_FILE + ".tmp")
             partial.write_text(json.dumps(state, indent=2) + "\n")

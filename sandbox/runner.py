@@ -10,11 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clm_sandbox.controlplane import cache_root
 from clm_sandbox.daemon import LOG_FILE, STATE_FILE
+from clm_sandbox.targets import TargetPlane
 
 STOP_GRACE_SECONDS = 30.0
 KILL_GRACE_SECONDS = 10.0  # for the kernel to tear a killed process down and its parent to reap it
@@ -26,7 +27,7 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxState:
-    """A running sandbox: its process and endpoints."""
+    """A running sandbox: its process and endpoints, and its target accounts (TargetPlane's fields)."""
 
     pid: int
     moto_endpoint: str
@@ -34,6 +35,12 @@ class SandboxState:
     kubeconfig: str
     region: str
     log: str
+    targets: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def planes(self) -> list[TargetPlane]:
+        """The target accounts, with their clusters' control planes."""
+        return [TargetPlane(**target) for target in self.targets]
 
     def environment(self) -> dict[str, str]:
         """The variables that point boto3, the clm CLI and kubectl at this sandbox."""
@@ -67,7 +74,7 @@ def status(state_dir: Path | None = None) -> SandboxState | None:
 def up(
     state_dir: Path | None = None,
     *,
-    options: dict[str, float] | None = None,
+    options: dict[str, float | int] | None = None,
     timeout: float = 1800.0,
     progress: Callable[[str], None] = lambda _: None,
 ) -> SandboxState:

@@ -115,15 +115,19 @@ def run_cdk(
     return output
 
 
+def sandbox_session(credentials: Mapping[str, str]) -> boto3.Session:
+    """A session of `credentials` (:func:`credentials_for`) in their region."""
+    return boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
+        region_name=credentials["AWS_DEFAULT_REGION"],
+    )
+
+
 def sandbox_client(endpoint: str, credentials: Mapping[str, str] | None = None) -> Callable[[str], Any]:
     """A factory of clients for moto's server at `endpoint` with `credentials` (default: the sandbox's, the hub's)."""
-    acting = credentials or credentials_for(endpoint)
-    session = boto3.Session(
-        aws_access_key_id=acting["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=acting["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=acting.get("AWS_SESSION_TOKEN"),
-        region_name=acting["AWS_DEFAULT_REGION"],
-    )
+    session = sandbox_session(credentials or credentials_for(endpoint))
     return lambda service: session.client(service, endpoint_url=endpoint)
 
 
@@ -153,19 +157,23 @@ def deploy(
     stack: str = STACK,
     account: str | None = None,
     region: str | None = None,
+    assembly: Path | None = None,
 ) -> dict[str, str]:
     """`cdk deploy <stack> --method=direct` into `account` and `region` (default: the hub's) with `context`
-    (`-c key=value`, over cdk.json's) and the cloud assembly in `outdir`; returns the stack's outputs."""
+    (`-c key=value`, over cdk.json's) and the cloud assembly in `outdir`; or, given `assembly`, the stack of that
+    cloud assembly as it was synthesized (`--app <assembly>`: no synthesis, no context; `outdir` gets the outputs
+    file). Returns the stack's outputs."""
     outputs_file = outdir / "outputs.json"
     options = [arg for key, value in (context or {}).items() for arg in ("-c", f"{key}={_context_value(value)}")]
+    source = ["--app", str(assembly)] if assembly else ["--output", str(outdir)]
+    outdir.mkdir(parents=True, exist_ok=True)
     run_cdk(
         endpoint,
         "deploy",
         stack,
         "--method=direct",
         "--require-approval=never",
-        "--output",
-        str(outdir),
+        *source,
         "--outputs-file",
         str(outputs_file),
         *options,
@@ -175,9 +183,12 @@ def deploy(
     return json.loads(outputs_file.read_text())[stack]
 
 
-def deploy_target(endpoint: str, outdir: Path, account: str, region: str, app_dir: Path = ROOT) -> dict[str, str]:
-    """`cdk deploy ClmTarget -c clm:hub=<the sandbox's hub>` into `account` and `region`; returns its outputs."""
-    return deploy(endpoint, outdir, {"clm:hub": HUB}, app_dir, TARGET_STACK, account, region)
+def deploy_target(
+    endpoint: str, outdir: Path, account: str, region: str, app_dir: Path = ROOT, assembly: Path | None = None
+) -> dict[str, str]:
+    """`cdk deploy ClmTarget -c clm:hub=<the sandbox's hub>` into `account` and `region` (given `assembly`, its
+    ClmTarget as synthesized, with clm:hub: :func:`deploy`); returns its outputs."""
+    return deploy(endpoint, outdir, {"clm:hub": HUB}, app_dir, TARGET_STACK, account, region, assembly)
 
 
 def bootstrap_and_deploy(endpoint: str, outdir: Path, context: dict[str, Any] | None = None) -> dict[str, str]:

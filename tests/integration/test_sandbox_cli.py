@@ -1,22 +1,27 @@
 """`clm sandbox up|status|down` as a user runs them: the background sandbox serves AWS and Kubernetes, its
 node simulators turn a new auto scaling group into Ready Nodes, and `down` leaves no process behind; without
 CLM (`--bare`) the CLI says how to deploy it; with it, the path the README shows: up, import, provision --follow,
-status, down."""
+status, down; with `--accounts 3`, a hub and two target accounts, each with its target stack and cluster."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import boto3
 import pytest
 from kubernetes import client, config
 
+from clm.registry.clusters_yaml import load_clusters
+from clm_sandbox import accounts
 from clm_sandbox.nodesim import create_node_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
@@ -135,3 +140,90 @@ def test_from_sandbox_up_to_a_provisioned_cluster_with_the_cli_alone(tmp_path: P
     finally:
         stopped = clm("sandbox", "down", env=env)
     assert stopped.stdout.strip() == "sandbox stopped"
+
+
+def _sandbox_key(region: str) -> boto3.Session:
+    """A session of the sandbox's admin key (the hub's account)."""
+    return boto3.Session(aws_access_key_id="sandbox", aws_secret_access_key="sandbox", region_name=region)
+
+
+def _admin_session(endpoint: str, account: str, region: str) -> boto3.Session:
+    """A session of the account's admin role, assumed with the sandbox's key."""
+    sts = _sandbox_key(region).client("sts", endpoint_url=endpoint)
+    credentials = accounts.admin_credentials(sts, account)
+    return boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        region_name=region,
+    )
+
+
+def _serves(apiserver: str) -> bool:
+    """Whether a Kubernetes API server answers at the URL (any HTTP answer)."""
+    try:
+        urllib.request.urlopen(f"{apiserver}/healthz", timeout=5, context=ssl._create_unverified_context())
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def test_sandbox_up_with_three_accounts_deploys_a_hub_and_a_target_stack_and_cluster_in_each_other_account(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "CLM_SANDBOX_DIR": str(tmp_path), "COLUMNS": "200"}
+    for name in ("AWS_ENDPOINT_URL", "CLM_REGISTRY_TABLE", "CLM_STACK"):
+        env.pop(name, None)
+    started = clm("sandbox", "up", "--accounts", "3", "--boot-delay", "0.5", env=env)
+    assert started.returncode == 0, started.stderr[-3000:]
+    state = json.loads(clm("-o", "json", "sandbox", "status", env=env).stdout)[0]
+    apiservers = [state["kube_apiserver"], *(t["kube_apiserver"] for t in state["targets"])]
+    try:
+        output, endpoint = started.stdout, state["moto_endpoint"]
+        targets = [(t["account"], t["region"], t["cluster_id"]) for t in state["targets"]]
+        assert targets == [
+            ("222222222222", "eu-west-1", "aws:222222222222:eu-west-1:kube-2"),
+            ("333333333333", "eu-central-1", "aws:333333333333:eu-central-1:kube-3"),
+        ]
+        for line in (
+            "  targets:         ClmTarget in 222222222222/eu-west-1, 333333333333/eu-central-1, each deployed as its "
+            "account's admin",
+            "  clm provision aws:222222222222:eu-west-1:kube-2 --follow",
+            f"  KUBECONFIG={state['targets'][0]['kubeconfig']} kubectl get nodes",
+        ):
+            assert line in output.splitlines(), line
+        for account, region, _ in targets:  # each target stack in its own account and region, as its admin made it
+            stacks = _admin_session(endpoint, account, region).client("cloudformation", endpoint_url=endpoint)
+            described = {s["StackName"]: s for s in stacks.describe_stacks()["Stacks"]}
+            assert described["CDKToolkit"]["StackStatus"] == "CREATE_COMPLETE"
+            assert described["ClmTarget"]["StackStatus"] == "CREATE_COMPLETE"
+            outputs = {o["OutputKey"]: o["OutputValue"] for o in described["ClmTarget"]["Outputs"]}
+            assert outputs["Hub"] == "123456789012:eu-central-1"
+        hub = _sandbox_key(state["region"])
+        hub_stacks = hub.client("cloudformation", endpoint_url=endpoint).describe_stacks()["Stacks"]
+        assert "ClmTarget" not in {s["StackName"] for s in hub_stacks}
+        functions = hub.client("lambda", endpoint_url=endpoint).list_functions()["Functions"]
+        allowed = {f.get("Environment", {}).get("Variables", {}).get("CLM_TARGET_ACCOUNTS") for f in functions}
+        assert "222222222222,333333333333" in allowed  # the hub's clm:targetAccounts
+
+        clusters = load_clusters((tmp_path / "clusters.yaml").read_text())
+        ids = ["aws:123456789012:eu-central-1:kube-1", *(cluster for _, _, cluster in targets)]
+        assert [c.id for c in clusters] == ids
+        secrets = hub.client("secretsmanager", endpoint_url=endpoint)
+        kubeconfigs = [state["kubeconfig"], *(t["kubeconfig"] for t in state["targets"])]
+        for cluster, kubeconfig in zip(clusters, kubeconfigs, strict=True):  # each reaching its own control plane
+            secret = secrets.describe_secret(SecretId=cluster.config_items["kube_auth_secret"])
+            assert secret["Tags"] == [{"Key": "clm:cluster-id", "Value": cluster.id}]
+            value = secrets.get_secret_value(SecretId=secret["Name"])["SecretString"]
+            assert value == Path(kubeconfig).read_text()
+        assert len(set(apiservers)) == 3 and all(map(_serves, apiservers))
+
+        shell = {**env, **exported(output)}
+        listed = json.loads(clm("-o", "json", "registry", "list", env=shell).stdout)
+        assert sorted(row["id"] for row in listed) == sorted(ids)  # registered: their first runs started
+    finally:
+        stopped = clm("sandbox", "down", env=env)
+    assert stopped.stdout.strip() == "sandbox stopped"
+    assert not any(map(_serves, apiservers))  # every control plane stopped
