@@ -223,6 +223,13 @@ def test_sandbox_up_with_three_accounts_deploys_a_hub_and_a_target_stack_and_clu
         shell = {**env, **exported(output)}
         listed = json.loads(clm("-o", "json", "registry", "list", env=shell).stdout)
         assert sorted(row["id"] for row in listed) == sorted(ids)  # registered: their first runs started
+        kube_2 = ids[1]
+        plan_line = next(line.strip() for line in output.splitlines() if line.strip().startswith(f"clm plan {kube_2}"))
+        planned = clm("-o", "json", *plan_line.split()[1:], env=shell)  # the printed command, as a newcomer runs it
+        assert planned.returncode == 0, planned.stderr[-3000:]
+        assert json.loads(planned.stdout)["cluster"] == kube_2
+        checked = {row["account"]: row for row in json.loads(clm("-o", "json", "targets", env=shell).stdout)}
+        assert [checked[account]["reachable"] for account in ("222222222222", "333333333333")] == [True, True], checked
     finally:
         stopped = clm("sandbox", "down", env=env)
     assert stopped.stdout.strip() == "sandbox stopped"

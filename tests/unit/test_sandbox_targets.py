@@ -169,11 +169,14 @@ def test_a_fleets_next_steps_name_a_target_cluster_and_its_kubeconfig(
         "  targets:         ClmTarget in 222222222222/eu-west-1, 333333333333/eu-central-1, each deployed as its "
         "account's admin",
         "  registry file:   /s/clusters.yaml (3 clusters, each on its own control plane)",
-        "  registered:      3 new, their first runs start (written as the sandbox's admin:",
+        "  registered:      3 new, their first runs start (as `clm registry import` of the file would)",
         f"  clm provision {PLANES[0].cluster_id} --follow",
         "  clm registry list --account 222222222222",
         "  KUBECONFIG=/s/kc-kube-2 kubectl get nodes",
         f"  clm plan {KUBE_1} --config s3://bucket/config",
+        f"  clm plan {PLANES[0].cluster_id} --config s3://bucket/config --target-role "
+        "arn:aws:iam::222222222222:role/OrganizationAccountAccessRole",
+        "  clm targets",
     ):
         assert line in result.output.splitlines(), line
     assert "clm registry import /s/clusters.yaml" not in result.output

@@ -81,6 +81,7 @@ def _show_next(deployed: Any, state: Any) -> None:
 def _show_fleet_next(deployed: Any, plane: Any) -> None:
     """A fleet's deployment (the hub, its targets, the clusters registered), then the commands to try next (in the
     first target, `plane`)."""
+    admin_role = _sandbox_module("accounts").admin_role_arn
     clusters = (deployed.cluster_id, *deployed.targets)
     places = ", ".join("/".join(cluster.split(":")[1:3]) for cluster in deployed.targets)  # aws:<acct>:<region>:..
     click.secho(f"\nCLM deployed: stack Clm, registry table {deployed.outputs['RegistryTableName']}", fg="green")
@@ -89,8 +90,7 @@ def _show_fleet_next(deployed: Any, plane: Any) -> None:
     click.echo(f"  registry file:   {deployed.clusters_file} ({len(clusters)} clusters, each on its own control plane)")
     new = len(deployed.registered)
     if new:
-        click.echo(f"  registered:      {new} new, their first runs start (written as the sandbox's admin:")
-        click.echo("                   `clm registry import` refuses clusters outside the caller's account)")
+        click.echo(f"  registered:      {new} new, their first runs start (as `clm registry import` of the file would)")
     else:
         click.echo(f"  registered:      all {len(clusters)} already")
     click.echo("\nNext, in a shell with the exports above:")
@@ -101,6 +101,11 @@ def _show_fleet_next(deployed: Any, plane: Any) -> None:
         (f"KUBECONFIG={plane.kubeconfig} kubectl get nodes", "its nodes, on its own control plane"),
         ("clm sandbox status", "every account's Kubernetes API and kubeconfig"),
         (f"clm plan {deployed.cluster_id} --config {deployed.config_uri}", "what a run would change (the hub's)"),
+        (
+            f"clm plan {plane.cluster_id} --config {deployed.config_uri} --target-role {admin_role(plane.account)}",
+            "the same in a target account, read through its admin role",
+        ),
+        ("clm targets", "each account and region: allowed, reachable, its target stack"),
         ("clm sandbox deploy", "redeploy the hub and the targets after a code change"),
         ("clm sandbox down", "stop everything, every account's control plane too"),
     ):
