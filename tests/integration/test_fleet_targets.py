@@ -1,10 +1,10 @@
 """One hub, a fleet in three accounts and two regions, end to end on the sandbox with IAM enforced (issue 27): the hub
 (`Clm` with clm:targetAccounts) in 123456789012/eu-central-1, `ClmTarget` deployed into 222222222222/eu-west-1 and
-333333333333/eu-central-1 by each account's admin, and a cluster in each of the three. Each is provisioned (its
-stacks made by its account's ClusterStackRole), rolled to a new AMI and decommissioned by the same runs, every stack
-and instance in its own account and region and none elsewhere (listed per account after each phase), with no call
-refused. As Zalando's CLM, which assumes its role in each cluster's account (provisioner/clusterpy.go
-setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
+333333333333/eu-central-1 by each account's admin and into the hub's own account in eu-west-1, and a cluster in each
+of the four places. Each is provisioned (its stacks made by its account's ClusterStackRole), rolled to a new AMI and
+decommissioned by the same runs, every stack and instance in its own account and region and none elsewhere (listed
+per account after each phase), with no call refused. As Zalando's CLM, which assumes its role in each cluster's
+account (provisioner/clusterpy.go setupAWSAdapter) and checks where it landed (aws.go VerifyAccount)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried 
 
 HUB = Target(accounts.MANAGEMENT_ACCOUNT, "eu-central-1")
 TARGETS = (Target("222222222222", "eu-west-1"), Target("333333333333", "eu-central-1"))
-PLACES = (HUB, *TARGETS, Target("222222222222", "eu-central-1"), Target(accounts.MANAGEMENT_ACCOUNT, "eu-west-1"))
+OWN_REGION = Target(HUB.account, "eu-west-1")  # the hub's own account, another region: a target stack there too
+PLACES = (HUB, *TARGETS, OWN_REGION, Target("222222222222", "eu-central-1"), Target("333333333333", "eu-west-1"))
 CONTEXT = {"clm:targetAccounts": ",".join(t.account for t in TARGETS), "clm:hub": f"{HUB.account}:{HUB.region}"}
 
 
@@ -74,7 +75,7 @@ def fleet(
     base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     with contextlib.ExitStack() as stack:
         clusters = []
-        for target in (HUB, *TARGETS):
+        for number, target in enumerate((HUB, *TARGETS, OWN_REGION), 1):
             if target == HUB:
                 session = _session(target, sts)
                 cluster, plane, api = base, control_plane, kube_api
@@ -82,7 +83,7 @@ def fleet(
             else:
                 session = _session(target, sts)
                 deploy_assembly(target_assembly, session.client, target.region)
-                cluster = elsewhere(base, account=target.account, region=target.region)
+                cluster = _numbered(elsewhere(base, account=target.account, region=target.region), number)
                 plane = stack.enter_context(ControlPlane())
                 api = config.new_client_from_config(str(plane.kubeconfig_path))
                 items = {**base.config_items, "kube_auth_secret": f"clm/{cluster.local_id}"}
@@ -95,6 +96,12 @@ def fleet(
             )
             clusters.append((cluster, session))
         yield clusters
+
+
+def _numbered(cluster: Cluster, number: int) -> Cluster:
+    """`cluster` named kube-<number>-<region> (its local id and id), unique across the fleet."""
+    local_id = f"kube-{number}-{cluster.region}"
+    return dataclasses.replace(cluster, id=cluster.id.rsplit(":", 1)[0] + f":{local_id}", local_id=local_id)
 
 
 def where_things_are(deployment: Deployment) -> dict[Target, dict[str, Any]]:
@@ -136,13 +143,13 @@ def _runs(deployment: Deployment, known: int, count: int) -> list[dict[str, Any]
     return working
 
 
-def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_and_two_regions(
+def test_one_hub_provisions_rolls_and_decommissions_four_clusters_in_three_accounts_and_two_regions(
     deployment: Deployment, fleet: list[tuple[Cluster, boto3.Session]]
 ) -> None:
     clusters = [cluster for cluster, _ in fleet]
     for cluster in clusters:
         deployment.registry.put(cluster)
-    runs = _runs(deployment, 0, 3)
+    runs = _runs(deployment, 0, 4)
     targets = {json.loads(e["output"])["plan"]["cluster_id"]: json.loads(e["output"])["plan"]["target"] for e in runs}
     assert targets == {c.id: {"account": c.account_id, "region": c.region} for c in clusters}
     placed = where_things_are(deployment)
@@ -155,7 +162,7 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     }
     assert {(row["id"], row["account"], row["region"], row["lifecycle"]) for row in clm_status(deployment)} == {
         (c.id, c.account_id, c.region, "ready") for c in clusters
-    }  # one fleet view: `clm status` lists the three with their accounts and regions
+    }  # one fleet view: `clm status` lists the four with their accounts and regions
     for cluster, session in fleet[1:]:  # each target's stacks handled by its own ClusterStackRole
         role = Target(cluster.account_id, cluster.region).stack_role_arn()
         described = session.client("cloudformation").describe_stacks(StackName=cluster.local_id)["Stacks"][0]
@@ -163,12 +170,12 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
 
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)  # reconcile starts a run per cluster: each rolls its nodes in its own account
-    _runs(deployment, known, 3)
+    _runs(deployment, known, 4)
     rolled = where_things_are(deployment)
     for place, cluster in by_place.items():
         assert len(rolled[place]["instances"]) == 3 and not rolled[place]["instances"] & placed[place]["instances"]
         assert rolled[place]["stacks"] == _expected_stacks(cluster)
-    assert deployment.roll_states().count("Terminate") == 9
+    assert deployment.roll_states().count("Terminate") == 12
 
     known = len(deployment.executions(deployment.provision))
     followed = clusters[1]  # `clm decommission --follow` of a cluster in another account: the hub's executions show it
@@ -178,9 +185,10 @@ def test_one_hub_provisions_rolls_and_decommissions_clusters_in_three_accounts_a
     )
     assert result.exit_code == 0, (result.output, result.exception)
     assert f"[decommission] Stack {followed.local_id}: DELETE_COMPLETE" in result.output
-    for cluster in (clusters[0], clusters[2]):
-        deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
-    _runs(deployment, known, 3)
+    for cluster in clusters:
+        if cluster != followed:
+            deployment.registry.put(dataclasses.replace(cluster, lifecycle_status="decommission-requested"))
+    _runs(deployment, known, 4)
     gone = where_things_are(deployment)
     assert {place: found["stacks"] for place, found in gone.items()} == {place: set() for place in PLACES}
     assert {c.id: deployment.registry.get(c.id).lifecycle_status for c in clusters} == dict.fromkeys(
