@@ -26,6 +26,7 @@ from moto import mock_aws
 from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry, create_table
 from clm.targets import Target
+from clm_sandbox import accounts
 from clm_sandbox.iam import enforcement, principals
 from clm_sandbox.moto_server import SERVER_CONFIG
 from clm_sandbox.patches import apply_all
@@ -164,17 +165,7 @@ def _set_up(admin: boto3.Session) -> World:
             )
         ids.append(cluster_id)
     _role(admin, FUNCTION_ROLE, LAMBDA_TRUST, FUNCTION_GRANTS)
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:aws:iam::{HUB.account}:root"},
-                "Action": "sts:AssumeRole",
-                "Condition": {"ArnLike": {"aws:PrincipalArn": f"arn:aws:iam::{HUB.account}:role/{FUNCTION_PREFIX}*"}},
-            }
-        ],
-    }
+    trust = accounts.hub_role_trust(HUB.account, f"{FUNCTION_PREFIX}*")
     with _acting_in(TARGET.account):
         _role(admin, TARGET_ROLE.format(region=TARGET.region), trust, TARGET_GRANTS)
     return World(*ids)

@@ -63,3 +63,36 @@ def admin_credentials(sts: Any, account: str) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": found["SecretAccessKey"],
         "AWS_SESSION_TOKEN": found["SessionToken"],
     }
+
+
+def admin_session(sts: Any, account: str, region: str) -> Any:
+    """A boto3 session of `account`'s admin in `region` (the account made a member first); in the management
+    account, the sandbox's own admin key. `sts`: an STS client of that key."""
+    import boto3
+
+    if account == MANAGEMENT_ACCOUNT:
+        return boto3.Session(region_name=region)
+    add_account(account)
+    credentials = admin_credentials(sts, account)
+    return boto3.Session(
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials["AWS_SESSION_TOKEN"],
+        region_name=region,
+    )
+
+
+def hub_role_trust(hub_account: str, role_pattern: str) -> dict[str, Any]:
+    """A target role's trust as `ClmTarget` writes it: the hub account's root, only for principals whose ARN matches
+    `arn:aws:iam::<hub_account>:role/<role_pattern>` (infra.target_roles)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{hub_account}:root"},
+                "Action": "sts:AssumeRole",
+                "Condition": {"ArnLike": {"aws:PrincipalArn": f"arn:aws:iam::{hub_account}:role/{role_pattern}"}},
+            }
+        ],
+    }

@@ -49,18 +49,8 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 
 
 def _session(target: Target, sts: Any) -> boto3.Session:
-    """A session of the account's admin (the sandbox's own key in the hub's account) in the target's region (the
-    account made a member of the sandbox's organization first)."""
-    if target.account == HUB.account:
-        return boto3.Session(region_name=target.region)
-    accounts.add_account(target.account)
-    credentials = accounts.admin_credentials(sts, target.account)
-    return boto3.Session(
-        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=credentials["AWS_SESSION_TOKEN"],
-        region_name=target.region,
-    )
+    """A session of the account's admin in the target's region (clm_sandbox.accounts.admin_session)."""
+    return accounts.admin_session(sts, target.account, target.region)
 
 
 @pytest.fixture

@@ -62,33 +62,13 @@ def stack_with_outputs(session: boto3.Session, name: str, outputs: dict[str, str
 
 def admin_session(sandbox: boto3.Session, target: Target) -> boto3.Session:
     """A session of `target`'s account admin in its region (the sandbox's own key in the hub's account)."""
-    if target.account == HUB.account:
-        return boto3.Session(region_name=target.region)
-    accounts.add_account(target.account)
-    credentials = accounts.admin_credentials(sandbox.client("sts"), target.account)
-    return boto3.Session(
-        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=credentials["AWS_SESSION_TOKEN"],
-        region_name=target.region,
-    )
+    return accounts.admin_session(sandbox.client("sts"), target.account, target.region)
 
 
 def deploy_target(sandbox: boto3.Session, target: Target, stack_hub: str, stack: str = "ClmTarget") -> None:
     """In `target`, by its admin: a stack `stack` with the run target role (trusting only the hub's run role, allowed
     DescribeStacks there) and the output Hub naming `stack_hub`."""
-    hub_role = f"arn:aws:iam::{HUB.account}:role/Clm-RunFunctionRole*"
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:aws:iam::{HUB.account}:root"},
-                "Action": "sts:AssumeRole",
-                "Condition": {"ArnLike": {"aws:PrincipalArn": hub_role}},
-            }
-        ],
-    }
+    trust = accounts.hub_role_trust(HUB.account, "Clm-RunFunctionRole*")
     stacks = f"arn:aws:cloudformation:{target.region}:{target.account}:stack/*"
     read = {"Effect": "Allow", "Action": "cloudformation:DescribeStacks", "Resource": stacks}
     role = {
