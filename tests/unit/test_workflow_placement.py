@@ -201,3 +201,49 @@ def test_reconcile_starts_no_run_for_clusters_of_accounts_not_allowed_schedule_a
 def _executions(sfn: Any, machine: str) -> list[dict[str, Any]]:
     listed = sfn.list_executions(stateMachineArn=machine)["executions"]
     return [sfn.describe_execution(executionArn=e["executionArn"]) for e in listed]
+
+
+def test_a_provisioned_cluster_is_not_moved_by_a_registry_edit_and_is_decommissioned_where_it_is(
+    aws, example_registry: DynamoRegistry, example_clusters
+) -> None:
+    """A registry writer changes a provisioned cluster's account (CLM would provision a copy there and orphan the
+    original): its provision is refused naming both places; its decommission acts where it was provisioned; once
+    decommissioned, the record is gone."""
+    cluster = elsewhere(example_clusters[0], region="eu-west-1")
+    example_registry.put(cluster)
+    plan = begin(example_registry, lambda _: "v1", cluster.id, EXECUTION, lambda _: False, reach=lambda *_: "")
+    assert plan.action == "provision"
+    here = Target("123456789012", "eu-west-1")
+    assert example_registry.placement(cluster.id) == here
+    example_registry.release_lock(cluster.id, EXECUTION)
+
+    moved = dataclasses.replace(cluster, infrastructure_account="aws:222222222222")
+    example_registry.put(moved)
+    plan = begin(example_registry, lambda _: "v2", cluster.id, EXECUTION, lambda _: False, reach=lambda *_: "")
+    assert plan.action == SKIP and plan.target == {"account": "123456789012", "region": "eu-west-1"}
+    assert plan.reason == (
+        f"target: cluster {cluster.id}: its registry item names account 222222222222, region eu-west-1, but CLM "
+        "provisioned it in account 123456789012, region eu-west-1: CLM does not move a cluster; restore "
+        "infrastructure_account and region, or decommission it (it is decommissioned where it was provisioned) and "
+        "register it anew"
+    )
+    assert example_registry.get(cluster.id).status.problems[-1].title == plan.reason
+    assert example_registry.lock_holder(cluster.id) is None
+
+    example_registry.put(dataclasses.replace(moved, lifecycle_status="decommission-requested"))
+    reached: list[Target] = []
+    plan = begin(
+        example_registry,
+        lambda _: "v2",
+        cluster.id,
+        EXECUTION,
+        lambda _: False,
+        reach=lambda _, target: reached.append(target) or "",
+    )
+    assert (plan.action, plan.target, reached) == (
+        "decommission",
+        {"account": "123456789012", "region": "eu-west-1"},
+        [here],
+    )
+    example_registry.record_decommissioned(cluster.id)
+    assert example_registry.placement(cluster.id) is None

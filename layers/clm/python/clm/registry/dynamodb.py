@@ -23,6 +23,7 @@ from clm.errors import ClusterNotFound, LockHeld, RegistryError, ValidationError
 from clm.model import Cluster, ClusterStatus, Problem
 from clm.registry.item_size import spec_item_problem
 from clm.registry.problems import add_problem
+from clm.targets import Target
 
 MAX_ATTEMPTS = 10
 _NAMES = {
@@ -35,6 +36,7 @@ _NAMES = {
     "#lifecycle": "lifecycle_status",
     "#parked": "parked",
     "#woken": "woken_at",
+    "#placed": "provisioned_in",
 }
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
@@ -194,8 +196,23 @@ class DynamoRegistry:
             status.problems = []
 
         return self._write_status(
-            cluster_id, change, ", #spec.#lifecycle = :lifecycle", {":lifecycle": "decommissioned"}
+            cluster_id, change, ", #spec.#lifecycle = :lifecycle REMOVE #placed", {":lifecycle": "decommissioned"}
         )
+
+    # --- where its resources are ----------------------------------------------------------------
+
+    def record_placement(self, cluster_id: str, target: Target) -> None:
+        """Remember where the cluster's resources are made: its first provision's target, kept until decommissioned
+        (a later target does not replace it)."""
+        placed = {"account": target.account, "region": target.region}
+        self._update(
+            cluster_id, "SET #placed = if_not_exists(#placed, :placed)", "attribute_exists(#id)", {":placed": placed}
+        )
+
+    def placement(self, cluster_id: str) -> Target | None:
+        """Where the cluster's resources are (record_placement), None before its first provision."""
+        placed = _deserialize(self._get_item(cluster_id, "#id, #placed")).get("provisioned_in")
+        return None if placed is None else Target(str(placed["account"]), str(placed["region"]))
 
     # --- lock -----------------------------------------------------------------------------------
 

@@ -57,3 +57,13 @@ def refusal(cluster: Cluster, home: Target) -> str:
         f"cluster {cluster.id}: {' and '.join(fields)} {'are' if len(fields) > 1 else 'is'} not this deployment's "
         f"({home})"
     )
+
+
+def moved(cluster: Cluster, placed: Target) -> str:
+    """Why a provision of `cluster`, whose resources are in `placed`, is refused now that its registry item names
+    another account or region (CLM does not move a cluster)."""
+    return (
+        f"cluster {cluster.id}: its registry item names {of_cluster(cluster)}, but CLM provisioned it in {placed}: "
+        "CLM does not move a cluster; restore infrastructure_account and region, or decommission it (it is "
+        "decommissioned where it was provisioned) and register it anew"
+    )

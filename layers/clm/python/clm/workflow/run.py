@@ -47,13 +47,22 @@ def begin(
     lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem. When the
     lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose target
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
-    call for it.
+    call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
+    after that is refused (a problem), and its decommission acts where they are.
     """
     cluster = registry.get(cluster_id)
     target = placement.of_cluster(cluster)
-    where = asdict(target)
     if cluster.lifecycle_status == "decommissioned":
-        return RunPlan(cluster_id, SKIP, "cluster is decommissioned", target=where)
+        return RunPlan(cluster_id, SKIP, "cluster is decommissioned", target=asdict(target))
+    placed = registry.placement(cluster_id)
+    if placed is not None and placed != target:
+        if cluster.lifecycle_status == "decommission-requested":
+            target = placed  # its resources are where it was provisioned, whatever the registry says now
+        else:  # CLM does not move a cluster: a registry edit would orphan its resources and provision a copy
+            title = f"target: {placement.moved(cluster, placed)}"
+            registry.record_problem(cluster_id, Problem(title=title, instance=execution))
+            return RunPlan(cluster_id, SKIP, title, target=asdict(placed))
+    where = asdict(target)
     refused = reach(cluster_id, target)
     if refused:  # recorded on the cluster as a configuration problem is; no lock, no AWS call for the cluster
         title = f"target: {refused}"
@@ -83,6 +92,7 @@ def begin(
         reason = f"execution {held.holder} is already running for this cluster{note}"
         return RunPlan(cluster_id, SKIP, reason, desired, where)
     if action == PROVISION:
+        registry.record_placement(cluster_id, target)
         registry.start_update(cluster_id, desired)
     return RunPlan(cluster_id, action, reason, desired, where)
 
