@@ -59,6 +59,18 @@ class ConfigSourceError(ClmError):
     asl_name = "ConfigSourceError"
 
 
+class RolloutPolicyError(ClmError):
+    """An invalid rollout policy (cluster/rollout.yaml); names the file and, when known, the line."""
+
+    asl_name = "RolloutPolicyError"
+
+    def __init__(self, message: str, file: str, line: int | None = None):
+        self.file = file
+        self.line = line
+        self.message = message
+        super().__init__(_located(message, file + (f":{line}" if line else "")))
+
+
 class RenderError(ClmError):
     """A template or rendered document is invalid; names the file and line when known."""
 

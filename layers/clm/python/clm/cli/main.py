@@ -12,6 +12,7 @@ from clm.cli.migrate_cmd import migrate
 from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
+from clm.cli.rollout_cmd import rollout
 from clm.cli.run_cmd import decommission, provision
 from clm.cli.sandbox_cmd import sandbox
 from clm.cli.status_cmd import status
@@ -36,6 +37,8 @@ Examples:
                                                  the policy CloudFormation's role needs for your stacks
   clm plan CLUSTER_ID --config s3://bucket/config
                                                  what a run would change (stack diffs, nodes to replace)
+  clm rollout plan --config s3://bucket/config
+                                                 the waves a rollout policy makes of the fleet
   clm sandbox up                                 start the local sandbox with CLM deployed into it
   clm migrate ../kubernetes-on-aws config        translate a Zalando CLM configuration (Go templates)
   clm encrypt CLUSTER_ID ITEM < value.txt        a config item as aws:kms:... bound to its cluster and item
@@ -81,6 +84,7 @@ cli.add_command(sandbox)
 cli.add_command(migrate)
 cli.add_command(encrypt)
 cli.add_command(targets)
+cli.add_command(rollout)
 registry.add_command(reencrypt)
 
 

@@ -1,0 +1,188 @@
+"""Reading a rollout policy (cluster/rollout.yaml): strict, bounded, every error naming file and line.
+
+Unknown keys, values of the wrong kind, a list that selects nothing, durations that are not Go durations or
+longer than a week, concurrencies below 1, percentages outside 1-100%, no waves, more than MAX_WAVES and
+duplicate wave names are refused (docs/rollouts.md: the format).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, NoReturn
+
+import yaml
+
+from clm.errors import RolloutPolicyError
+from clm.kube.settings import parse_duration
+from clm.rollout.policy import ORDER_KEYS, UNMATCHED, Concurrency, Policy, Selector, Wave
+from clm.yamlutil import LineDict, LineList, error_line, error_reason, load_with_lines, scalar_text
+
+MAX_BYTES = 64 * 1024  # a policy of 100 waves with long cluster lists fits; a huge file is refused before parsing
+MAX_WAVES = 100
+MAX_CONCURRENCY = 1000
+MAX_BAKE_SECONDS = 7 * 24 * 3600  # a week: a longer bake is a typo (or a way to stop rollouts no one would see)
+POLICY_KEYS = ("waves", "max_concurrency", "environments")
+WAVE_KEYS = ("name", "select", "exclude", "size", "concurrency", "bake", "order")
+SELECTOR_KEYS = ("environment", "criticality", "channel", "account", "region", "clusters", "config_items")
+_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_ACCOUNT = re.compile(r"(aws:)?(\d{12})")
+_PERCENT = re.compile(r"(\d{1,3})%")
+
+
+def parse(text: str | bytes, source: str) -> Policy:
+    """The policy `text` (read from `source`) describes; RolloutPolicyError naming `source` and the line."""
+    reader = _Reader(source)
+    if len(text) > MAX_BYTES:
+        reader.fail(None, f"{len(text):,} bytes: a rollout policy is at most {MAX_BYTES:,}")
+    try:
+        data = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        reader.fail(error_line(exc), error_reason(exc))
+    if not isinstance(data, LineDict):
+        reader.fail(getattr(data, "line", None) or 1, "expected a mapping with `waves`")
+    reader.known_keys(data, POLICY_KEYS, "policy")
+    waves = data.get("waves")
+    if not isinstance(waves, LineList) or not waves:
+        reader.fail(data.line_of("waves"), "waves: a non-empty list of waves (name, select, concurrency, bake...)")
+    if len(waves) > MAX_WAVES:
+        reader.fail(waves.line, f"{len(waves)} waves: at most {MAX_WAVES}")
+    parsed, lines = [], {}
+    for item, line in zip(waves, waves.item_lines, strict=True):
+        wave = reader.wave(item, line)
+        if wave.name in lines:
+            reader.fail(line, f"wave {wave.name!r} is named twice (first at line {lines[wave.name]})")
+        lines[wave.name] = line
+        parsed.append(wave)
+    max_concurrency = reader.count(data, "max_concurrency", 3, "policy")
+    environments = tuple(reader.strings(data, "environments", "policy") or ("test", "staging", "production"))
+    return Policy(tuple(parsed), max_concurrency, environments, source)
+
+
+class _Reader:
+    """Reads the parts of one policy file, failing with its name and the line at fault."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, line: int | None, message: str) -> NoReturn:
+        raise RolloutPolicyError(message, self.source, line)
+
+    def known_keys(self, data: LineDict, keys: tuple[str, ...], what: str) -> None:
+        for key in data:
+            if key not in keys:
+                self.fail(data.line_of(str(key)), f"{what}: unknown key {key!r} (known: {', '.join(keys)})")
+
+    def wave(self, item: Any, line: int) -> Wave:
+        if not isinstance(item, LineDict):
+            self.fail(line, "a wave is a mapping (name, select, concurrency, bake...)")
+        self.known_keys(item, WAVE_KEYS, "wave")
+        name = item.get("name")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            self.fail(item.line_of("name"), f"wave name {name!r}: lower-case letters, digits and '-', 1-63")
+        if name == UNMATCHED:
+            self.fail(item.line_of("name"), f"wave name {UNMATCHED!r} is the clusters no wave selects")
+        what = f"wave {name}"
+        values: dict[str, Any] = {"name": name}
+        if "select" in item:
+            values["selector"] = self.selector(item["select"], item.line_of("select"), f"{what}: select")
+        if "exclude" in item:
+            values["exclude"] = self.selector(item["exclude"], item.line_of("exclude"), f"{what}: exclude")
+        if "size" in item:
+            values["size"] = self.count(item, "size", 1, what, bound=None)
+        if "concurrency" in item:
+            values["concurrency"] = self.concurrency(item, what)
+        if "bake" in item:
+            values["bake_seconds"] = self.bake(item, what)
+        if "order" in item:
+            values["order"] = self.order(item, what)
+        return Wave(**values)
+
+    def selector(self, data: Any, line: int, what: str) -> Selector:
+        if not isinstance(data, LineDict):
+            self.fail(line, f"{what}: a mapping of {', '.join(SELECTOR_KEYS)}")
+        self.known_keys(data, SELECTOR_KEYS, what)
+        values: dict[str, Any] = {}
+        for key in ("environment", "channel", "region", "clusters"):
+            if key in data:
+                values[key] = frozenset(self.strings(data, key, what))
+        if "criticality" in data:
+            values["criticality"] = frozenset(self.listed(data, "criticality", what, int, "a whole number"))
+        if "account" in data:
+            values["account"] = frozenset(
+                self.account(data, value, what) for value in self.strings(data, "account", what)
+            )
+        if "config_items" in data:
+            items = data["config_items"]
+            if not isinstance(items, LineDict) or not items:
+                self.fail(data.line_of("config_items"), f"{what}: config_items: a mapping of item names to values")
+            values["config_items"] = {
+                str(name): frozenset(self.listed(items, str(name), f"{what}: config_items", (str, int, float), "text"))
+                for name in items
+            }
+        return Selector(**values)
+
+    def listed(self, data: LineDict, key: str, what: str, kind: Any, described: str) -> list[Any]:
+        """A value or a non-empty list of values of `kind` (never a bool), config items' as text."""
+        value = data[key]
+        items = list(value) if isinstance(value, list) else [value]
+        if not items:
+            self.fail(data.line_of(key), f"{what}: {key}: an empty list selects nothing; list at least one value")
+        for entry in items:
+            if isinstance(entry, bool) or not isinstance(entry, kind):
+                self.fail(data.line_of(key), f"{what}: {key}: {entry!r} is not {described}")
+        return [entry if kind is int else scalar_text(entry) for entry in items]
+
+    def strings(self, data: LineDict, key: str, what: str) -> list[str] | None:
+        if key not in data:
+            return None
+        return self.listed(data, key, what, str, "text (quote numbers)")
+
+    def account(self, data: LineDict, value: str, what: str) -> str:
+        match = _ACCOUNT.fullmatch(value)
+        if not match:
+            self.fail(data.line_of("account"), f"{what}: account {value!r} is not aws:<12 digits> or 12 digits")
+        return match.group(2)
+
+    def count(self, data: LineDict, key: str, default: int, what: str, bound: int | None = MAX_CONCURRENCY) -> int:
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (bound and value > bound):
+            limit = f"1 to {bound}" if bound else "at least 1"
+            self.fail(data.line_of(key), f"{what}: {key} {value!r} is not a whole number {limit}")
+        return value
+
+    def concurrency(self, data: LineDict, what: str) -> Concurrency:
+        value = data["concurrency"]
+        if isinstance(value, str):
+            match = _PERCENT.fullmatch(value.strip())
+            if not match or not 1 <= int(match.group(1)) <= 100:
+                self.fail(data.line_of("concurrency"), f"{what}: concurrency {value!r} is not a percentage 1-100%")
+            return Concurrency(int(match.group(1)), percent=True)
+        return Concurrency(self.count(data, "concurrency", 1, what))
+
+    def bake(self, data: LineDict, what: str) -> int:
+        value = data["bake"]
+        try:
+            seconds = (
+                parse_duration(str(value)) if isinstance(value, str) or (type(value) is int and value == 0) else None
+            )
+        except ValueError:
+            seconds = None
+        if seconds is None:
+            self.fail(data.line_of("bake"), f"{what}: bake {value!r} is not a duration like 30m, 2h or 1h30m")
+        if seconds > MAX_BAKE_SECONDS:
+            self.fail(data.line_of("bake"), f"{what}: bake {value!r} is longer than a week (168h)")
+        return math.ceil(seconds)
+
+    def order(self, data: LineDict, what: str) -> tuple[str, ...]:
+        keys = self.strings(data, "order", what) or []
+        for key in keys:
+            if key.removeprefix("-") not in ORDER_KEYS:
+                self.fail(
+                    data.line_of("order"),
+                    f"{what}: order {key!r}: one of {', '.join(ORDER_KEYS)}, '-' first to reverse",
+                )
+        fields = [key.removeprefix("-") for key in keys]
+        if len(set(fields)) != len(fields):
+            self.fail(data.line_of("order"), f"{what}: order names a field twice")
+        return tuple(keys) if "id" in fields else (*keys, "id")
