@@ -46,8 +46,9 @@ def test_selection_order_and_exclusions(example_clusters) -> None:
 def test_priority_within_a_reason_is_criticality_then_id_and_decommission_beats_an_interrupted_update(
     example_clusters,
 ) -> None:
-    """CLM's cluster_list.go: priority, then the higher criticality_level; a decommission-requested cluster counts as
-    a decommission even when its update was interrupted (CLM checks decommission-requested first)."""
+    """CLM's controller/cluster_list.go: priority, then (as CLM's pull request #670) the higher criticality_level; a
+    decommission-requested cluster counts as a decommission even when its update was interrupted (CLM checks
+    decommission-requested first)."""
     base = example_clusters[0]
     outdated = ClusterStatus(current_version="v1#x")
     clusters = [

@@ -1,9 +1,10 @@
 """Reconcile: which clusters need a run, in Zalando CLM's priority order, and starting their provision runs.
 
-Priority, as CLM's controller (cluster_list.go) has it: interrupted updates first (a run started and did not
-finish), then decommission requests (a decommission-requested cluster counts as one even when an update of it was
-interrupted), then clusters whose desired version differs from their current one; within a priority the higher
-`criticality_level` first, then by id. Executions are named from the cluster, its desired version and a time
+Priority, as CLM's controller (controller/cluster_list.go) has it: interrupted updates first (a run started and did
+not finish), then decommission requests (a decommission-requested cluster counts as one even when an update of it was
+interrupted), then clusters whose desired version differs from their current one. Within a priority the higher
+`criticality_level` first, then by id: CLM's unmerged pull request #670 (CLM's master takes the least recently
+handled; docs/migrating-from-zalando-clm.md). Executions are named from the cluster, its desired version and a time
 window, so triggers that arrive together collapse into one run, and a failed run is tried again in the next window.
 """
 
