@@ -59,10 +59,12 @@ class Sample:
 
 
 def forget(state: str) -> None:
-    """Bring the process to `state`: cold forgets every kept client (the deployment's identity and the target
-    sessions are kept per hub STS client: new ones follow); first only the target sessions; warm nothing."""
+    """Bring the process to `state`: cold forgets every kept client and the parsed service models (the deployment's
+    identity and the target sessions are kept per hub STS client: new ones follow); first only the target sessions;
+    warm nothing."""
     if state == "cold":
         aws.forget_clients()
+        aws._loader.cache_clear()  # a new container parses the service models anew
     if state == "first":
         target_aws._kept_sessions.cache_clear()
 

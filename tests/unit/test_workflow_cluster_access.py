@@ -44,7 +44,7 @@ def test_an_eks_cluster_elsewhere_gets_its_target_roles_session(made, example_cl
 
 
 def test_a_kubeconfig_secret_and_the_hubs_own_clusters_use_the_hubs_credentials(made, example_clusters) -> None:
-    import boto3
+    from clm.aws import session
 
     secret = dataclasses.replace(example_clusters[0], config_items={"kube_auth_secret": "clm/kube-1"})
     for cluster, where in (
@@ -54,4 +54,4 @@ def test_a_kubeconfig_secret_and_the_hubs_own_clusters_use_the_hubs_credentials(
     ):
         with cluster_access.kube_client(cluster, where):
             pass
-    assert made == [(boto3.Session, "hub-key")] * 3
+    assert made == [(session, "hub-key")] * 3

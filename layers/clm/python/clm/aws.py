@@ -17,10 +17,30 @@ def client(service: str) -> Any:
 
 @functools.cache
 def _client(service: str, _access_key: str | None) -> Any:
-    import boto3
-
     # A session of its own: boto3's default session keeps the first credentials it resolved for good.
-    return boto3.Session().client(service)
+    return session().client(service)
+
+
+def session(**arguments: Any) -> Any:
+    """A boto3 Session of `arguments` (credentials, region; none: the environment's) whose service models come from
+    the process's one botocore loader: a session of its own parses its own copy of each model it uses (~3 MiB and
+    ~10 ms for CloudFormation's, 15 MiB for EC2's: bench/target_sessions.py)."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.Session()
+    loader = _loader()
+    core.register_component("data_loader", loader)
+    made = boto3.Session(botocore_session=core, **arguments)
+    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))  # boto3 appends its data path per session
+    return made
+
+
+@functools.cache
+def _loader() -> Any:
+    from botocore.loaders import create_loader
+
+    return create_loader()
 
 
 def forget_clients() -> None:

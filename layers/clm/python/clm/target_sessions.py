@@ -3,7 +3,6 @@ container, renewed before they expire, and checked to be in the target's account
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
@@ -83,30 +82,15 @@ class TargetSessions:
 
 
 def _session(credentials: dict[str, Any], region: str) -> Any:
-    """A boto3 session of `credentials` whose service models come from the container's one loader: a session of its
-    own parses its own copy of each model (~30 MiB per target: bench/target_memory.py)."""
-    import boto3
-    import botocore.session
+    """A boto3 session of `credentials` in `region`, its service models the container's (clm.aws.session)."""
+    from clm.aws import session
 
-    core = botocore.session.Session()
-    loader = _loader()
-    core.register_component("data_loader", loader)
-    session = boto3.Session(
+    return session(
         aws_access_key_id=credentials["AccessKeyId"],
         aws_secret_access_key=credentials["SecretAccessKey"],
         aws_session_token=credentials["SessionToken"],
         region_name=region,
-        botocore_session=core,
     )
-    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))  # boto3 appends its data path per session
-    return session
-
-
-@functools.cache
-def _loader() -> Any:
-    from botocore.loaders import create_loader
-
-    return create_loader()
 
 
 def _session_name() -> str:

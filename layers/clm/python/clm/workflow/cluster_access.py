@@ -30,13 +30,12 @@ def kube_client(cluster: Cluster, where: TargetAws | None = None) -> Iterator[Ku
     """A Kubernetes API client for `cluster`, authenticated as its config items say, kept by the warm container
     for its next steps (clm.kube.connections): a kubeconfig secret is the hub's (Secrets Manager), an EKS cluster's
     token is signed in its target, as the target role there (`where`; None: with the hub's own credentials)."""
-    import boto3
-
+    from clm.aws import session
     from clm.kube.connect import SECRET_ITEM
     from clm.kube.connections import kept_client
 
     principal = os.environ.get("AWS_ACCESS_KEY_ID", "")
     if cluster.config_items.get(SECRET_ITEM) or where is None or where.home:
-        yield kept_client(cluster, boto3.Session, principal)
+        yield kept_client(cluster, session, principal)
     else:  # kept less long than the target's session lasts (clm.target_sessions.RENEW_BEFORE)
         yield kept_client(cluster, where.session, f"{principal} as {where.target}")

@@ -35,9 +35,7 @@ class TargetAws:
 
     def session(self) -> Any:
         """A boto3 session in the target (of the hub's own credentials at home)."""
-        import boto3
-
-        return boto3.Session() if self.home else _sessions().session(self.cluster_id, self._elsewhere)
+        return aws.session() if self.home else _sessions().session(self.cluster_id, self._elsewhere)
 
     @property
     def stack_role(self) -> str | None:
