@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,12 +71,13 @@ def plan(
     cluster = load_cluster(cli, cluster_id, registry_file)
     tree = ConfigSources(config_uri, cli.client).for_cluster(cluster).fetch()
     settings = DeploymentSettings(cli, stack, manage_etcd)
-    where = _Lazy(lambda: in_target(cli, cluster.id, of_cluster(cluster), target_profile, target_role))
-    inputs, etcd_warning = settings.inputs(RenderInputs.from_aws(where.client, None), cluster, tree.files)
+    where = functools.cache(lambda: in_target(cli, cluster.id, of_cluster(cluster), target_profile, target_role))
+    lookups = RenderInputs.from_aws(lambda service: where().client(service), None)  # the target reached on first use
+    inputs, etcd_warning = settings.inputs(lookups, cluster, tree.files)
     rendered = Renderer(tree, inputs).render(cluster)  # a template error is shown before any call in the target
-    kube = cli if cluster.config_items.get(SECRET_ITEM) else where.get()  # a kubeconfig secret is the hub's
+    kube = cli if cluster.config_items.get(SECRET_ITEM) else where()  # a kubeconfig secret is the hub's
     drifted, drift_warning = karpenter_drift(kube, rendered.cluster)
-    aws = where.get()
+    aws = where()
     stacks = plan_stacks(rendered, aws.client("cloudformation"), aws.client("autoscaling"), aws.client("ec2"), drifted)
     data = {
         **stacks.to_dict(),
@@ -92,21 +93,6 @@ def plan(
         show(data, cli.output)
     else:
         emit([], [], cli.output, data=data)
-
-
-class _Lazy:
-    """The CliContext `make` returns, made on first use."""
-
-    def __init__(self, make: Callable[[], CliContext]) -> None:
-        self._make, self._made = make, None
-
-    def get(self) -> CliContext:
-        if self._made is None:
-            self._made = self._make()
-        return self._made
-
-    def client(self, service: str) -> Any:
-        return self.get().client(service)
 
 
 def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -> Cluster:
