@@ -13,6 +13,7 @@ from typing import Any
 PATCHES = (
     "lambda_invoke",
     "lambda_metrics",
+    "lambda_logging",
     "events_targets",
     "events_cfn",
     "cfn_stepfunctions",

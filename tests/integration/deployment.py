@@ -117,7 +117,9 @@ def wait_for_roll(
 def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:
     """The one execution that did the work; every other one must have skipped (lock held or up to date)."""
     outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
-    assert all(e["status"] == "SUCCEEDED" for e in executions), [(e["status"], e.get("error")) for e in executions]
+    assert all(e["status"] == "SUCCEEDED" for e in executions), [
+        (e["status"], e.get("error"), e.get("cause")) for e in executions
+    ]
     working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
     assert len(working) == 1, [outputs[e["executionArn"]].get("plan") for e in executions]
     return working[0]
