@@ -23,6 +23,7 @@ DECRYPT_KEYS_ENV = "CLM_DECRYPT_KEY_ARNS"  # clm.render.secrets.DECRYPT_KEYS_ENV
 CONFIG_ITEM_CONTEXT = ("clm:cluster-id", "clm:config-item")  # clm.render.secrets.CLUSTER_KEY, ITEM_KEY
 NODE_FILES_BUCKET_ENV = "CLM_NODE_FILES_BUCKET"  # clm.workflow.target_aws.NODE_FILES_BUCKET_ENV
 _COLON = ArnFormat.COLON_RESOURCE_NAME
+ROLLOUT_KEY_PREFIX = "rollout#"  # clm.rollout.state.KEY_PREFIX: the registry keys of rollouts
 RENDERINGS = "renderings are content-addressed objects under renderings/"
 TEMPLATES = "templates over CloudFormation's inline limit, named by content hash"
 
@@ -94,9 +95,15 @@ def grant_reconcile(
     provision: sfn.IStateMachine,
     reconcile_name: str,
 ) -> None:
-    """Registry read, the configuration's version, starting (and counting running) provision executions, and
-    listing the running executions of reconcile itself (`reconcile_name`: one loop follows deferred runs)."""
+    """Registry read, and write of rollouts' items only (never a cluster's), the configuration's version, starting
+    (and counting running) provision executions, and listing the running executions of reconcile itself
+    (`reconcile_name`: one loop follows deferred runs)."""
     registry.grant_read_data(function.role)
+    function.allow(
+        ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+        [registry.table_arn],
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{ROLLOUT_KEY_PREFIX}*"]}},
+    )
     config.grant_read(function.role)
     function.allow(["states:StartExecution", "states:ListExecutions"], [provision.state_machine_arn])
     reconcile = Stack.of(function).format_arn(

@@ -32,6 +32,8 @@ KMS_CONTEXT_OPERATIONS = {
     "GenerateDataKeyPair",
     "GenerateDataKeyPairWithoutPlaintext",
 }
+# DynamoDB operations on one item, whose request IAM sees as dynamodb:LeadingKeys (batches and queries not judged).
+DYNAMODB_ITEM_OPERATIONS = {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,11 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         known |= {"sts:externalid", "sts:rolesessionname"}
         names = {"sts:externalid": "ExternalId", "sts:rolesessionname": "RoleSessionName"}
         context.update({key: call.params[name] for key, name in names.items() if call.params.get(name)})
+    if call.prefix == "dynamodb" and call.operation in DYNAMODB_ITEM_OPERATIONS:
+        leading = _leading_key(call)
+        if leading is not None:  # AWS: "dynamodb:LeadingKeys", the partition key values the request touches
+            context["dynamodb:leadingkeys"] = [leading]
+            known.add("dynamodb:leadingkeys")
     if call.prefix == "cloudformation":
         known |= {"cloudformation:rolearn", "aws:requesttag/", "aws:tagkeys"}
         if call.params.get("RoleARN"):
@@ -181,6 +188,14 @@ def _context(call: Call, resource: str) -> tuple[dict[str, Any], frozenset[str]]
         if tags:
             context["aws:tagkeys"] = list(tags)
     return context, frozenset(known)
+
+
+def _leading_key(call: Call) -> str | None:
+    """The partition key value of the item a single-item DynamoDB call names (`Key`, or `Item` for PutItem)."""
+    attribute = lookups.dynamodb_hash_key(call.account, call.region, str(call.params.get("TableName") or ""))
+    item = call.params.get("Key") or call.params.get("Item") or {}
+    value = item.get(attribute) if attribute else None
+    return next(iter(value.values()), None) if isinstance(value, dict) and len(value) == 1 else None
 
 
 def _resource_account(call: Call, resource: str) -> str:

@@ -147,3 +147,11 @@ def ec2_tagged(account: str, region: str, resource_id: str) -> Found:
 
     tags = ec2_backends[account][region].describe_tags(filters={"resource-id": [resource_id]})
     return Found(resource_id, {tag["key"]: tag["value"] for tag in tags})
+
+
+def dynamodb_hash_key(account: str, region: str, table_name: str) -> str | None:
+    """The name of the table's partition key attribute (None when there is no such table)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    table = dynamodb_backends[account][region].tables.get(table_name.rsplit("/", 1)[-1])
+    return table.hash_key_attr if table is not None else None

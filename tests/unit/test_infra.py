@@ -387,6 +387,17 @@ def test_reconcile_lists_the_executions_of_provision_and_of_itself_only(default)
     assert any(r.endswith(':stateMachine:clm-reconcile"]]}') for r in resources_listed), resources_listed
 
 
+def test_reconcile_writes_rollouts_items_only_never_a_clusters(default):
+    from clm.rollout.state import KEY_PREFIX
+
+    _, raw, _ = default
+    statements = policy_statements(raw, "ReconcileFunctionRole")
+    writes = [s for s in statements if {"dynamodb:PutItem", "dynamodb:UpdateItem"} & set(actions_of([s]))]
+    assert len(writes) == 1
+    assert sorted(actions_of(writes)) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    assert writes[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{KEY_PREFIX}*"]}}
+
+
 def test_stacks_function_manages_stacks_and_passes_only_the_cluster_stack_role(default):
     _, raw, _ = default
     statements = policy_statements(raw, "StacksFunctionRole")

@@ -23,6 +23,7 @@ from clm.errors import ClusterNotFound, LockHeld, RegistryError, ValidationError
 from clm.model import Cluster, ClusterStatus, Problem
 from clm.registry.item_size import spec_item_problem
 from clm.registry.problems import add_problem
+from clm.rollout.state import KEY_PREFIX as ROLLOUT_KEY_PREFIX
 from clm.targets import Target
 
 MAX_ATTEMPTS = 10
@@ -76,14 +77,17 @@ class DynamoRegistry:
         return self.list_clusters_report()[0]
 
     def list_clusters_report(self) -> tuple[list[Cluster], list[tuple[str, str]]]:
-        """Valid clusters and `(id, error message)` of invalid items, both sorted by id."""
+        """Valid clusters and `(id, error message)` of invalid items, both sorted by id (rollouts' items are not
+        clusters: clm.registry.rollouts)."""
         clusters: list[Cluster] = []
         invalid: list[tuple[str, str]] = []
         pages = self._client.get_paginator("scan").paginate(
             TableName=self._table,
             ConsistentRead=True,
             ProjectionExpression="#id, #spec, #status",
+            FilterExpression="NOT begins_with(#id, :rollouts)",
             ExpressionAttributeNames=_names("#id, #spec, #status"),
+            ExpressionAttributeValues={":rollouts": {"S": ROLLOUT_KEY_PREFIX}},
         )
         for page in pages:
             for item in page["Items"]:

@@ -10,6 +10,7 @@ look); the schedule starts the next.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,8 +39,16 @@ def loop_state(sfn: Any, execution_arn: str) -> tuple[str | None, datetime | Non
     return older, started
 
 
-def follow_up(deferred: int, started: datetime | None, now: datetime | None = None) -> dict[str, Any]:
-    """Whether to look again (runs were deferred and the loop is younger than LOOP_SECONDS), and when."""
+def follow_up(
+    waiting: int | bool, started: datetime | None, now: datetime | None = None, wake_at: datetime | None = None
+) -> dict[str, Any]:
+    """Whether to look again, and when: in FOLLOW_SECONDS while runs are `waiting` (deferred, or a rollout's to
+    follow), else at `wake_at` (a rollout's bake ends), so long as the loop is younger than LOOP_SECONDS then."""
     now = now or datetime.now(UTC)
-    young = started is None or (now - started).total_seconds() < LOOP_SECONDS
-    return {"again": bool(deferred) and young, "wait_seconds": FOLLOW_SECONDS}
+    age = 0.0 if started is None else (now - started).total_seconds()
+    if waiting:
+        return {"again": age < LOOP_SECONDS, "wait_seconds": FOLLOW_SECONDS}
+    if wake_at is not None:
+        wait = max(1, math.ceil((wake_at - now).total_seconds()))
+        return {"again": age + wait < LOOP_SECONDS, "wait_seconds": wait}
+    return {"again": False, "wait_seconds": FOLLOW_SECONDS}

@@ -12,10 +12,13 @@ from clm.config.channels import ConfigSources
 from clm.errors import ConfigSourceError
 from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
+from clm.registry.rollouts import RolloutStore
 from clm.targets import TargetPolicy
+from clm.timestamps import utc_now
 from clm.workflow import placement
 from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
+from clm.workflow.rollout_gate import gate, in_rollouts, rollout_policy
 from clm.workflow.settings import Settings, SettingsError
 
 MAX_LISTED = 50
@@ -52,22 +55,32 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         if (where := placement.of_cluster(cluster)) != home and (why := policy.refusal(where))
     }
     needing = select(concerned, lambda cluster: versions[cluster.id], time.time())
-    selections = [selection for selection in needing if selection.cluster_id not in refused]
-    result = start_runs(sfn, state_machine, selections, max_running)
+    reachable = [selection for selection in needing if selection.cluster_id not in refused]
+    gated = gate(
+        reachable,
+        {cluster.id: cluster for cluster in concerned},
+        versions,
+        lambda cluster: cluster.id not in refused and in_rollouts(cluster),
+        RolloutStore(client("dynamodb"), settings.registry_table),
+        lambda: rollout_policy(settings.config_source),
+        utc_now(),
+    )
+    result = start_runs(sfn, state_machine, gated.allowed, max_running)
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
         "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
         "clusters": len(clusters),
         "concerned": len(concerned),
-        "selected": len(selections),
+        "selected": len(gated.allowed),
         **{key: {"count": len(ids), "ids": ids[:MAX_LISTED]} for key, ids in result.items()},
+        **gated.report(),
         "invalid": [
             {"cluster_id": cluster_id, "error": error[:300]} for cluster_id, error in (invalid + errors)[:MAX_LISTED]
         ],
         "foreign": [
             {"cluster_id": s.cluster_id, "reason": refused[s.cluster_id]} for s in needing if s.cluster_id in refused
         ][:MAX_LISTED],
-        **follow_up(len(result["deferred"]), started),
+        **follow_up(len(result["deferred"]) or gated.moving, started, wake_at=gated.wake_at),
     }
 
 

@@ -40,6 +40,7 @@ def begin(
     is_running: Callable[[str], bool],
     wake: Callable[[], list[str]] | None = None,
     reach: Callable[[str, Target], str] = target_aws.refusal,
+    hold: Callable[[Cluster, str], str] | None = None,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
@@ -48,7 +49,8 @@ def begin(
     lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose target
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
     call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
-    after that is refused (a problem), and its decommission acts where they are.
+    after that is refused (a problem), and its decommission acts where they are. A provision that its rollout holds
+    (`hold` says why: the cluster's wave has not come, the rollout is halted or paused) is a `skip`.
     """
     cluster = registry.get(cluster_id)
     target = placement.of_cluster(cluster)
@@ -82,6 +84,8 @@ def begin(
         action, reason = DECOMMISSION, "decommission requested"
     elif cluster.status.current_version == desired:
         return RunPlan(cluster_id, SKIP, f"up to date at {desired}", desired, where)
+    elif held := (hold(cluster, desired) if hold else ""):
+        return RunPlan(cluster_id, SKIP, f"held by its rollout: {held}", desired, where)
     else:
         action, reason = PROVISION, f"{cluster.status.current_version or 'never provisioned'} -> {desired}"
     try:

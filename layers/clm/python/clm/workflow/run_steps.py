@@ -10,7 +10,8 @@ from typing import Any
 from clm.aws import client
 from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
-from clm.workflow import parking, run, target_aws
+from clm.registry.rollouts import RolloutStore
+from clm.workflow import parking, rollout_gate, run, target_aws
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
 from clm.workflow.target_check import check_targets
@@ -18,6 +19,10 @@ from clm.workflow.target_check import check_targets
 
 def _registry(settings: Settings) -> DynamoRegistry:
     return DynamoRegistry(client("dynamodb"), settings.registry_table)
+
+
+def _rollouts(settings: Settings) -> RolloutStore:
+    return RolloutStore(client("dynamodb"), settings.registry_table)
 
 
 def execution_running(execution_arn: str) -> bool:
@@ -40,7 +45,8 @@ def begin(event: dict[str, Any]) -> dict[str, Any]:
     registry, cluster_id = _registry(settings), event["cluster_id"]
     reason = (event.get("input") or {}).get("reason")
     wake = None if reason == INTERRUPTED else partial(_wake, registry, cluster_id, event["execution"])
-    plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake)
+    hold = rollout_gate.run_hold(_rollouts(settings))
+    plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake, hold=hold)
     return plan.to_dict()
 
 
@@ -170,17 +176,24 @@ def succeed(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, execution, error: {Error, Cause, Step?}}` -> the problem recorded on the cluster."""
-    error = event.get("error") or {}
+    """`{cluster_id, execution, plan, error: {Error, Cause, Step?}}` -> the problem recorded on the cluster; a run
+    that was bringing the cluster a new configuration version halts that version's rollout."""
+    error, settings = event.get("error") or {}, Settings.from_env()
+    registry = _registry(settings)
+    cluster = registry.get(event["cluster_id"])
     problem = run.fail(
-        _registry(Settings.from_env()),
+        registry,
         event["cluster_id"],
         event["execution"],
         error.get("Error", "States.Runtime"),
         error.get("Cause", ""),
         error.get("Step", ""),
     )
-    return {"cluster_id": event["cluster_id"], "problem": problem.title}
+    plan = run.RunPlan(**event["plan"]) if event.get("plan") else None
+    halted = plan is not None and rollout_gate.halt_on_failure(
+        _rollouts(settings), cluster, plan.desired_version, event["execution"], problem.title
+    )
+    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": halted}
 
 
 STEPS = {

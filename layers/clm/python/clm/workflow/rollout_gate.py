@@ -1,0 +1,167 @@
+"""The rollout gate: of the clusters needing a run, reconcile starts those taking a new configuration version only as
+their rollout allows (clm.rollout.progress) and records them as admitted; a run checks its admission at its begin
+and halts the rollout when it fails. A cluster's own change (a first provision, a decommission, a registry edit of a
+cluster at the version) is not held. docs/rollouts.md says which is which."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from clm.aws import client
+from clm.errors import RolloutPolicyError
+from clm.model import Cluster
+from clm.registry.rollouts import RolloutStore
+from clm.rollout.policy import Policy
+from clm.rollout.progress import STARTED, Progress, advance, config_version_of
+from clm.rollout.source import fleet_policy
+from clm.rollout.state import ROLLING, Halt, RolloutState
+from clm.timestamps import format_time, utc_now
+from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection
+
+MAX_LISTED = 50
+
+
+@dataclass
+class Gated:
+    """The selections that may start now, those the rollouts hold (with why), and the rollouts looked at."""
+
+    allowed: list[Selection] = field(default_factory=list)
+    held: list[dict[str, str]] = field(default_factory=list)
+    rollouts: list[Progress] = field(default_factory=list)
+    policy_error: str = ""
+
+    @property
+    def wake_at(self) -> datetime | None:
+        """The earliest time a rolling rollout moves on by itself (a bake ends), if one does."""
+        times = [progress.wake_at for progress in self.rollouts if progress.wake_at is not None]
+        return min(times, default=None)
+
+    @property
+    def moving(self) -> bool:
+        """Whether some rollout rolls with runs to follow: started now, or still running."""
+        return any(progress.state.state == ROLLING and _has_runs(progress) for progress in self.rollouts)
+
+    def report(self) -> dict[str, Any]:
+        """JSON-able, bounded."""
+        return {
+            "held": {"count": len(self.held), "clusters": self.held[:MAX_LISTED]},
+            "rollouts": [_summary(progress) for progress in self.rollouts][:MAX_LISTED],
+            **({"rollout_policy_error": self.policy_error} if self.policy_error else {}),
+        }
+
+
+def taking_version(cluster: Cluster, version: str) -> bool:
+    """Whether a provision run would bring `cluster` a configuration version it does not have: a provisioned cluster
+    whose current version is of another configuration (a first provision is the cluster's own change)."""
+    current = config_version_of(cluster.status.current_version)
+    return current is not None and current != version
+
+
+def in_rollouts(cluster: Cluster) -> bool:
+    """Whether a cluster counts in its version's rollout: provisioned, not being decommissioned, updates not
+    blocked (a blocked cluster would hold its wave for good)."""
+    active = cluster.lifecycle_status not in ("decommission-requested", "decommissioned")
+    return active and bool(cluster.status.current_version) and not cluster.update_blocked
+
+
+def rollout_policy(config_uri: str) -> Policy:
+    """The fleet's rollout policy, with CLM's clients (clm.rollout.source)."""
+    return fleet_policy(config_uri, client)
+
+
+def gate(
+    needing: Sequence[Selection],
+    clusters: Mapping[str, Cluster],
+    versions: Mapping[str, str],
+    rollable: Callable[[Cluster], bool],
+    store: RolloutStore,
+    policy: Callable[[], Policy],
+    now: datetime,
+) -> Gated:
+    """Split `needing` (reconcile's selections, in order) into what starts now and what its rollout holds; start,
+    advance and keep each rollout of a version some cluster takes or that still rolls. `rollable` says whether a
+    cluster counts in its version's rollout (provisioned, not blocked, reachable); `policy` is read only when a
+    rollout is looked at."""
+    gated = Gated()
+    governed: dict[str, list[Selection]] = {version: [] for version in sorted(set(versions.values()))}
+    for selection in needing:
+        cluster, version = clusters[selection.cluster_id], versions[selection.cluster_id]
+        if selection.reason in (OUTDATED, INTERRUPTED) and taking_version(cluster, version):
+            governed[version].append(selection)
+    kept = {version: store.get(version) for version in governed}
+    looked = {v: s for v, s in governed.items() if s or (kept[v] is not None and kept[v].state == ROLLING)}
+    chosen = _policy(policy, gated) if looked else None
+    paused = bool(looked) and store.pause_of() is not None
+    for version, selections in looked.items():
+        if chosen is None:
+            gated.held += [_held(s, version, f"rollout policy invalid: {gated.policy_error}") for s in selections]
+            continue
+        members = [c for c in clusters.values() if versions.get(c.id) == version and rollable(c)]
+        state = kept[version] or store.start(RolloutState(version, now))
+        progress = advance(chosen, members, state, now, paused)
+        if progress.state != state:
+            store.record_progress(progress.state)
+        now_admitted = progress.state
+        if store.admit(version, progress.start):  # refused when halted or aborted since the look: none starts
+            now_admitted = replace(progress.state, admitted=progress.state.admitted | set(progress.start))
+        gated.rollouts.append(progress)
+        for selection in selections:
+            if now_admitted.holds(selection.cluster_id, paused):
+                gated.held.append(_held(selection, version, progress.waiting_for))
+    held = {entry["cluster_id"] for entry in gated.held}
+    gated.allowed = [selection for selection in needing if selection.cluster_id not in held]
+    return gated
+
+
+def _policy(policy: Callable[[], Policy], gated: Gated) -> Policy | None:
+    """The policy, or None (the error kept in `gated`) when it is invalid: every rollout then holds."""
+    try:
+        return policy()
+    except RolloutPolicyError as exc:
+        gated.policy_error = str(exc)
+        return None
+
+
+def _has_runs(progress: Progress) -> bool:
+    return bool(progress.start) or any(state == STARTED for wave in progress.waves for _, state in wave.clusters)
+
+
+def _held(selection: Selection, version: str, why: str) -> dict[str, str]:
+    return {"cluster_id": selection.cluster_id, "version": version, "waiting_for": why[:300]}
+
+
+def _summary(progress: Progress) -> dict[str, Any]:
+    current = next((wave.name for wave in progress.waves if wave.state in ("rolling", "baking")), "")
+    return {
+        "version": progress.state.version,
+        "state": progress.state.state,
+        "wave": current,
+        "start": list(progress.start),
+        "waiting_for": progress.waiting_for,
+        **({"wake_at": format_time(progress.wake_at)} if progress.wake_at else {}),
+    }
+
+
+def run_hold(store: RolloutStore) -> Callable[[Cluster, str], str]:
+    """A run's check before it provisions `cluster` to `desired` (a cluster version): why its rollout holds it,
+    empty when it may go (a cluster's own change, or one admitted by a rolling, unpaused rollout)."""
+
+    def hold(cluster: Cluster, desired: str) -> str:
+        version = config_version_of(desired)
+        if version is None or not in_rollouts(cluster) or not taking_version(cluster, version):
+            return ""
+        return store.holds(cluster.id, version)
+
+    return hold
+
+
+def halt_on_failure(store: RolloutStore, cluster: Cluster, desired: str, execution: str, problem: str) -> bool:
+    """Halt the rollout of the configuration version a failed run was bringing `cluster` (as it was before the run);
+    False when the run brought none, or its rollout does not roll."""
+    version = config_version_of(desired)
+    if version is None or not taking_version(cluster, version):
+        return False
+    return store.halt(version, Halt(cluster.id, execution, problem[:500], utc_now()))
