@@ -13,6 +13,8 @@ from clm.cli.plan_cmd import plan
 from clm.cli.registry_cmd import registry
 from clm.cli.render_cmd import render
 from clm.cli.rollout_cmd import rollout
+from clm.cli.rollout_control import abort, pause, resume
+from clm.cli.rollout_status import rollout_status
 from clm.cli.run_cmd import decommission, provision
 from clm.cli.sandbox_cmd import sandbox
 from clm.cli.status_cmd import status
@@ -39,6 +41,9 @@ Examples:
                                                  what a run would change (stack diffs, nodes to replace)
   clm rollout plan --config s3://bucket/config
                                                  the waves a rollout policy makes of the fleet
+  clm rollout status --follow                    each rollout's waves and clusters as they move
+  clm rollout pause --reason "INC-42"            no cluster starts a new configuration version
+  clm rollout resume                             lift the pause, let halted rollouts go on
   clm sandbox up                                 start the local sandbox with CLM deployed into it
   clm migrate ../kubernetes-on-aws config        translate a Zalando CLM configuration (Go templates)
   clm encrypt CLUSTER_ID ITEM < value.txt        a config item as aws:kms:... bound to its cluster and item
@@ -86,6 +91,8 @@ cli.add_command(encrypt)
 cli.add_command(targets)
 cli.add_command(rollout)
 registry.add_command(reencrypt)
+for command in (rollout_status, pause, resume, abort):
+    rollout.add_command(command)
 
 
 def describe_error(exc: BaseException) -> str | None:

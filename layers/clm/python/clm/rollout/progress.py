@@ -74,10 +74,16 @@ class Progress:
     waiting_for: str
     wake_at: datetime | None = None  # when the rollout moves on by itself (a bake ends), if it does
 
+    @property
+    def moving(self) -> bool:
+        """Whether runs of the rollout start now or go on."""
+        return bool(self.start) or any(state == STARTED for wave in self.waves for _, state in wave.clusters)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able."""
         return {
             **self.state.to_dict(),
+            "moving": self.moving,
             "start": list(self.start),
             "waiting_for": self.waiting_for,
             **({"wake_at": format_time(self.wake_at)} if self.wake_at else {}),

@@ -5,7 +5,7 @@ cluster at the version) is not held. docs/rollouts.md says which is which."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from clm.errors import RolloutPolicyError
 from clm.model import Cluster
 from clm.registry.rollouts import RolloutStore
 from clm.rollout.policy import Policy
-from clm.rollout.progress import STARTED, Progress, advance, config_version_of
+from clm.rollout.progress import Progress, advance, config_version_of
 from clm.rollout.source import fleet_policy
 from clm.rollout.state import ROLLING, Halt, RolloutState
 from clm.timestamps import format_time, utc_now
@@ -42,7 +42,7 @@ class Gated:
     @property
     def moving(self) -> bool:
         """Whether some rollout rolls with runs to follow: started now, or still running."""
-        return any(progress.state.state == ROLLING and _has_runs(progress) for progress in self.rollouts)
+        return any(progress.state.state == ROLLING and progress.moving for progress in self.rollouts)
 
     def report(self) -> dict[str, Any]:
         """JSON-able, bounded."""
@@ -72,6 +72,34 @@ def rollout_policy(config_uri: str) -> Policy:
     return fleet_policy(config_uri, client)
 
 
+def members(
+    clusters: Iterable[Cluster], versions: Mapping[str, str], version: str, rollable: Callable[[Cluster], bool]
+) -> list[Cluster]:
+    """The clusters counted in the rollout of `version`: those reading it that are `rollable`."""
+    return [cluster for cluster in clusters if versions.get(cluster.id) == version and rollable(cluster)]
+
+
+def look(
+    clusters: Sequence[Cluster],
+    versions: Mapping[str, str],
+    store: RolloutStore,
+    policy: Policy,
+    now: datetime,
+) -> list[Progress]:
+    """Each rollout of a version some cluster reads, advanced as reconcile would (its start included) and written
+    nowhere: `clm rollout status`. A version no rollout was kept for is shown as one starting now."""
+    paused = store.pause_of() is not None
+    looks = []
+    for version in sorted(set(versions.values())):
+        kept = store.get(version)
+        taking = [c for c in members(clusters, versions, version, in_rollouts) if taking_version(c, version)]
+        if kept is None and not taking:
+            continue
+        state = kept or RolloutState(version, now)
+        looks.append(advance(policy, members(clusters, versions, version, in_rollouts), state, now, paused))
+    return looks
+
+
 def gate(
     needing: Sequence[Selection],
     clusters: Mapping[str, Cluster],
@@ -81,7 +109,8 @@ def gate(
     policy: Callable[[], Policy],
     now: datetime,
 ) -> Gated:
-    """Split `needing` (reconcile's selections, in order) into what starts now and what its rollout holds; start,
+    """Split `needing` (reconcile's selections, in order) into what starts now (the clusters' own changes in that
+    order, then those the rollouts admit in their waves' order) and what the rollouts hold; start,
     advance and keep each rollout of a version some cluster takes or that still rolls. `rollable` says whether a
     cluster counts in its version's rollout (provisioned, not blocked, reachable); `policy` is read only when a
     rollout is looked at."""
@@ -99,9 +128,8 @@ def gate(
         if chosen is None:
             gated.held += [_held(s, version, f"rollout policy invalid: {gated.policy_error}") for s in selections]
             continue
-        members = [c for c in clusters.values() if versions.get(c.id) == version and rollable(c)]
         state = kept[version] or store.start(RolloutState(version, now))
-        progress = advance(chosen, members, state, now, paused)
+        progress = advance(chosen, members(clusters.values(), versions, version, rollable), state, now, paused)
         if progress.state != state:
             store.record_progress(progress.state)
         now_admitted = progress.state
@@ -112,8 +140,17 @@ def gate(
             if now_admitted.holds(selection.cluster_id, paused):
                 gated.held.append(_held(selection, version, progress.waiting_for))
     held = {entry["cluster_id"] for entry in gated.held}
-    gated.allowed = [selection for selection in needing if selection.cluster_id not in held]
+    taking = {s.cluster_id for selections in governed.values() for s in selections}
+    own = [selection for selection in needing if selection.cluster_id not in taking]
+    order = {cluster_id: index for index, cluster_id in enumerate(_rollout_order(gated.rollouts))}
+    admitted = [s for s in needing if s.cluster_id in taking and s.cluster_id not in held]
+    gated.allowed = own + sorted(admitted, key=lambda selection: order.get(selection.cluster_id, len(order)))
     return gated
+
+
+def _rollout_order(rollouts: Sequence[Progress]) -> list[str]:
+    """The clusters of the rollouts in their waves' order."""
+    return [cluster_id for progress in rollouts for wave in progress.waves for cluster_id, _ in wave.clusters]
 
 
 def _policy(policy: Callable[[], Policy], gated: Gated) -> Policy | None:
@@ -123,10 +160,6 @@ def _policy(policy: Callable[[], Policy], gated: Gated) -> Policy | None:
     except RolloutPolicyError as exc:
         gated.policy_error = str(exc)
         return None
-
-
-def _has_runs(progress: Progress) -> bool:
-    return bool(progress.start) or any(state == STARTED for wave in progress.waves for _, state in wave.clusters)
 
 
 def _held(selection: Selection, version: str, why: str) -> dict[str, str]:
