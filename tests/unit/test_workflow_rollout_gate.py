@@ -188,3 +188,16 @@ def test_status_looks_without_writing(store) -> None:
     [progress] = look(list(clusters.values()), {c: NEW for c in clusters}, store, POLICY, T0)
     assert progress.start == (cid("t0"),) and store.get(NEW) is None
     assert look(list(clusters.values()), {c: OLD for c in clusters}, store, POLICY, T0) == []
+
+
+def test_no_registry_file_can_name_a_cluster_as_a_rollout_item() -> None:
+    from pathlib import Path
+
+    from clm.errors import ValidationError
+    from clm.registry.clusters_yaml import load_clusters
+
+    examples = (Path(__file__).resolve().parents[2] / "examples" / "clusters.yaml").read_text()
+    for forged in (f"{KEY_PREFIX}pause", rollout_key(NEW)):
+        text = examples.replace("id: aws:123456789012:eu-central-1:kube-1", f"id: {forged}", 1)
+        with pytest.raises(ValidationError, match=r"clusters.yaml:4: cluster rollout#.* is not valid"):
+            load_clusters(text, source="clusters.yaml")

@@ -52,7 +52,7 @@ def plan(cli: CliContext, config_uri: str | None, registry_file: Path | None) ->
     """Show the waves the rollout policy makes of the registry's clusters (decommissioned ones left out): each
     wave's clusters in order, how many change at once and the bake before the next wave. Changes nothing.
 
-    Today this is a plan to review: reconcile does not follow waves yet (docs/rollouts.md says what is next).
+    Reconcile follows these waves when a configuration change goes out (`clm rollout status` shows it moving).
     An invalid policy stops with its file and line.
     """
     from clm.registry.clusters_yaml import load_clusters

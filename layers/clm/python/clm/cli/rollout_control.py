@@ -32,23 +32,26 @@ def pause(cli: CliContext, reason: str) -> None:
 
 
 @click.command("resume")
+@click.argument("version", required=False)
 @stack_option
 @pass_cli
-def resume(cli: CliContext, stack: str) -> None:
-    """Lift the pause and let every halted rollout go on (once its failure is understood: the cluster that halted it
-    is tried again); then start a reconcile so that the waves move now, not at the next schedule."""
+def resume(cli: CliContext, version: str | None, stack: str) -> None:
+    """Lift the pause; with VERSION (or a unique prefix of it), let that halted rollout go on instead, once its
+    failure is understood (the cluster that halted it is tried again). Then start a reconcile, so that the waves
+    move now, not at the next schedule."""
     from clm.registry.rollouts import RolloutStore
-    from clm.rollout.state import HALTED
 
     store = RolloutStore(cli.client("dynamodb"), cli.table)
-    lifted = store.unpause()
-    resumed = [state.version for state in store.list() if state.state == HALTED and store.resume(state.version)]
-    if not lifted and not resumed:
-        click.echo("nothing to resume: no pause, no halted rollout")
-        return
-    click.echo("pause lifted" if lifted else "no pause")
-    for version in resumed:
-        click.echo(f"rollout of {version} resumed")
+    if version is None:
+        if not store.unpause():
+            click.echo("rollouts are not paused")
+            return
+        click.echo("pause lifted")
+    else:
+        state = _one(store.list(), version)
+        if not store.resume(state.version):
+            raise CliError(f"rollout of {state.version} is {state.state}: only a halted rollout is resumed")
+        click.echo(f"rollout of {state.version} resumed")
     _reconcile_now(cli, stack, "rollout resumed")
 
 

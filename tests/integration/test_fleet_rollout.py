@@ -1,0 +1,220 @@
+"""A configuration change goes out to a fleet of six clusters in three waves (issue 28), end to end on the sandbox with
+IAM enforced: reconcile admits each wave's clusters at the wave's concurrency once the previous wave is done and has
+baked (start and stop times prove the order, the bake and the concurrency); a version whose manifest fails on the
+canary halts its rollout there (no execution for any other cluster, which keep their version); a registry edit of a
+cluster whose wave has not come is held by its run; a newer good version supersedes it and starts again from the
+canary; `clm rollout pause` lets the canary's run in flight finish and starts
+nothing more, `clm rollout resume` goes on. Zalando's CLM has no waves: its controller takes clusters in turn, least
+recently handled first, `--concurrent-updates` (1) at a time (controller/controller.go, cluster_list.go)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from kubernetes import client as k8s
+
+from clm.cli.main import cli
+from clm.model import Cluster, ClusterStatus
+from clm.registry.clusters_yaml import load_clusters
+from clm.registry.rollouts import RolloutStore
+from clm.rollout.progress import config_version_of
+from clm.rollout.state import HALTED, ROLLING
+from clm_sandbox.controlplane import ControlPlane
+from clm_sandbox.nodesim import NodeSimulator
+from tests.endpoints import store_kube_secret
+from tests.integration.deployment import ROOT, Deployment
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
+
+BAKE = 8  # seconds of wall-clock time: reconcile compares real times (Wait states are scaled, bakes are not)
+POLICY = f"""\
+max_concurrency: 2
+waves:
+  - {{name: canary, size: 1, bake: {BAKE}s}}
+  - {{name: test, select: {{environment: test}}, concurrency: 2, bake: {BAKE}s}}
+  - {{name: production, concurrency: 2}}
+"""
+WAVES = {"canary": ["t0"], "test": ["t1", "t2"], "production": ["p0", "p1", "p2"]}
+PROBE_KEY = "config/cluster/manifests/rollout-probe/probe.yaml"
+
+
+def probe(name: str, value: str) -> bytes:
+    """A ConfigMap of the example's namespace: a name Kubernetes refuses (upper case) fails the apply."""
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: example\ndata:\n  v: '{value}'\n"
+
+
+@pytest.fixture
+def fleet(deployment: Deployment, kube_api: k8s.ApiClient, control_plane: ControlPlane) -> Iterator[list[Cluster]]:
+    """Six clusters sharing the session's control plane (each through its own secret), one simulated pool of one node
+    each: t0-t2 in `test` (criticality 0-2), p0-p2 in `production` (3-5); the policy uploaded before they are
+    registered; all provisioned."""
+    base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    pool = dataclasses.replace(base.node_pools[0], min_size=1, max_size=2)
+    s3 = deployment.session.client("s3")
+    s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/rollout.yaml", Body=POLICY)
+    deployment.settle()
+    clusters = []
+    names = [(f"t{i}", "test") for i in range(3)] + [(f"p{i}", "production") for i in range(3)]
+    for index, (name, environment) in enumerate(names):
+        cluster_id = f"aws:123456789012:eu-central-1:{name}"
+        secret = f"clm/{name}"
+        store_kube_secret(deployment.session, secret, control_plane.kubeconfig_path.read_text(), cluster_id)
+        clusters.append(dataclasses.replace(
+            base, id=cluster_id, local_id=name, alias=name, environment=environment, criticality_level=index,
+            config_items={**base.config_items, "kube_auth_secret": secret, "app_replicas": "1"},
+            node_pools=[pool], status=ClusterStatus(),
+        ))  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        for cluster in clusters:
+            stack.enter_context(
+                NodeSimulator(
+                    kube_api, deployment.session, cluster.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1
+                )
+            )
+            deployment.registry.put(cluster)
+        runs = deployment.settle(0)
+        assert all(run["status"] == "SUCCEEDED" for run in runs), [(r["name"], r.get("cause")) for r in runs]
+        yield clusters
+
+
+def working_runs(deployment: Deployment, known: int) -> dict[str, dict[str, Any]]:
+    """The runs after the first `known` that did not skip, by cluster local id (one each)."""
+    runs = {}
+    for run in deployment.settle(known):
+        plan = json.loads(run.get("output") or "{}").get("plan") or {}
+        if plan.get("action") == "skip":
+            continue
+        local_id = json.loads(run["input"])["cluster_id"].rsplit(":", 1)[-1]
+        assert local_id not in runs, f"two working runs of {local_id}"
+        runs[local_id] = run
+    return runs
+
+
+def config_versions(deployment: Deployment, clusters: list[Cluster]) -> dict[str, str | None]:
+    return {c.local_id: config_version_of(deployment.registry.get(c.id).status.current_version) for c in clusters}
+
+
+def assert_waves(runs: dict[str, dict[str, Any]]) -> None:
+    """Each wave's runs start after the previous wave's last run ended and baked; at most 2 run at once."""
+    assert sorted(runs) == sorted(name for names in WAVES.values() for name in names)
+    previous_end: datetime | None = None
+    for wave, names in WAVES.items():
+        starts = [runs[name]["startDate"] for name in names]
+        if previous_end is not None:  # the bake counts from when reconcile saw the wave done: after the last success
+            earliest = min(starts)
+            assert (earliest - previous_end).total_seconds() >= BAKE - 1, (wave, earliest, previous_end)
+        previous_end = max(runs[name]["stopDate"] for name in names)
+    moments = sorted([(r["startDate"], 1) for r in runs.values()] + [(r["stopDate"], -1) for r in runs.values()],
+                     key=lambda moment: (moment[0], moment[1]))  # fmt: skip
+    running = peak = 0
+    for _, change in moments:
+        running += change
+        peak = max(peak, running)
+    assert peak <= 2, runs
+    assert runs["p2"]["startDate"] >= min(runs["p0"]["stopDate"], runs["p1"]["stopDate"])  # production: 2 at a time
+
+
+def rollout_cli(deployment: Deployment, *arguments: str) -> Any:
+    table = deployment.outputs["RegistryTableName"]
+    result = CliRunner().invoke(cli, ["--table", table, *arguments], catch_exceptions=True)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def upload_probe(deployment: Deployment, name: str, value: str) -> None:
+    s3 = deployment.session.client("s3")
+    s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=PROBE_KEY, Body=probe(name, value))
+
+
+def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_holds_the_next_wave(
+    deployment: Deployment, fleet: list[Cluster]
+) -> None:
+    store = RolloutStore(deployment.session.client("dynamodb"), deployment.outputs["RegistryTableName"])
+    before = config_versions(deployment, fleet)
+    assert len(set(before.values())) == 1
+
+    # A good version: wave by wave, each after the previous one's bake.
+    known = len(deployment.executions(deployment.provision))
+    upload_probe(deployment, "probe", "1")
+    runs = working_runs(deployment, known)
+    assert all(run["status"] == "SUCCEEDED" for run in runs.values())
+    assert_waves(runs)
+    good = config_versions(deployment, fleet)
+    [good_version] = set(good.values())
+    assert good_version != before["t0"]
+    status = json.loads(rollout_cli(deployment, "-o", "json", "rollout", "status"))
+    assert [(r["version"], r["state"]) for r in status["rollouts"]] == [(good_version, "completed")]
+
+    # A bad version: the canary's run fails, the rollout halts, nobody else is started.
+    known = len(deployment.executions(deployment.provision))
+    upload_probe(deployment, "Bad_Probe", "2")
+    runs = working_runs(deployment, known)
+    assert sorted(runs) == ["t0"] and runs["t0"]["status"] == "FAILED"
+    started = {json.loads(e["input"])["cluster_id"] for e in deployment.executions(deployment.provision)[known:]}
+    assert started == {fleet[0].id}
+    after_bad = config_versions(deployment, fleet)
+    assert after_bad == good  # the canary's failed run kept its version too
+    [bad] = [state for state in store.list() if state.state == HALTED]
+    assert bad.halt is not None and bad.halt.cluster_id == fleet[0].id and "Bad_Probe" in bad.halt.problem
+    status = json.loads(rollout_cli(deployment, "-o", "json", "rollout", "status"))
+    [halted] = status["rollouts"]
+    assert halted["state"] == "halted" and halted["waiting_for"].startswith(f"rollout halted: {fleet[0].id}: ")
+
+    # A registry edit of a cluster that has not taken the version cannot jump the waves: its run is held at begin.
+    known = len(deployment.executions(deployment.provision))
+    deployment.registry.put(dataclasses.replace(fleet[5], config_items={**fleet[5].config_items, "team": "b"}))
+    [edit] = deployment.settle(known)
+    plan = json.loads(edit["output"])["plan"]
+    assert plan["action"] == "skip", plan
+    assert plan["reason"].startswith(
+        f"held by its rollout: waits for its wave in the rollout of configuration {bad.version}"
+    )
+    assert config_versions(deployment, fleet) == good
+
+    # A newer good version supersedes it, from the canary; paused while the canary runs, it starts nothing more.
+    known = len(deployment.executions(deployment.provision))
+    upload_probe(deployment, "probe", "3")
+    canary = _wait_for_running(deployment, known, fleet[0].id)
+    rollout_cli(deployment, "rollout", "pause", "--reason", "watching the canary")
+    assert deployment.sfn.describe_execution(executionArn=canary)["status"] == "RUNNING"  # paused mid-run
+    runs = working_runs(deployment, known)
+    assert sorted(runs) == ["t0"] and runs["t0"]["status"] == "SUCCEEDED"  # the run in flight finished
+    paused = config_versions(deployment, fleet)
+    newest = paused["t0"]
+    assert newest not in (good_version, None) and {v for k, v in paused.items() if k != "t0"} == {good_version}
+    status = json.loads(rollout_cli(deployment, "-o", "json", "rollout", "status"))
+    [rolling] = status["rollouts"]
+    assert (rolling["version"], rolling["state"]) == (newest, ROLLING) and status["paused"]["reason"]
+    assert rolling["waiting_for"] == "rollout paused (clm rollout resume)"
+
+    resumed = rollout_cli(deployment, "rollout", "resume")
+    assert "pause lifted" in resumed and "reconcile started" in resumed
+    runs = working_runs(deployment, known)
+    assert all(run["status"] == "SUCCEEDED" for run in runs.values())
+    assert_waves(runs)
+    assert set(config_versions(deployment, fleet).values()) == {newest}
+
+
+def _wait_for_running(deployment: Deployment, known: int, cluster_id: str, timeout: float = 120.0) -> str:
+    """The ARN of the first run of `cluster_id` after the first `known` once it runs past its begin."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for execution in deployment.executions(deployment.provision)[known:]:
+            arn = execution["executionArn"]
+            if (
+                execution["status"] != "RUNNING"
+                or json.loads(deployment.sfn.describe_execution(executionArn=arn)["input"])["cluster_id"] != cluster_id
+            ):
+                continue
+            if "Render" in deployment.states(arn):
+                return arn
+        time.sleep(0.05)
+    pytest.fail(f"no run of {cluster_id} started within {timeout} s")
