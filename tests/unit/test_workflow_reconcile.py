@@ -126,6 +126,16 @@ def test_reconcile_looks_again_while_runs_are_deferred_until_the_loop_is_old() -
     assert follow_up(3, None)["again"] is True
 
 
+def test_reconcile_looks_again_when_a_rollouts_bake_ends_within_the_loop() -> None:
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    now = started + timedelta(minutes=5)
+    assert follow_up(0, started, now, wake_at=now + timedelta(minutes=30)) == {"again": True, "wait_seconds": 1800}
+    assert follow_up(0, started, now, wake_at=now + timedelta(seconds=0.2)) == {"again": True, "wait_seconds": 1}
+    assert follow_up(True, started, now, wake_at=now + timedelta(minutes=30))["wait_seconds"] == FOLLOW_SECONDS
+    beyond = now + timedelta(seconds=LOOP_SECONDS)  # the schedule's next reconcile looks then
+    assert follow_up(0, started, now, wake_at=beyond)["again"] is False
+
+
 def test_a_newer_reconcile_leaves_the_following_to_the_older_one(aws: boto3.Session) -> None:
     client = aws.client("stepfunctions")
     machine = client.create_state_machine(
