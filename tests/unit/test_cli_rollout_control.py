@@ -86,7 +86,8 @@ def test_a_halted_rollout_is_resumed_and_an_ongoing_one_aborted_by_a_prefix_of_i
     assert f"rollout of {version} resumed" in run("rollout", "resume", version[:6], "--stack", "NoSuchStack").stdout
     assert store.get(version).state == "rolling"
     again = run("rollout", "resume", version[:6], ok=False)
-    assert again.exit_code == 1 and f"rollout of {version} is rolling: only a halted rollout is resumed" in str(again.exception)
+    assert again.exit_code == 1
+    assert f"rollout of {version} is rolling: only a halted rollout is resumed" in str(again.exception)
     assert f"rollout of {version} aborted" in run("rollout", "abort", version).stdout
     ended = run("rollout", "abort", version, ok=False)
     assert ended.exit_code == 1 and "is aborted: only a rolling or halted rollout is aborted" in str(ended.exception)
