@@ -72,7 +72,7 @@ def test_provision_and_decommission_followed_to_the_end(deployment: Deployment, 
         Key="config/cluster/config-defaults.yaml",
         Body=defaults.read_text().replace(*NEW_AMI).encode(),
     )
-    roll = clm(deployment, "provision", cluster_id, "--follow")
+    roll = clm(deployment, "provision", cluster_id, "--follow", "--override-rollout")  # now, not when admitted
     assert roll.exit_code == 0, (roll.output, roll.exception)
     pool = [step for step in progress(roll) if step.startswith("[default-worker] ")]
     assert [step.split()[1] for step in pool].count("Drain") >= 3

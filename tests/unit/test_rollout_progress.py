@@ -160,3 +160,14 @@ def test_a_look_never_starts_more_than_the_wave_allows_and_a_second_look_agrees(
     second = advance(POLICY, clusters, first.state, now)
     assert (second.state, second.start) == (first.state, first.start)
     assert replace(second, waves=()) == replace(first, waves=())
+
+
+def test_a_wave_with_nothing_left_after_it_passes_without_its_bake() -> None:
+    """A one-cluster fleet (or one whose later waves are done or empty) completes when its last runs succeed: a bake
+    holds back only clusters still to take the version."""
+    alone = advance(POLICY, [cluster("t0", "test", 0, NEW)], RolloutState(NEW, T0, waves={"canary": WaveTimes(T0)}), T0)
+    assert waves(alone) == [("canary", PASSED), ("test", PASSED), ("production", PASSED)]
+    assert alone.state.state == COMPLETED and alone.wake_at is None
+    later_done = {name: (NEW, "") for name in ("t0", "t1", "t2", "p0", "p1", "p2")}
+    progress = advance(POLICY, fleet(**later_done), RolloutState(NEW, T0), T0)  # e.g. each took it as its own change
+    assert progress.state.state == COMPLETED and progress.wake_at is None

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clm.errors import RolloutPolicyError
-from clm.model import Cluster, ClusterStatus
+from clm.model import PROBLEM_TYPES, Cluster, ClusterStatus, Problem
 from clm.registry.dynamodb import DynamoRegistry, create_table
 from clm.registry.rollouts import RolloutStore
 from clm.rollout.parse import parse
@@ -48,6 +48,10 @@ def fleet() -> dict[str, Cluster]:
 def at_new(cluster: Cluster) -> str:
     """The cluster's version once at NEW."""
     return str(desired_version(cluster, NEW))
+
+
+def problem(title: str, error: str = "ApplyError") -> Problem:
+    return Problem(title=title, type=PROBLEM_TYPES + error)
 
 
 def cid(name: str) -> str:
@@ -156,12 +160,14 @@ def test_a_run_checks_its_admission(store) -> None:
 def test_a_failed_run_halts_the_version_it_brought_not_a_clusters_own_change(store) -> None:
     run_gate(store, fleet())
     own = cluster("edited", "test", 0, current=f"{NEW}#x")
-    assert not halt_on_failure(store, own, f"{NEW}#h", "arn:run-1", "step Stacks: bad instance type")
+    assert not halt_on_failure(store, own, f"{NEW}#h", "arn:run-1", problem("step Stacks: bad instance type"))
+    blocked = problem("step RollNodePool: UpdateBlocked: updates blocked by config item", "UpdateBlocked")
+    assert not halt_on_failure(store, fleet()[cid("t0")], f"{NEW}#h", "arn:run-0", blocked)  # an operator's stop
     assert store.get(NEW).state == ROLLING
-    assert halt_on_failure(store, fleet()[cid("t0")], f"{NEW}#h", "arn:run-2", "step Apply: bad manifest")
+    assert halt_on_failure(store, fleet()[cid("t0")], f"{NEW}#h", "arn:run-2", problem("step Apply: bad manifest"))
     kept = store.get(NEW)
     assert (kept.state, kept.halt.cluster_id, kept.halt.problem) == (HALTED, cid("t0"), "step Apply: bad manifest")
-    assert not halt_on_failure(store, fleet()[cid("t1")], f"{NEW}#h", "arn:run-3", "later")  # halted once
+    assert not halt_on_failure(store, fleet()[cid("t1")], f"{NEW}#h", "arn:run-3", problem("later"))  # halted once
     assert store.resume(NEW) and store.get(NEW).halt is None
     assert store.abort(NEW) and not store.abort(NEW) and store.get(NEW).state == ABORTED
 

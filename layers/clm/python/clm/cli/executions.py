@@ -38,11 +38,13 @@ def running_by_cluster(sfn: Any, state_machine_arn: str) -> dict[str, list[str]]
     return running
 
 
-def start_provision(sfn: Any, state_machine_arn: str, cluster_id: str, reason: str) -> str:
-    """Start a provision run of the cluster with the documented input; returns the execution ARN."""
-    started = sfn.start_execution(
-        stateMachineArn=state_machine_arn, input=json.dumps({"cluster_id": cluster_id, "reason": reason})
-    )
+def start_provision(
+    sfn: Any, state_machine_arn: str, cluster_id: str, reason: str, override_rollout: bool = False
+) -> str:
+    """Start a provision run of the cluster with the documented input (`override_rollout`: its version's rollout
+    does not hold it); returns the execution ARN."""
+    document = {"cluster_id": cluster_id, "reason": reason, **({"override_rollout": True} if override_rollout else {})}
+    started = sfn.start_execution(stateMachineArn=state_machine_arn, input=json.dumps(document))
     return started["executionArn"]
 
 

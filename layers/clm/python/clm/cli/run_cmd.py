@@ -77,19 +77,26 @@ def follow_run(cli: CliContext, sfn: Any, cluster: Cluster, arn: str, poll_secon
 @click.option(
     "--reason", default="manual: clm provision", show_default=True, help="Why, recorded in the execution input."
 )
+@click.option(
+    "--override-rollout",
+    is_flag=True,
+    help="Bring the cluster the newest configuration now, even when its rollout holds it (its wave has not come, "
+    "the rollout is halted or paused): for a cluster that needs it before its wave. Recorded in the input.",
+)
 @follow_option
 @stack_option
 @pass_cli
-def provision(cli: CliContext, cluster_id: str, reason: str, follow: bool, stack: str) -> None:
+def provision(cli: CliContext, cluster_id: str, reason: str, override_rollout: bool, follow: bool, stack: str) -> None:
     """Start a provision run of CLUSTER_ID now (the provision state machine of the deployed stack).
 
     The run decides for itself: it provisions an outdated cluster, decommissions one whose decommission was
-    requested, and skips one that is up to date or already being worked on.
+    requested, and skips one that is up to date, already being worked on, or held by the rollout of the newest
+    configuration (`clm rollout status` shows why; --override-rollout to take it anyway).
     """
     cluster = cli.registry().get(cluster_id)
     machine = provision_state_machine(cli, stack)
     sfn = cli.client("stepfunctions")
-    arn = start_provision(sfn, machine, cluster.id, reason)
+    arn = start_provision(sfn, machine, cluster.id, reason, override_rollout)
     _show_execution(cli, cluster.id, arn, "started")
     if follow:
         follow_run(cli, sfn, cluster, arn)

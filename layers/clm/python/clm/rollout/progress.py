@@ -97,11 +97,14 @@ def advance(
     """Look at a rollout of `state.version` over `clusters` (the provisioned clusters it concerns, none blocked):
     the first wave not passed is the current one; it starts its waiting clusters, in order, up to its concurrency
     less those started, unless the rollout is halted, aborted or `paused`. A wave passes when all its clusters
-    are done and its bake (counted from when that was first seen) has passed; an empty wave passes at once."""
+    are done and its bake (counted from when that was first seen) has passed; an empty wave, and one with no
+    cluster left to take the version after it, passes at once."""
     waves: list[WaveProgress] = []
     start: tuple[str, ...] = ()
     waiting_for, wake_at, current = "", None, False
-    for assignment in assign(clusters, policy):
+    assignments = assign(clusters, policy)
+    left = [sum(1 for c in a.clusters if cluster_state(c, state.version) != DONE) for a in assignments]
+    for index, assignment in enumerate(assignments):
         wave = assignment.wave
         states = tuple((cluster.id, cluster_state(cluster, state.version)) for cluster in assignment.clusters)
         times = state.waves.get(wave.name, WaveTimes())
@@ -113,7 +116,8 @@ def advance(
             if states and times.completed_at is None:
                 times = replace(times, started_at=times.started_at or now, completed_at=now)
                 state = state.with_wave(wave.name, times)
-            bake_until = times.completed_at + timedelta(seconds=wave.bake_seconds) if states else None
+            ahead = any(left[index + 1 :])  # a bake only holds back a wave with clusters to take the version
+            bake_until = times.completed_at + timedelta(seconds=wave.bake_seconds) if states and ahead else None
             if bake_until is not None and now < bake_until:
                 current, wake_at = True, bake_until
                 waiting_for = f"wave {wave.name} bakes until {format_time(bake_until)}"

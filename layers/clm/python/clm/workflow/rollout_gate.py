@@ -12,7 +12,7 @@ from typing import Any
 
 from clm.aws import client
 from clm.errors import RolloutPolicyError
-from clm.model import Cluster
+from clm.model import Cluster, Problem
 from clm.registry.rollouts import RolloutStore
 from clm.rollout.policy import Policy
 from clm.rollout.progress import Progress, advance, config_version_of
@@ -22,6 +22,9 @@ from clm.timestamps import format_time, utc_now
 from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection
 
 MAX_LISTED = 50
+# Failures that say nothing of the version a run brought: cluster_update_block set during the run, the configuration
+# or the cluster changing between its renders (the next run takes the newer one), another run holding the lock.
+NOT_THE_VERSIONS = frozenset({"UpdateBlocked", "ConfigChanged", "LockHeld"})
 
 
 @dataclass
@@ -191,10 +194,11 @@ def run_hold(store: RolloutStore) -> Callable[[Cluster, str], str]:
     return hold
 
 
-def halt_on_failure(store: RolloutStore, cluster: Cluster, desired: str, execution: str, problem: str) -> bool:
+def halt_on_failure(store: RolloutStore, cluster: Cluster, desired: str, execution: str, problem: Problem) -> bool:
     """Halt the rollout of the configuration version a failed run was bringing `cluster` (as it was before the run);
-    False when the run brought none, or its rollout does not roll."""
+    False when the run brought none, its rollout does not roll, or the failure says nothing of the version (an
+    operator's block, a newer configuration arriving mid-run: NOT_THE_VERSIONS)."""
     version = config_version_of(desired)
-    if version is None or not taking_version(cluster, version):
+    if version is None or not taking_version(cluster, version) or problem.type.rsplit("/", 1)[-1] in NOT_THE_VERSIONS:
         return False
-    return store.halt(version, Halt(cluster.id, execution, problem[:500], utc_now()))
+    return store.halt(version, Halt(cluster.id, execution, problem.title[:500], utc_now()))

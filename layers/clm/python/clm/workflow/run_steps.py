@@ -38,14 +38,16 @@ def begin(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, execution, input}` -> the run plan: provision, decommission or skip, and why.
 
     A run started by a change (not one continuing an interrupted update, as the schedule's are) that finds the
-    cluster's lock held wakes the holder's parked drains.
+    cluster's lock held wakes the holder's parked drains. A provision its rollout holds is skipped, unless the input
+    says `override_rollout: true` (`clm provision --override-rollout`).
     """
     settings = Settings.from_env()
     config_version = ConfigSources(settings.config_source, client).version  # the cluster's channel picks it
     registry, cluster_id = _registry(settings), event["cluster_id"]
     reason = (event.get("input") or {}).get("reason")
     wake = None if reason == INTERRUPTED else partial(_wake, registry, cluster_id, event["execution"])
-    hold = rollout_gate.run_hold(_rollouts(settings))
+    overridden = (event.get("input") or {}).get("override_rollout") is True  # an operator's StartExecution only
+    hold = None if overridden else rollout_gate.run_hold(_rollouts(settings))
     plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake, hold=hold)
     return plan.to_dict()
 
@@ -191,7 +193,7 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     )
     plan = run.RunPlan(**event["plan"]) if event.get("plan") else None
     halted = plan is not None and rollout_gate.halt_on_failure(
-        _rollouts(settings), cluster, plan.desired_version, event["execution"], problem.title
+        _rollouts(settings), cluster, plan.desired_version, event["execution"], problem
     )
     return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": halted}
 
