@@ -9,17 +9,14 @@ recently handled first, `--concurrent-updates` (1) at a time (controller/control
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from kubernetes import client as k8s
 
 from clm.cli.main import cli
 from clm.model import Cluster, ClusterStatus
@@ -28,7 +25,6 @@ from clm.registry.rollouts import RolloutStore
 from clm.rollout.progress import config_version_of
 from clm.rollout.state import HALTED, ROLLING
 from clm_sandbox.controlplane import ControlPlane
-from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret
 from tests.integration.deployment import ROOT, Deployment
 
@@ -52,12 +48,13 @@ def probe(name: str, value: str) -> bytes:
 
 
 @pytest.fixture
-def fleet(deployment: Deployment, kube_api: k8s.ApiClient, control_plane: ControlPlane) -> Iterator[list[Cluster]]:
-    """Six clusters sharing the session's control plane (each through its own secret), one simulated pool of one node
-    each: t0-t2 in `test` (criticality 0-2), p0-p2 in `production` (3-5); the policy uploaded before they are
-    registered; all provisioned."""
+def fleet(deployment: Deployment, control_plane: ControlPlane) -> list[Cluster]:
+    """Six clusters sharing the session's control plane (each through its own secret), each with a node pool of no
+    node (a rollout is about configuration versions, and one API server cannot hold six clusters' nodes: each node
+    simulator keeps only its own cluster's): t0-t2 in `test` (criticality 0-2), p0-p2 in `production` (3-5); the
+    policy uploaded before they are registered; all provisioned."""
     base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
-    pool = dataclasses.replace(base.node_pools[0], min_size=1, max_size=2)
+    pool = dataclasses.replace(base.node_pools[0], min_size=0, max_size=1)
     s3 = deployment.session.client("s3")
     s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/rollout.yaml", Body=POLICY)
     deployment.settle()
@@ -72,17 +69,11 @@ def fleet(deployment: Deployment, kube_api: k8s.ApiClient, control_plane: Contro
             config_items={**base.config_items, "kube_auth_secret": secret, "app_replicas": "1"},
             node_pools=[pool], status=ClusterStatus(),
         ))  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        for cluster in clusters:
-            stack.enter_context(
-                NodeSimulator(
-                    kube_api, deployment.session, cluster.id, boot_delay=1.0, pod_ready_delay=0.2, time_scale=0.1
-                )
-            )
-            deployment.registry.put(cluster)
-        runs = deployment.settle(0)
-        assert all(run["status"] == "SUCCEEDED" for run in runs), [(r["name"], r.get("cause")) for r in runs]
-        yield clusters
+    for cluster in clusters:
+        deployment.registry.put(cluster)
+    runs = deployment.settle(0)
+    assert all(run["status"] == "SUCCEEDED" for run in runs), [(r["name"], r.get("cause")) for r in runs]
+    return clusters
 
 
 def working_runs(deployment: Deployment, known: int) -> dict[str, dict[str, Any]]:
@@ -158,8 +149,7 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
     upload_probe(deployment, "Bad_Probe", "2")
     runs = working_runs(deployment, known)
     assert sorted(runs) == ["t0"] and runs["t0"]["status"] == "FAILED"
-    started = {json.loads(e["input"])["cluster_id"] for e in deployment.executions(deployment.provision)[known:]}
-    assert started == {fleet[0].id}
+    assert {json.loads(run["input"])["cluster_id"] for run in deployment.settle(known)} == {fleet[0].id}
     after_bad = config_versions(deployment, fleet)
     assert after_bad == good  # the canary's failed run kept its version too
     [bad] = [state for state in store.list() if state.state == HALTED]
@@ -170,7 +160,8 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
 
     # A registry edit of a cluster that has not taken the version cannot jump the waves: its run is held at begin.
     known = len(deployment.executions(deployment.provision))
-    deployment.registry.put(dataclasses.replace(fleet[5], config_items={**fleet[5].config_items, "team": "b"}))
+    stored = deployment.registry.get(fleet[5].id)  # as CLM left it (ready), one config item more
+    deployment.registry.put(dataclasses.replace(stored, config_items={**stored.config_items, "team": "b"}))
     [edit] = deployment.settle(known)
     plan = json.loads(edit["output"])["plan"]
     assert plan["action"] == "skip", plan
@@ -184,7 +175,9 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
     upload_probe(deployment, "probe", "3")
     canary = _wait_for_running(deployment, known, fleet[0].id)
     rollout_cli(deployment, "rollout", "pause", "--reason", "watching the canary")
-    assert deployment.sfn.describe_execution(executionArn=canary)["status"] == "RUNNING"  # paused mid-run
+    # Paused mid-run: from Render on, the run has dozens of Lambda steps and transitions (seconds) to go, the pause is
+    # one PutItem; under load both slow alike.
+    assert deployment.sfn.describe_execution(executionArn=canary)["status"] == "RUNNING"
     runs = working_runs(deployment, known)
     assert sorted(runs) == ["t0"] and runs["t0"]["status"] == "SUCCEEDED"  # the run in flight finished
     paused = config_versions(deployment, fleet)
