@@ -287,6 +287,19 @@ def provisioned(deployment: Deployment, nodes: Any, kube_api: k8s.ApiClient) -> 
     return instances(deployment.session)
 
 
+# A rollout policy of one wave taking every cluster at once (within clm:maxRunning): for tests of something else
+# than waves, whose fleets must change together (docs/rollouts.md).
+ALL_AT_ONCE = "waves:\n  - {name: everyone, concurrency: 100%}\nmax_concurrency: 1000\n"
+
+
+def upload_rollout_policy(deployment: Deployment, policy: str) -> None:
+    """Upload cluster/rollout.yaml (a new configuration version: upload it before the clusters are registered)."""
+    deployment.session.client("s3").put_object(
+        Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/rollout.yaml", Body=policy.encode()
+    )
+    deployment.settle()
+
+
 def upload_new_ami(deployment: Deployment) -> None:
     """Upload config-defaults.yaml with a new worker AMI (every node outdated): the upload starts reconcile."""
     defaults = ROOT / "examples" / "config" / "cluster" / "config-defaults.yaml"

@@ -26,7 +26,7 @@ from clm.rollout.progress import config_version_of
 from clm.rollout.state import HALTED, ROLLING
 from clm_sandbox.controlplane import ControlPlane
 from tests.endpoints import store_kube_secret
-from tests.integration.deployment import ROOT, Deployment
+from tests.integration.deployment import ROOT, Deployment, upload_rollout_policy
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -55,9 +55,7 @@ def fleet(deployment: Deployment, control_plane: ControlPlane) -> list[Cluster]:
     policy uploaded before they are registered; all provisioned."""
     base = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     pool = dataclasses.replace(base.node_pools[0], min_size=0, max_size=1)
-    s3 = deployment.session.client("s3")
-    s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/rollout.yaml", Body=POLICY)
-    deployment.settle()
+    upload_rollout_policy(deployment, POLICY)
     clusters = []
     names = [(f"t{i}", "test") for i in range(3)] + [(f"p{i}", "production") for i in range(3)]
     for index, (name, environment) in enumerate(names):

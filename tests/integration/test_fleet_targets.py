@@ -30,7 +30,7 @@ from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy.synth import Assembly, read_assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret
-from tests.integration.deployment import ROOT, Deployment, upload_new_ami
+from tests.integration.deployment import ALL_AT_ONCE, ROOT, Deployment, upload_new_ami, upload_rollout_policy
 from tests.unit.test_workflow_placement import elsewhere
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
@@ -137,6 +137,7 @@ def test_one_hub_provisions_rolls_and_decommissions_four_clusters_in_three_accou
     deployment: Deployment, fleet: list[tuple[Cluster, boto3.Session]]
 ) -> None:
     clusters = [cluster for cluster, _ in fleet]
+    upload_rollout_policy(deployment, ALL_AT_ONCE)  # the four roll together (waves: tests/integration/test_fleet_rollout)
     for cluster in clusters:
         deployment.registry.put(cluster)
     runs = _runs(deployment, 0, 4)
