@@ -137,7 +137,7 @@ def test_one_hub_provisions_rolls_and_decommissions_four_clusters_in_three_accou
     deployment: Deployment, fleet: list[tuple[Cluster, boto3.Session]]
 ) -> None:
     clusters = [cluster for cluster, _ in fleet]
-    upload_rollout_policy(deployment, ALL_AT_ONCE)  # the four roll together (waves: tests/integration/test_fleet_rollout)
+    upload_rollout_policy(deployment, ALL_AT_ONCE)  # the four roll together (waves: test_fleet_rollout)
     for cluster in clusters:
         deployment.registry.put(cluster)
     runs = _runs(deployment, 0, 4)
