@@ -68,7 +68,11 @@ class ClmStack(Stack):
         self.functions["stacks"].function.add_environment(
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
-        self.functions["registry_events"].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
+        # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt).
+        for publisher in ("registry_events", "reconcile", "run"):
+            self.functions[publisher].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
+        for publisher in ("reconcile", "run"):
+            self.bus.grant_put_events_to(self.functions[publisher].role)
         # A roll-node-pool execution hands over to a successor after this many steps (history events are bounded).
         self.functions["roll"].function.add_environment(
             "CLM_ROLL_STEPS_PER_EXECUTION", str(context.roll_steps_per_execution)

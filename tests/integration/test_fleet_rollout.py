@@ -123,10 +123,53 @@ def upload_probe(deployment: Deployment, name: str, value: str) -> None:
     s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=PROBE_KEY, Body=probe(name, value))
 
 
+def capture_rollout_events(deployment: Deployment) -> str:
+    """A rule on CLM's bus sending every `clm.rollout` event to a new SQS queue (as a team's alerting would take
+    them); returns the queue's URL."""
+    sqs, events = deployment.session.client("sqs"), deployment.session.client("events")
+    url = sqs.create_queue(QueueName="rollout-events")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    bus = deployment.outputs["EventBusName"]
+    events.put_rule(Name="rollouts", EventBusName=bus, EventPattern=json.dumps({"source": ["clm.rollout"]}))
+    events.put_targets(Rule="rollouts", EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
+    return url
+
+
+def received(deployment: Deployment, url: str) -> list[dict[str, Any]]:
+    """Every event the queue holds (taken off it)."""
+    sqs, found = deployment.session.client("sqs"), []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        found += [json.loads(message["Body"]) for message in messages]
+        for message in messages:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return found
+
+
+def of_version(events: list[dict[str, Any]], version: str) -> list[tuple[str, str]]:
+    """The (detail type, wave) of the events of `version`, in the order they happened."""
+    mine = [e for e in events if e["detail"]["version"] == version]
+    ordered = sorted(mine, key=lambda e: (e["detail"]["at"], ORDER.index(e["detail-type"])))
+    return [(e["detail-type"], e["detail"].get("wave", "")) for e in ordered]
+
+
+ORDER = ["Rollout Started", "Rollout Wave Completed", "Rollout Wave Started", "Rollout Halted", "Rollout Completed"]
+THROUGH = [
+    ("Rollout Started", ""),
+    ("Rollout Wave Started", "canary"),
+    ("Rollout Wave Completed", "canary"),
+    ("Rollout Wave Started", "test"),
+    ("Rollout Wave Completed", "test"),
+    ("Rollout Wave Started", "production"),
+    ("Rollout Wave Completed", "production"),
+    ("Rollout Completed", ""),
+]
+
+
 def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_holds_the_next_wave(
     deployment: Deployment, fleet: list[Cluster]
 ) -> None:
     store = RolloutStore(deployment.session.client("dynamodb"), deployment.outputs["RegistryTableName"])
+    queue = capture_rollout_events(deployment)
     before = config_versions(deployment, fleet)
     assert len(set(before.values())) == 1
 
@@ -192,6 +235,20 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
     assert all(run["status"] == "SUCCEEDED" for run in runs.values())
     assert_waves(runs)
     assert set(config_versions(deployment, fleet).values()) == {newest}
+
+    # The events on CLM's bus, as a rule delivered them to a queue: each rollout's story, the halt naming its cause.
+    events = received(deployment, queue)
+    assert of_version(events, good_version) == THROUGH
+    assert of_version(events, bad.version) == [
+        ("Rollout Started", ""), ("Rollout Wave Started", "canary"), ("Rollout Halted", ""),
+    ]  # fmt: skip
+    [halt] = [e["detail"] for e in events if e["detail-type"] == "Rollout Halted"]
+    assert halt["cluster_id"] == fleet[0].id and "Bad_Probe" in halt["problem"] and halt["execution"]
+    assert of_version(events, newest) == THROUGH
+    assert all(e["source"] == "clm.rollout" and e["detail"]["at"] for e in events)
+    [canary] = [e["detail"] for e in events if e["detail-type"] == "Rollout Wave Started" and e["detail"]["version"]
+                == good_version and e["detail"]["wave"] == "canary"]  # fmt: skip
+    assert (canary["clusters"], canary["concurrency"]) == ([fleet[0].id], 1)
 
 
 def _wait_for_running(deployment: Deployment, known: int, cluster_id: str, timeout: float = 120.0) -> str:

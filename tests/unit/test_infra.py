@@ -387,6 +387,17 @@ def test_reconcile_lists_the_executions_of_provision_and_of_itself_only(default)
     assert any(r.endswith(':stateMachine:clm-reconcile"]]}') for r in resources_listed), resources_listed
 
 
+def test_reconcile_and_run_publish_rollout_events_on_clms_bus_only(default):
+    _, raw, _ = default
+    for folder in ("reconcile", "run"):
+        variables = function_named(raw, folder)[1]["Properties"]["Environment"]["Variables"]
+        assert variables["CLM_EVENT_BUS"] == {"Ref": next(n for n in resources(raw, "AWS::Events::EventBus"))}
+        put = statement_for(policy_statements(raw, folder.title() + "FunctionRole"), "events:PutEvents")
+        assert put["Resource"] == {"Fn::GetAtt": [next(n for n in resources(raw, "AWS::Events::EventBus")), "Arn"]}
+    for role in ("StacksFunctionRole", "KubeFunctionRole", "RollFunctionRole"):
+        assert "events:PutEvents" not in actions_of(policy_statements(raw, role))
+
+
 def test_reconcile_writes_rollouts_items_only_never_a_clusters(default):
     from clm.rollout.state import KEY_PREFIX
 

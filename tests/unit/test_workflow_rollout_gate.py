@@ -16,7 +16,7 @@ from clm.rollout.parse import parse
 from clm.rollout.state import ABORTED, HALTED, KEY_PREFIX, ROLLING, Halt, RolloutState, rollout_key
 from clm.version import desired_version
 from clm.workflow.reconcile import select
-from clm.workflow.rollout_gate import gate, halt_on_failure, in_rollouts, look, run_hold
+from clm.workflow.rollout_gate import RolloutEventsRefused, gate, halt_on_failure, in_rollouts, look, run_hold
 
 TABLE = "clm-registry"
 OLD, NEW = "config-old", "config-new"
@@ -65,10 +65,27 @@ def store(aws) -> RolloutStore:
     return RolloutStore(client, TABLE)
 
 
-def run_gate(store: RolloutStore, clusters: dict[str, Cluster], now: datetime = T0, policy=lambda: POLICY):
+def run_gate(
+    store: RolloutStore, clusters: dict[str, Cluster], now: datetime = T0, policy=lambda: POLICY, publish=None
+):
     versions = {cluster_id: NEW for cluster_id in clusters}
     needing = select(clusters.values(), NEW, now.timestamp())
-    return gate(needing, clusters, versions, in_rollouts, store, policy, now)
+    return gate(needing, clusters, versions, in_rollouts, store, policy, now, publish or (lambda events: None))
+
+
+def test_a_looks_events_are_published_before_anything_is_kept(store) -> None:
+    published = []
+
+    def refused(events) -> None:
+        published.append([event.detail_type for event in events])
+        raise RolloutEventsRefused("event bus clm: rollout events refused")
+
+    with pytest.raises(RolloutEventsRefused):
+        run_gate(store, fleet(), publish=refused)
+    assert published == [["Rollout Started", "Rollout Wave Started"]] and store.get(NEW) is None
+    run_gate(store, fleet(), publish=lambda events: published.append([e.detail_type for e in events]))
+    run_gate(store, fleet(), publish=lambda events: published.append([e.detail_type for e in events]))
+    assert published[1:] == [["Rollout Started", "Rollout Wave Started"], []]  # made again, then never twice
 
 
 def test_a_new_version_starts_the_canary_alone_and_admits_it(store) -> None:
@@ -167,6 +184,8 @@ def test_a_failed_run_halts_the_version_it_brought_not_a_clusters_own_change(sto
     assert halt_on_failure(store, fleet()[cid("t0")], f"{NEW}#h", "arn:run-2", problem("step Apply: bad manifest"))
     kept = store.get(NEW)
     assert (kept.state, kept.halt.cluster_id, kept.halt.problem) == (HALTED, cid("t0"), "step Apply: bad manifest")
+    assert halt_on_failure(store, fleet()[cid("t0")], f"{NEW}#h", "arn:run-2", problem("step Apply: bad manifest"))
+    # the same run's step retried (its event refused): halted again, its event made again
     assert not halt_on_failure(store, fleet()[cid("t1")], f"{NEW}#h", "arn:run-3", problem("later"))  # halted once
     assert store.resume(NEW) and store.get(NEW).halt is None
     assert store.abort(NEW) and not store.abort(NEW) and store.get(NEW).state == ABORTED

@@ -113,13 +113,14 @@ class RolloutStore:
         return state.holds(cluster_id, paused=self.pause_of() is not None)
 
     def halt(self, version: str, halt: Halt) -> bool:
-        """Halt the rolling rollout of `version` for `halt`'s reason; False when none rolls."""
+        """Halt the rolling rollout of `version` for `halt`'s reason; True again for the same execution (a retried
+        step), False when none rolls."""
         return self._update(
             rollout_key(version),
             "SET #state = :halted, #halt = :halt",
-            "attribute_exists(#id) AND #state = :rolling",
-            {"#id": "id", "#state": "state", "#halt": "halt"},
-            {":halted": HALTED, ":rolling": ROLLING, ":halt": halt.to_dict()},
+            "attribute_exists(#id) AND (#state = :rolling OR (#state = :halted AND #halt.#execution = :execution))",
+            {"#id": "id", "#state": "state", "#halt": "halt", "#execution": "execution"},
+            {":halted": HALTED, ":rolling": ROLLING, ":halt": halt.to_dict(), ":execution": halt.execution},
         )
 
     def resume(self, version: str) -> bool:

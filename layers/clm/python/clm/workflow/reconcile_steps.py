@@ -18,7 +18,7 @@ from clm.timestamps import utc_now
 from clm.workflow import placement
 from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
-from clm.workflow.rollout_gate import gate, in_rollouts, rollout_policy
+from clm.workflow.rollout_gate import EVENT_BUS_ENV, gate, in_rollouts, publisher, rollout_policy
 from clm.workflow.settings import Settings, SettingsError
 
 MAX_LISTED = 50
@@ -64,6 +64,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         RolloutStore(client("dynamodb"), settings.registry_table),
         lambda: rollout_policy(settings.config_source),
         utc_now(),
+        publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, "")),
     )
     result = start_runs(sfn, state_machine, gated.allowed, max_running)
     return {

@@ -8,7 +8,6 @@ successful run, and -> decommissioned after a decommission. A new cluster is a c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +15,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from clm.errors import ClmError
+from clm.workflow.bus import put_events
 
 SOURCE = "clm.registry"
 DETAIL_TYPE = "Cluster Changed"
-PUT_EVENTS_BATCH = 10  # EventBridge's limit of entries per PutEvents call
 _DESERIALIZER = TypeDeserializer()
 LIFECYCLE = "lifecycle_status"
 CLM_TRANSITIONS = {("requested", "ready"), ("creating", "ready"), ("decommission-requested", "decommissioned")}
@@ -78,33 +77,13 @@ def _cluster_id(images: Mapping[str, Any]) -> str:
     return _DESERIALIZER.deserialize(keys["id"])
 
 
-def events(changes: Sequence[ClusterChange], bus: str) -> list[dict[str, Any]]:
-    """PutEvents entries for `changes` on `bus`."""
-    return [
-        {
-            "Source": SOURCE,
-            "DetailType": DETAIL_TYPE,
-            "Detail": json.dumps({"cluster_id": change.cluster_id, "reason": change.reason}),
-            "EventBusName": bus,
-        }
-        for change in changes
-    ]
-
-
 def publish(client: Any, bus: str, changes: Sequence[ClusterChange]) -> int:
     """Put one `Cluster Changed` event per change on `bus` (a boto3 EventBridge client); returns how many.
 
     Raises PublishError naming the clusters whose events EventBridge refused.
     """
-    entries = events(changes, bus)
-    refused: list[str] = []
-    for start in range(0, len(entries), PUT_EVENTS_BATCH):
-        batch = entries[start : start + PUT_EVENTS_BATCH]
-        response = client.put_events(Entries=batch)
-        for entry, result in zip(batch, response.get("Entries", []), strict=False):
-            if result.get("ErrorCode"):
-                cluster_id = json.loads(entry["Detail"])["cluster_id"]
-                refused.append(f"{cluster_id} ({result['ErrorCode']}: {result.get('ErrorMessage', '')})")
+    events = [(DETAIL_TYPE, {"cluster_id": change.cluster_id, "reason": change.reason}) for change in changes]
+    refused = [f"{changes[index].cluster_id} ({error})" for index, error in put_events(client, bus, SOURCE, events)]
     if refused:
         raise PublishError(f"event bus {bus}: Cluster Changed not published for {', '.join(refused)}")
-    return len(entries)
+    return len(events)

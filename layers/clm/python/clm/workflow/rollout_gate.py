@@ -11,17 +11,20 @@ from datetime import datetime
 from typing import Any
 
 from clm.aws import client
-from clm.errors import RolloutPolicyError
+from clm.errors import ClmError, RolloutPolicyError
 from clm.model import Cluster, Problem
 from clm.registry.rollouts import RolloutStore
+from clm.rollout.events import SOURCE, RolloutEvent, halted, transitions
 from clm.rollout.policy import Policy
 from clm.rollout.progress import Progress, advance, config_version_of
 from clm.rollout.source import fleet_policy
 from clm.rollout.state import ROLLING, Halt, RolloutState
 from clm.timestamps import format_time, utc_now
+from clm.workflow.bus import put_events
 from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection
 
 MAX_LISTED = 50
+EVENT_BUS_ENV = "CLM_EVENT_BUS"
 # Failures that say nothing of the version a run brought: cluster_update_block set during the run, the configuration
 # or the cluster changing between its renders (the next run takes the newer one), another run holding the lock.
 NOT_THE_VERSIONS = frozenset({"UpdateBlocked", "ConfigChanged", "LockHeld"})
@@ -111,12 +114,13 @@ def gate(
     store: RolloutStore,
     policy: Callable[[], Policy],
     now: datetime,
+    publish: Callable[[list[RolloutEvent]], None] = lambda events: None,
 ) -> Gated:
     """Split `needing` (reconcile's selections, in order) into what starts now (the clusters' own changes in that
     order, then those the rollouts admit in their waves' order) and what the rollouts hold; start,
     advance and keep each rollout of a version some cluster takes or that still rolls. `rollable` says whether a
     cluster counts in its version's rollout (provisioned, not blocked, reachable); `policy` is read only when a
-    rollout is looked at."""
+    rollout is looked at; `publish` gets each look's events before anything is written."""
     gated = Gated()
     governed: dict[str, list[Selection]] = {version: [] for version in sorted(set(versions.values()))}
     for selection in needing:
@@ -131,8 +135,11 @@ def gate(
         if chosen is None:
             gated.held += [_held(s, version, f"rollout policy invalid: {gated.policy_error}") for s in selections]
             continue
-        state = kept[version] or store.start(RolloutState(version, now))
-        progress = advance(chosen, members(clusters.values(), versions, version, rollable), state, now, paused)
+        before = kept[version]
+        progress = advance(chosen, members(clusters.values(), versions, version, rollable),
+                           before or RolloutState(version, now), now, paused)  # fmt: skip
+        publish(transitions(before, progress.state, progress.waves))  # first: a failed write repeats them, never loses
+        state = before or store.start(RolloutState(version, now))
         if progress.state != state:
             store.record_progress(progress.state)
         now_admitted = progress.state
@@ -194,11 +201,36 @@ def run_hold(store: RolloutStore) -> Callable[[Cluster, str], str]:
     return hold
 
 
-def halt_on_failure(store: RolloutStore, cluster: Cluster, desired: str, execution: str, problem: Problem) -> bool:
-    """Halt the rollout of the configuration version a failed run was bringing `cluster` (as it was before the run);
-    False when the run brought none, its rollout does not roll, or the failure says nothing of the version (an
-    operator's block, a newer configuration arriving mid-run: NOT_THE_VERSIONS)."""
+def halt_on_failure(
+    store: RolloutStore, cluster: Cluster, desired: str, execution: str, problem: Problem
+) -> RolloutEvent | None:
+    """Halt the rollout of the configuration version a failed run was bringing `cluster` (as it was before the run)
+    and return its event; None when the run brought none, its rollout does not roll, or the failure says nothing of
+    the version (an operator's block, a newer configuration arriving mid-run: NOT_THE_VERSIONS)."""
     version = config_version_of(desired)
     if version is None or not taking_version(cluster, version) or problem.type.rsplit("/", 1)[-1] in NOT_THE_VERSIONS:
-        return False
-    return store.halt(version, Halt(cluster.id, execution, problem.title[:500], utc_now()))
+        return None
+    halt = Halt(cluster.id, execution, problem.title[:500], utc_now())
+    return halted(version, halt) if store.halt(version, halt) else None
+
+
+def publisher(events_client: Callable[[], Any], bus: str) -> Callable[[list[RolloutEvent]], None]:
+    """Publishing rollout events on `bus` (nothing without one); a refusal raises a transient error (the step is
+    retried, and its events made again)."""
+
+    def publish(events: list[RolloutEvent]) -> None:
+        if not events or not bus:
+            return
+        pairs = [(event.detail_type, event.detail) for event in events]
+        refused = put_events(events_client(), bus, SOURCE, pairs)
+        if refused:
+            raise RolloutEventsRefused(f"event bus {bus}: rollout events refused: {refused[:5]}")
+
+    return publish
+
+
+class RolloutEventsRefused(ClmError):
+    """EventBridge refused some rollout events (transient: the step is retried)."""
+
+    asl_name = "RolloutEventsRefused"
+    transient = True

@@ -192,10 +192,12 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
         error.get("Step", ""),
     )
     plan = run.RunPlan(**event["plan"]) if event.get("plan") else None
-    halted = plan is not None and rollout_gate.halt_on_failure(
+    halted = plan and rollout_gate.halt_on_failure(
         _rollouts(settings), cluster, plan.desired_version, event["execution"], problem
     )
-    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": halted}
+    if halted:
+        rollout_gate.publisher(lambda: client("events"), os.environ.get(rollout_gate.EVENT_BUS_ENV, ""))([halted])
+    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted)}
 
 
 STEPS = {
