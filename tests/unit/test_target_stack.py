@@ -30,8 +30,9 @@ from tests.unit.test_infra import (
 HUB = {"clm:hub": "123456789012:eu-central-1"}
 ETCD = {"clm:manageEtcdStack": True}  # the etcd grants are cluster-side too
 ACCOUNTS = {"clm:targetAccounts": "222222222222,333333333333", "clm:targetInclude": "[23]{12}"}
-# What only the hub does: its registry, configuration, renderings, state machines, secrets, logs and traces.
-HUB_SERVICES = {"dynamodb", "s3", "kms", "states", "secretsmanager", "logs", "xray", "sts"}
+# What only the hub does: its registry, configuration, renderings, state machines, event bus (rollouts' events),
+# secrets, logs and traces.
+HUB_SERVICES = {"dynamodb", "s3", "kms", "states", "events", "secretsmanager", "logs", "xray", "sts"}
 TEMPLATES = ["s3:PutObject", "s3:GetObject"]  # the target's own templates bucket (the hub's: its artefact bucket)
 
 
