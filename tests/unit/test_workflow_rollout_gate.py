@@ -13,7 +13,7 @@ from clm.model import PROBLEM_TYPES, Cluster, ClusterStatus, Problem
 from clm.registry.dynamodb import DynamoRegistry, create_table
 from clm.registry.rollouts import RolloutStore
 from clm.rollout.parse import parse
-from clm.rollout.state import ABORTED, HALTED, KEY_PREFIX, ROLLING, Halt, RolloutState, rollout_key
+from clm.rollout.state import ABORTED, COMPLETED, HALTED, KEY_PREFIX, ROLLING, Halt, RolloutState, rollout_key
 from clm.version import desired_version
 from clm.workflow.reconcile import select
 from clm.workflow.rollout_gate import RolloutEventsRefused, gate, halt_on_failure, in_rollouts, look, run_hold
@@ -96,7 +96,7 @@ def test_a_new_version_starts_the_canary_alone_and_admits_it(store) -> None:
     kept = store.get(NEW)
     assert kept is not None and kept.admitted == {cid("t0")} and kept.state == ROLLING
     assert kept.waves["canary"].started_at == T0
-    assert gated.moving and gated.report()["rollouts"][0]["wave"] == "canary"
+    assert gated.rolling and gated.report()["rollouts"][0]["wave"] == "canary"
 
 
 def test_a_clusters_own_change_is_never_held(store) -> None:
@@ -116,7 +116,7 @@ def test_the_next_wave_starts_after_the_bake_and_an_interrupted_admitted_run_goe
     run_gate(store, clusters)
     clusters[cid("t0")].status = ClusterStatus(current_version=at_new(clusters[cid("t0")]))
     baking = run_gate(store, clusters, T0 + timedelta(minutes=5))
-    assert baking.allowed == [] and baking.wake_at == T0 + timedelta(minutes=35) and not baking.moving
+    assert baking.allowed == [] and baking.wake_at == T0 + timedelta(minutes=35)
     baked = run_gate(store, clusters, T0 + timedelta(minutes=35))
     assert [s.cluster_id for s in baked.allowed] == [cid("t1"), cid("t2")]
     clusters[cid("t1")].status = ClusterStatus(current_version=f"{OLD}#h", next_version=f"{NEW}#h")  # interrupted
@@ -137,7 +137,7 @@ def test_a_halted_aborted_or_paused_rollout_starts_nothing_and_holds_the_admitte
         store.pause("arn:aws:iam::123456789012:user/ops", "INC-1", T0)
     gated = run_gate(store, clusters, T0 + timedelta(minutes=1))
     assert gated.allowed == []
-    assert gated.moving is (how == "pause")  # paused, its started runs go on: reconcile follows them
+    assert gated.rolling is (how == "pause")  # paused, it still rolls: its started runs go on
     assert {entry["cluster_id"] for entry in gated.held} == set(clusters)
     expected = {"halt": f"rollout halted: {cid('t0')}: step Apply: bad", "abort": "rollout aborted"}
     assert gated.held[0]["waiting_for"] == expected.get(how, "rollout paused (clm rollout resume)")
@@ -226,3 +226,32 @@ def test_no_registry_file_can_name_a_cluster_as_a_rollout_item() -> None:
         text = examples.replace("id: aws:123456789012:eu-central-1:kube-1", f"id: {forged}", 1)
         with pytest.raises(ValidationError, match=r"clusters.yaml:4: cluster rollout#.* is not valid"):
             load_clusters(text, source="clusters.yaml")
+
+
+def test_a_completed_rollouts_straggler_goes_once_unblocked(store) -> None:
+    """A cluster blocked (cluster_update_block) is left out of its rollout, which completes without it; unblocked,
+    it takes the version (the fleet has proven it) and its run is not held."""
+    clusters = fleet()
+    state = RolloutState(NEW, T0, state=COMPLETED, completed_at=T0, admitted=frozenset({cid("t0")}))
+    store.start(state)
+    clusters[cid("t0")].status = ClusterStatus(current_version=f"{OLD}#h", next_version=f"{NEW}#h")  # was stopped
+    for other in ("t1", "t2", "p0", "p1"):  # p2 was blocked from the start: never admitted
+        clusters[cid(other)].status = ClusterStatus(current_version=at_new(clusters[cid(other)]))
+    gated = run_gate(store, clusters, T0 + timedelta(hours=1))
+    assert [s.cluster_id for s in gated.allowed] == [cid("t0"), cid("p2")] and gated.held == []
+    assert run_hold(store)(clusters[cid("t0")], f"{NEW}#h") == ""
+    assert store.get(NEW).state == COMPLETED
+
+
+def test_a_resumed_rollout_retries_its_failed_cluster_under_a_new_name(store) -> None:
+    """The run that halted the rollout failed in this 15-minute window under its reconcile name: after `resume`,
+    the retry is named anew, so Step Functions starts it now instead of answering with the failed one."""
+    clusters = fleet()
+    [first] = run_gate(store, clusters).allowed
+    clusters[cid("t0")].status = ClusterStatus(current_version=f"{OLD}#h", next_version=first.desired_version)
+    store.halt(NEW, Halt(cid("t0"), "arn:run", "step Apply: bad", T0))
+    assert run_gate(store, clusters, T0 + timedelta(minutes=1)).allowed == []
+    assert store.resume(NEW) and store.get(NEW).resumes == 1
+    [retry] = run_gate(store, clusters, T0 + timedelta(minutes=2)).allowed
+    assert retry.cluster_id == cid("t0") and retry.execution_name != first.execution_name
+    assert retry.execution_name.startswith("t0-") and retry.desired_version == first.desired_version

@@ -66,7 +66,7 @@ class RolloutStore:
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=_item(state.key, state.to_dict()),
+                Item=_item(state.key, state.to_dict() | ({"admitted": set(state.admitted)} if state.admitted else {})),
                 ConditionExpression="attribute_not_exists(#id)",
                 ExpressionAttributeNames={"#id": "id"},
             )
@@ -92,17 +92,17 @@ class RolloutStore:
         self._update(state.key, update, condition, names, values)
 
     def admit(self, version: str, cluster_ids: Iterable[str]) -> bool:
-        """Let `cluster_ids` start the version of a rolling rollout (their runs check it); False when it does not
-        roll (halted or aborted meanwhile): start none of them."""
+        """Let `cluster_ids` start the version of a rolling (or completed: its stragglers) rollout (their runs check
+        it); False when it is halted or aborted (meanwhile): start none of them."""
         ids = sorted(set(cluster_ids))
         if not ids:
             return True
         return self._update(
             rollout_key(version),
             "ADD #admitted :ids",
-            "attribute_exists(#id) AND #state = :rolling",
+            "attribute_exists(#id) AND (#state = :rolling OR #state = :completed)",
             {"#id": "id", "#state": "state", "#admitted": "admitted"},
-            {":ids": set(ids), ":rolling": ROLLING},
+            {":ids": set(ids), ":rolling": ROLLING, ":completed": COMPLETED},
         )
 
     def holds(self, cluster_id: str, version: str) -> str:
@@ -124,13 +124,14 @@ class RolloutStore:
         )
 
     def resume(self, version: str) -> bool:
-        """Let a halted rollout of `version` go on (its halt forgotten); False when it is not halted."""
+        """Let a halted rollout of `version` go on (its halt forgotten, its resumes counted); False when it is not
+        halted."""
         return self._update(
             rollout_key(version),
-            "SET #state = :rolling REMOVE #halt",
+            "SET #state = :rolling REMOVE #halt ADD #resumes :one",
             "attribute_exists(#id) AND #state = :halted",
-            {"#id": "id", "#state": "state", "#halt": "halt"},
-            {":halted": HALTED, ":rolling": ROLLING},
+            {"#id": "id", "#state": "state", "#halt": "halt", "#resumes": "resumes"},
+            {":halted": HALTED, ":rolling": ROLLING, ":one": 1},
         )
 
     def abort(self, version: str) -> bool:

@@ -98,7 +98,8 @@ def advance(
     the first wave not passed is the current one; it starts its waiting clusters, in order, up to its concurrency
     less those started, unless the rollout is halted, aborted or `paused`. A wave passes when all its clusters
     are done and its bake (counted from when that was first seen) has passed; an empty wave, and one with no
-    cluster left to take the version after it, passes at once."""
+    cluster left to take the version after it, passes at once. A completed rollout's stragglers (clusters blocked
+    or unreachable until then) start without waves, `max_concurrency` at a time."""
     waves: list[WaveProgress] = []
     start: tuple[str, ...] = ()
     waiting_for, wake_at, current = "", None, False
@@ -133,7 +134,18 @@ def advance(
         waves.append(replace(progress, state=ROLLING_WAVE, times=times))
     if not current and state.state == ROLLING:
         state = replace(state, state=COMPLETED, completed_at=state.completed_at or now)
+    if state.state == COMPLETED and not paused:  # stragglers (unblocked since): the fleet has proven the version
+        start, waiting_for, wake_at = _stragglers(policy, waves), "", None
     return Progress(state, tuple(waves), start, waiting_for or f"nothing: rollout {state.state}", wake_at)
+
+
+def _stragglers(policy: Policy, waves: list[WaveProgress]) -> tuple[str, ...]:
+    """A completed rollout's clusters not yet at the version, in waves' order, up to the policy's bound with those
+    started."""
+    states = [(cluster_id, state) for wave in waves for cluster_id, state in wave.clusters]
+    started = sum(1 for _, state in states if state == STARTED)
+    waiting = [cluster_id for cluster_id, state in states if state == WAITING]
+    return tuple(waiting[: max(0, policy.max_concurrency - started)])
 
 
 def _starts(

@@ -75,6 +75,7 @@ class RolloutState:
     waves: dict[str, WaveTimes] = field(default_factory=dict)
     completed_at: datetime | None = None
     admitted: frozenset[str] = frozenset()  # the clusters reconcile let start the version (runs check it)
+    resumes: int = 0  # how often a halt was lifted (reconcile's runs after a resume are new executions)
 
     @property
     def key(self) -> str:
@@ -99,6 +100,8 @@ class RolloutState:
             data["completed_at"] = format_time(self.completed_at)
         if self.admitted:
             data["admitted"] = sorted(self.admitted)
+        if self.resumes:
+            data["resumes"] = self.resumes
         return data
 
     @classmethod
@@ -115,13 +118,14 @@ class RolloutState:
             waves={str(name): WaveTimes.from_dict(times) for name, times in (data.get("waves") or {}).items()},
             completed_at=parse_time(data["completed_at"]) if data.get("completed_at") else None,
             admitted=frozenset(str(cluster_id) for cluster_id in data.get("admitted") or ()),
+            resumes=int(data.get("resumes") or 0),
         )
 
     def holds(self, cluster_id: str, paused: bool) -> str:
         """Why a run may not bring this version to `cluster_id` now (empty: it may)."""
         if cluster_id not in self.admitted:
             return f"waits for its wave in the rollout of configuration {self.version} (clm rollout status)"
-        if self.state != ROLLING:
+        if self.state not in (ROLLING, COMPLETED):  # a completed rollout's stragglers go (see clm.rollout.progress)
             why = f": {self.halt.cluster_id}: {self.halt.problem}" if self.halt else ""
             return f"the rollout of configuration {self.version} is {self.state}{why}"
         return "rollouts are paused (clm rollout resume)" if paused else ""

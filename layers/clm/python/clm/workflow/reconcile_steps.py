@@ -67,6 +67,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, "")),
     )
     result = start_runs(sfn, state_machine, gated.allowed, max_running)
+    waiting = len(result["deferred"]) or (gated.rolling and _runs_going(sfn, state_machine, result))
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
         "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
@@ -81,7 +82,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         "foreign": [
             {"cluster_id": s.cluster_id, "reason": refused[s.cluster_id]} for s in needing if s.cluster_id in refused
         ][:MAX_LISTED],
-        **follow_up(len(result["deferred"]) or gated.moving, started, wake_at=gated.wake_at),
+        **follow_up(waiting, started, wake_at=gated.wake_at),
     }
 
 
@@ -98,6 +99,14 @@ def _versions(
         except ConfigSourceError as exc:
             errors.append((cluster.id, str(exc)))
     return versions, errors
+
+
+def _runs_going(sfn: Any, state_machine: str, result: dict[str, list[str]]) -> bool:
+    """Whether provision runs go on (started now, or running): a rolling rollout is followed while they do."""
+    if result["started"]:
+        return True
+    running = sfn.list_executions(stateMachineArn=state_machine, statusFilter="RUNNING", maxResults=1)
+    return bool(running["executions"])
 
 
 STEPS = {"reconcile": reconcile}

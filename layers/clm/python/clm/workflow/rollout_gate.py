@@ -21,7 +21,7 @@ from clm.rollout.source import fleet_policy
 from clm.rollout.state import ROLLING, Halt, RolloutState
 from clm.timestamps import format_time, utc_now
 from clm.workflow.bus import put_events
-from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection
+from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection, execution_name
 
 MAX_LISTED = 50
 EVENT_BUS_ENV = "CLM_EVENT_BUS"
@@ -46,9 +46,9 @@ class Gated:
         return min(times, default=None)
 
     @property
-    def moving(self) -> bool:
-        """Whether some rollout rolls with runs to follow: started now, or still running."""
-        return any(progress.state.state == ROLLING and progress.moving for progress in self.rollouts)
+    def rolling(self) -> bool:
+        """Whether some rollout rolls (its runs, once they end, may let it move on)."""
+        return any(progress.state.state == ROLLING for progress in self.rollouts)
 
     def report(self) -> dict[str, Any]:
         """JSON-able, bounded."""
@@ -150,12 +150,26 @@ def gate(
             if now_admitted.holds(selection.cluster_id, paused):
                 gated.held.append(_held(selection, version, progress.waiting_for))
     held = {entry["cluster_id"] for entry in gated.held}
-    taking = {s.cluster_id for selections in governed.values() for s in selections}
+    taking = {s.cluster_id: version for version, selections in governed.items() for s in selections}
     own = [selection for selection in needing if selection.cluster_id not in taking]
     order = {cluster_id: index for index, cluster_id in enumerate(_rollout_order(gated.rollouts))}
-    admitted = [s for s in needing if s.cluster_id in taking and s.cluster_id not in held]
+    resumes = {progress.state.version: progress.state.resumes for progress in gated.rollouts}
+    admitted = [
+        _after_resumes(s, clusters[s.cluster_id], resumes.get(taking[s.cluster_id], 0), now)
+        for s in needing
+        if s.cluster_id in taking and s.cluster_id not in held
+    ]
     gated.allowed = own + sorted(admitted, key=lambda selection: order.get(selection.cluster_id, len(order)))
     return gated
+
+
+def _after_resumes(selection: Selection, cluster: Cluster, resumes: int, now: datetime) -> Selection:
+    """The selection, named anew after a resume: the run that halted the rollout failed in this time window under
+    the same name, and Step Functions would take the retry for that finished execution."""
+    if not resumes:
+        return selection
+    name = execution_name(cluster, f"{selection.desired_version}~resumed-{resumes}", now.timestamp())
+    return replace(selection, execution_name=name)
 
 
 def _rollout_order(rollouts: Sequence[Progress]) -> list[str]:
