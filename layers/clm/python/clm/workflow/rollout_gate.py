@@ -17,7 +17,6 @@ from clm.registry.rollouts import RolloutStore
 from clm.rollout.events import SOURCE, RolloutEvent, halted, transitions
 from clm.rollout.policy import Policy
 from clm.rollout.progress import Progress, advance, config_version_of
-from clm.rollout.source import fleet_policy
 from clm.rollout.state import ROLLING, Halt, RolloutState
 from clm.timestamps import format_time, utc_now
 from clm.workflow.bus import put_events
@@ -74,7 +73,10 @@ def in_rollouts(cluster: Cluster) -> bool:
 
 
 def rollout_policy(config_uri: str) -> Policy:
-    """The fleet's rollout policy, with CLM's clients (clm.rollout.source)."""
+    """The fleet's rollout policy, with CLM's clients (clm.rollout.source, imported when a rollout is looked at: the
+    run function's cold start does without YAML's)."""
+    from clm.rollout.source import fleet_policy
+
     return fleet_policy(config_uri, client)
 
 
