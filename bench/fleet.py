@@ -211,13 +211,19 @@ class ScanMeter:
         self.reported_units += parsed.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0)
 
 
+# The figures are reconcile's following and start order, not a rollout's pace (docs/rollouts.md): one wave takes
+# every cluster, the most critical first (reconcile's own order), `clm:maxRunning` bounding the starts.
+ONE_WAVE = "max_concurrency: 1000\nwaves:\n  - {name: fleet, concurrency: 100%, order: [-criticality]}\n"
+
+
 def upload_config(s3: Any) -> None:
-    """examples/config into a versioned bucket under PREFIX."""
+    """examples/config into a versioned bucket under PREFIX, with the rollout policy ONE_WAVE."""
     s3.create_bucket(Bucket=CONFIG_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     s3.put_bucket_versioning(Bucket=CONFIG_BUCKET, VersioningConfiguration={"Status": "Enabled"})
     source = EXAMPLES / "config"
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
         s3.put_object(Bucket=CONFIG_BUCKET, Key=PREFIX + path.relative_to(source).as_posix(), Body=path.read_bytes())
+    s3.put_object(Bucket=CONFIG_BUCKET, Key=PREFIX + "cluster/rollout.yaml", Body=ONE_WAVE.encode())
 
 
 def deployment(session: boto3.Session) -> str:
