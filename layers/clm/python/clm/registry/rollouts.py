@@ -82,13 +82,13 @@ class RolloutStore:
     def record_progress(self, state: RolloutState) -> None:
         """Keep the waves' times (and the completion) of a look; a halt or abort written meanwhile stays."""
         data = state.to_dict()
-        update, values = "SET #waves = :waves", {":waves": data["waves"]}
-        condition = "attribute_exists(#id)"
+        update, condition = "SET #waves = :waves", "attribute_exists(#id)"
+        names, values = {"#id": "id", "#waves": "waves"}, {":waves": data["waves"]}
         if state.state == COMPLETED:
             update += ", #state = :completed, #completed_at = :completed_at"
-            values |= {":completed": COMPLETED, ":completed_at": data["completed_at"], ":rolling": ROLLING}
             condition += " AND #state = :rolling"
-        names = {"#id": "id", "#waves": "waves", "#state": "state", "#completed_at": "completed_at"}
+            names |= {"#state": "state", "#completed_at": "completed_at"}
+            values |= {":completed": COMPLETED, ":completed_at": data["completed_at"], ":rolling": ROLLING}
         self._update(state.key, update, condition, names, values)
 
     def admit(self, version: str, cluster_ids: Iterable[str]) -> bool:
@@ -169,16 +169,16 @@ class RolloutStore:
         return {name: str(data.get(name) or "") for name in ("paused_at", "by", "reason")}
 
     def _update(self, key: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]) -> bool:
-        used_values = {name: value for name, value in values.items() if name in update or name in condition}
-        used_names = {name: value for name, value in names.items() if name in update or name in condition}
+        """A conditional UpdateItem (`names` and `values` exactly those the expressions use, as DynamoDB requires);
+        False when the condition fails."""
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=_key(key),
                 UpdateExpression=update,
                 ConditionExpression=condition,
-                ExpressionAttributeNames=used_names,
-                ExpressionAttributeValues={name: _SERIALIZER.serialize(value) for name, value in used_values.items()},
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={name: _SERIALIZER.serialize(value) for name, value in values.items()},
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
