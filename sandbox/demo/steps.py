@@ -198,8 +198,21 @@ def roll(sandbox: Sandbox, cluster_id: str) -> Rolled:
     outcome = followed(sfn, machine, cluster_id, lambda: upload_config(s3, bucket, EXAMPLES / "config", changed))
     seconds = time.monotonic() - started
     watch.stop()
+    quiet(sfn)
     clm("status", env=sandbox.env)
     return Rolled(watch, run_figures(sfn, outcome.arn), seconds)
+
+
+def quiet(sfn: Any, timeout: float = 120.0) -> None:
+    """Wait until no execution runs: reconcile follows the rollout until a look after the run records it completed
+    (every 30 s), and the IAM report must hold every call the demo caused."""
+    console.print("waiting for reconcile's last look at the rollout (it records the rollout completed)")
+    machines = [m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]]
+    deadline = time.monotonic() + timeout
+    while any(sfn.list_executions(stateMachineArn=m, statusFilter="RUNNING")["executions"] for m in machines):
+        if time.monotonic() > deadline:
+            raise DemoError(f"executions still running {timeout:.0f} s after the roll")
+        time.sleep(1.0)
 
 
 def iam_report() -> list[record.Judgement]:
