@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -92,5 +93,5 @@ def _reconcile_now(cli: CliContext, stack: str, reason: str) -> None:
     if not arn:
         print_warning(f"reconcile not started ({why}): the next schedule reconciles")
         return
-    execution = cli.client("stepfunctions").start_execution(stateMachineArn=arn, input=f'{{"reason": "{reason}"}}')
-    click.echo(f"reconcile started: {execution['executionArn'].rsplit(':', 1)[-1]}")
+    started = cli.client("stepfunctions").start_execution(stateMachineArn=arn, input=json.dumps({"reason": reason}))
+    click.echo(f"reconcile started: {started['executionArn'].rsplit(':', 1)[-1]}")
