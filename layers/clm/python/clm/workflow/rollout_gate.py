@@ -204,15 +204,19 @@ def _summary(progress: Progress) -> dict[str, Any]:
     }
 
 
+def governs(cluster: Cluster, desired: str) -> bool:
+    """Whether a rollout governs a run bringing `cluster` the cluster version `desired`: it counts in rollouts and
+    the run brings it another configuration (not the cluster's own change)."""
+    version = config_version_of(desired)
+    return version is not None and in_rollouts(cluster) and taking_version(cluster, version)
+
+
 def run_hold(store: RolloutStore) -> Callable[[Cluster, str], str]:
     """A run's check before it provisions `cluster` to `desired` (a cluster version): why its rollout holds it,
     empty when it may go (a cluster's own change, or one admitted by a rolling, unpaused rollout)."""
 
     def hold(cluster: Cluster, desired: str) -> str:
-        version = config_version_of(desired)
-        if version is None or not in_rollouts(cluster) or not taking_version(cluster, version):
-            return ""
-        return store.holds(cluster.id, version)
+        return store.holds(cluster.id, str(config_version_of(desired))) if governs(cluster, desired) else ""
 
     return hold
 
