@@ -59,9 +59,10 @@ def _rollout(rollout: dict[str, Any], pause: dict[str, Any] | None, now: datetim
     end = max((now - origin).total_seconds(), 1.0)
     clock = _Clock(origin, end)
     parts = [note(f"rollout of configuration {rollout['version']}: {rollout['state']}", bold=True)]
-    parts.append(note(f"started {rollout['started_at']}; waiting for {rollout['waiting_for']}"))
-    marks = []
     halt = rollout.get("halt")
+    waiting = "" if halt else f"; waiting for {rollout['waiting_for']}"  # a halt's own note says what it waits for
+    parts.append(note(f"started {rollout['started_at']}{waiting}"))
+    marks = []
     if halt:
         text = f"halted at {halt['at']} by cluster {halt['cluster_id']} (run {halt['execution']}): {halt['problem']}"
         parts.append(note(text, HALTED, bold=True))
