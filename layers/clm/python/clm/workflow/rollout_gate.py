@@ -170,8 +170,13 @@ def _after_resumes(selection: Selection, cluster: Cluster, resumes: int, now: da
     the same name, and Step Functions would take the retry for that finished execution."""
     if not resumes:
         return selection
-    name = execution_name(cluster, f"{selection.desired_version}~resumed-{resumes}", now.timestamp())
+    name = execution_name(cluster, resumed_version(selection.desired_version, resumes), now.timestamp())
     return replace(selection, execution_name=name)
+
+
+def resumed_version(desired: str, resumes: int) -> str:
+    """What names a run of `desired` after the rollout's `resumes`-th resume (execution_name's `desired`)."""
+    return f"{desired}~resumed-{resumes}"
 
 
 def _rollout_order(rollouts: Sequence[Progress]) -> list[str]:
