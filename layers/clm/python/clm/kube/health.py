@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from clm.kube.client import KubeClient
 
 LIST_LIMIT = 500
-KINDS = {"deployment": "deployments", "statefulset": "statefulsets", "daemonset": "daemonsets"}
+KINDS = {"deployment": "Deployment", "statefulset": "StatefulSet", "daemonset": "DaemonSet"}  # as policies name them
 
 
 def findings(kube: KubeClient, namespaces: Sequence[str], workloads: Sequence[str]) -> list[str]:
@@ -18,12 +18,12 @@ def findings(kube: KubeClient, namespaces: Sequence[str], workloads: Sequence[st
     DaemonSet of `namespaces` not available, and each of `workloads` (`namespace/kind/name`) missing or not."""
     found = [f"node {_name(node)} not Ready{_why(node)}" for node in _items(kube, "/api/v1/nodes") if not _ready(node)]
     for namespace in namespaces:
-        for kind, plural in KINDS.items():
-            for workload in _items(kube, f"/apis/apps/v1/namespaces/{namespace}/{plural}"):
+        for kind in KINDS:
+            for workload in _items(kube, f"/apis/apps/v1/namespaces/{namespace}/{kind}s"):
                 found += _unavailable(kind, workload)
     for named in workloads:
         namespace, kind, name = named.split("/")
-        workload = kube.get(f"/apis/apps/v1/namespaces/{namespace}/{KINDS[kind]}/{name}")
+        workload = kube.get(f"/apis/apps/v1/namespaces/{namespace}/{kind}s/{name}")
         found += [f"{named} not found"] if workload is None else _unavailable(kind, workload)
     return found
 
@@ -61,7 +61,7 @@ def _why(node: dict[str, Any]) -> str:
 def _unavailable(kind: str, workload: dict[str, Any]) -> list[str]:
     """One sentence when the workload has not rolled out its current spec to as many available pods as it wants."""
     metadata, spec, status = workload.get("metadata") or {}, workload.get("spec") or {}, workload.get("status") or {}
-    label = f"{kind.capitalize()} {metadata.get('namespace', '?')}/{metadata.get('name', '?')}"
+    label = f"{KINDS[kind]} {metadata.get('namespace', '?')}/{metadata.get('name', '?')}"
     if int(status.get("observedGeneration") or 0) < int(metadata.get("generation") or 0):
         return [f"{label}: its controller has not seen its latest spec"]
     if kind == "daemonset":

@@ -197,7 +197,7 @@ class _Reader:
             self.fail(item.line_of("timeout") or line, "health: timeout is shorter than hold: no gate could pass")
         namespaces = self.gate_items(item, "namespaces", _NAMESPACE, "a namespace name")
         workloads = self.gate_items(item, "workloads", _WORKLOAD, "namespace/deployment|statefulset|daemonset/name")
-        alarms = tuple(self.alarm(item, template) for template in self.gate_items(item, "alarms", None, ""))
+        alarms = tuple(self.alarm(item, template) for template in self.gate_items(item, "alarms", None, "") or ())
         return replace(
             gate,
             namespaces=gate.namespaces if namespaces is None else namespaces,

@@ -46,23 +46,26 @@ def begin_gate(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, target, health}` -> `health` after one more check: `done` once `checks_needed` consecutive
-    checks found it healthy; HealthGateFailed (naming the cluster and what was wrong) once `max_checks` did not."""
+    """`{cluster_id, target, health}` -> `health` after one more check of the cluster (see `after_check`)."""
     from clm.workflow.target_aws import of_event
 
-    health, cluster = event["health"], _registry().get(event["cluster_id"])
-    found = _kube_findings(cluster, of_event(event), health) + _new_problems(cluster, health["baseline"])
-    found += _alarm_findings(of_event(event).client("cloudwatch"), health["alarms"]) if health["alarms"] else []
+    health, cluster, where = event["health"], _registry().get(event["cluster_id"]), of_event(event)
+    found = _kube_findings(cluster, where, health) + _new_problems(cluster, health["baseline"])
+    found += _alarm_findings(where.client("cloudwatch"), health["alarms"]) if health["alarms"] else []
+    return after_check(cluster.id, health, found)
+
+
+def after_check(cluster_id: str, health: dict[str, Any], found: list[str]) -> dict[str, Any]:
+    """`health` after a check that `found` these faults: `done` once `checks_needed` consecutive checks found none;
+    HealthGateFailed (naming the cluster and the faults) as soon as `max_checks` can no longer make the hold."""
     checks, healthy = health["checks"] + 1, 0 if found else health["healthy"] + 1
     if healthy >= health["checks_needed"]:
         return {**health, "checks": checks, "healthy": healthy, "done": True, "findings": []}
-    if checks - healthy + health["checks_needed"] > health["max_checks"]:  # the hold cannot be reached in time
-        seconds = health["interval_seconds"] * health["checks_needed"]
-        last = found or health.get("findings") or []
-        more = f"; and {len(last) - MAX_FINDINGS} more" if len(last) > MAX_FINDINGS else ""
+    if checks - healthy + health["checks_needed"] > health["max_checks"]:  # only after a check that found faults
+        more = f"; and {len(found) - MAX_FINDINGS} more" if len(found) > MAX_FINDINGS else ""
         raise HealthGateFailed(
-            f"health gate: {cluster.id} was not healthy for {seconds} s within {checks} checks"
-            f" {health['interval_seconds']} s apart: {'; '.join(last[:MAX_FINDINGS]) + more or 'healthy too late'}"
+            f"health gate: {cluster_id} was not healthy for {health['interval_seconds'] * health['checks_needed']} s"
+            f" within {checks} checks {health['interval_seconds']} s apart: {'; '.join(found[:MAX_FINDINGS])}{more}"
         )
     return {**health, "checks": checks, "healthy": healthy, "findings": found[:MAX_FINDINGS]}
 
