@@ -23,6 +23,7 @@ from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunct
 from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
 from infra.node_files import NodeFilesBucket
+from infra.notify import Notifications, wanted
 from infra.registry import RegistryTable
 from infra.target_roles import grant_target_access, tell_target_accounts
 from infra.triggers import ReconcileTriggers, RegistryTrigger
@@ -150,6 +151,8 @@ class ClmStack(Stack):
                 secret_prefix=context.kube_secret_prefix,
             )
         )
+        if wanted(context):
+            Notifications(self, "Notify", bus=self.bus, context=context)
         executions_failed_alarm(self, "ProvisionFailed", self.provision.state_machine)
         executions_failed_alarm(self, "ReconcileFailed", self.reconcile.state_machine)
 
