@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -14,14 +13,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from clm.model import PROBLEM_TYPES, Cluster, ClusterStatus, Problem
-from clm.registry.clusters_yaml import load_clusters
-from clm.registry.dynamodb import DynamoRegistry, create_table
+from clm.registry.dynamodb import DynamoRegistry
 from clm.workflow import cluster_events
 from clm.workflow.cluster_events import FAILED, SOURCE, STARTED, SUCCEEDED, ClusterEvent, publish
 from clm.workflow.run import DECOMMISSION, PROVISION, RunPlan
-from tests.lambdas import FakeContext, load_handler_module
+from tests.unit.test_lambda_run import call, deployment  # noqa: F401 - the fixture
 
-EXAMPLES = Path(__file__).parents[2] / "examples"
 EXECUTION = "arn:aws:states:eu-central-1:123456789012:execution:clm-provision:run-1"
 CLUSTER_ID = "aws:123456789012:eu-central-1:kube-1"
 WHERE = {"account": "123456789012", "region": "eu-central-1"}
@@ -148,39 +145,21 @@ def test_a_refused_event_is_put_once_more_then_logged_never_raised(caplog: pytes
 
 
 @pytest.fixture
-def queue(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Registry, config, artefacts as the CDK app wires them, and CLM's bus with a rule sending every `clm.cluster`
-    event to an SQS queue; returns the queue's URL."""
-    dynamodb = aws.client("dynamodb")
-    create_table(dynamodb, "registry")
-    registry = DynamoRegistry(dynamodb, "registry")
-    for each in load_clusters((EXAMPLES / "clusters.yaml").read_text()):
-        registry.put(each)
-    aws.client("s3").create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+def queue(
+    aws: boto3.Session,
+    deployment: DynamoRegistry,  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
+    """The run function's deployment (tests/unit/test_lambda_run.py) and CLM's bus with a rule sending every
+    `clm.cluster` event to an SQS queue; returns the queue's URL."""
     sqs, events = aws.client("sqs"), aws.client("events")
     url = sqs.create_queue(QueueName="cluster-events")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     events.create_event_bus(Name="clm")
     events.put_rule(Name="clusters", EventBusName="clm", EventPattern=json.dumps({"source": [SOURCE]}))
     events.put_targets(Rule="clusters", EventBusName="clm", Targets=[{"Id": "queue", "Arn": arn}])
-    for name, value in {
-        "CLM_REGISTRY_TABLE": "registry",
-        "CLM_CONFIG_SOURCE": str(EXAMPLES / "config"),
-        "CLM_ARTEFACT_BUCKET": "artefacts",
-        "CLM_EVENT_BUS": "clm",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_NAMESPACE": "CLM",
-    }.items():
-        monkeypatch.setenv(name, value)
-    from clm.aws import forget_clients
-
-    forget_clients()  # clients bound to this test's moto
+    monkeypatch.setenv("CLM_EVENT_BUS", "clm")
     return url
-
-
-def call(step: str, execution: str = EXECUTION, **event: Any) -> dict[str, Any]:
-    handler = load_handler_module("run").handler
-    return handler({"step": step, "execution": execution, **event}, FakeContext())
 
 
 def received(aws: boto3.Session, url: str) -> list[dict[str, Any]]:
