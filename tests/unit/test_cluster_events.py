@@ -65,14 +65,17 @@ def test_started_names_the_cluster_where_it_is_the_run_and_both_versions() -> No
     assert event.detail["at"].endswith("Z")
 
 
-def test_succeeded_carries_the_version_recorded_and_a_decommission_none() -> None:
+def test_succeeded_carries_the_version_recorded_and_a_decommission_no_version_to() -> None:
     event = cluster_events.succeeded(cluster(), plan(), EXECUTION, "c1#s1")
     assert event.detail_type == SUCCEEDED and set(event.detail) == FIELDS
     assert (event.detail["version_from"], event.detail["version_to"]) == ("c0#s0", "c1#s1")
-    gone = cluster_events.succeeded(cluster(), plan(DECOMMISSION, ""), EXECUTION, "")
-    assert (gone.detail["action"], gone.detail["version_from"], gone.detail["version_to"]) == (
-        "decommission", "c0#s0", "",
-    )  # fmt: skip
+    for gone in (
+        cluster_events.started(cluster(), plan(DECOMMISSION), EXECUTION),  # begin computed a desired version
+        cluster_events.succeeded(cluster(), plan(DECOMMISSION), EXECUTION, "c1#s1"),
+    ):
+        assert (gone.detail["action"], gone.detail["version_from"], gone.detail["version_to"]) == (
+            "decommission", "c0#s0", "",
+        )  # fmt: skip
 
 
 def test_failed_carries_the_problem_type_and_title_and_without_a_plan_the_registrys_place() -> None:

@@ -17,7 +17,7 @@ from clm.model import Cluster, Problem
 from clm.timestamps import format_time, utc_now
 from clm.workflow.bus import EVENT_BUS_ENV, put_events
 from clm.workflow.placement import of_cluster
-from clm.workflow.run import RunPlan
+from clm.workflow.run import PROVISION, RunPlan
 
 SOURCE = "clm.cluster"
 STARTED, SUCCEEDED, FAILED = "Cluster Update Started", "Cluster Update Succeeded", "Cluster Update Failed"
@@ -45,7 +45,7 @@ def succeeded(cluster: Cluster, plan: RunPlan, execution: str, version: str) -> 
     """A run ended well: `cluster` (as read before the success was recorded) is at `version` (none once
     decommissioned)."""
     detail = _detail(cluster, plan, execution)
-    return ClusterEvent(SUCCEEDED, detail | {"version_to": _text(version if plan.action != "decommission" else "")})
+    return ClusterEvent(SUCCEEDED, detail | ({"version_to": _text(version)} if plan.action == PROVISION else {}))
 
 
 def failed(cluster: Cluster, plan: RunPlan | None, execution: str, problem: Problem) -> ClusterEvent:
@@ -67,7 +67,7 @@ def _detail(cluster: Cluster, plan: RunPlan | None, execution: str) -> dict[str,
         "action": plan.action if plan else "",
         "execution": _text(execution, 2 * MAX_TEXT),
         "version_from": _text(cluster.status.current_version),
-        "version_to": _text(plan.desired_version if plan else ""),
+        "version_to": _text(plan.desired_version if plan and plan.action == PROVISION else ""),  # none: decommission
         "at": format_time(utc_now()),
     }
 
