@@ -2,7 +2,7 @@
 `clm:notify=true` routes CLM's events through its SNS topic to a subscribed SQS queue. A cluster's first runs
 publish their update events; a configuration whose manifest Kubernetes refuses fails the next run: its `Cluster
 Update Failed` (the problem, the versions, where the cluster is) and its rollout's halt reach the queue, each with the
-fields docs/events.md documents, and no config item."""
+fields docs/events.md documents, and no config item; its decommission's start and end follow."""
 
 from __future__ import annotations
 
@@ -89,3 +89,15 @@ def test_a_teams_queue_hears_of_a_clusters_updates_and_of_a_failure_that_halts_i
     [halt] = [e["detail"] for e in events if e["detail-type"] == "Rollout Halted"]
     assert halt["cluster_id"] == base.id and halt["execution"] == failed_run["executionArn"]
     assert not [e for e in events if "kube_auth_secret" in json.dumps(e) or "clm/kube-1" in json.dumps(e)]
+
+    # A decommission is a cluster's update too (its own change: the halt does not hold it), with no version to.
+    known = len(deployment.executions(deployment.provision))
+    stored = deployment.registry.get(base.id)
+    deployment.registry.put(dataclasses.replace(stored, lifecycle_status="decommission-requested"))
+    [gone] = deployment.settle(known)
+    assert gone["status"] == "SUCCEEDED"
+    events = notified(deployment, url)
+    assert [(e["detail-type"], e["detail"]["action"], e["detail"]["version_to"]) for e in events] == [
+        (STARTED, "decommission", ""), (SUCCEEDED, "decommission", ""),
+    ]  # fmt: skip
+    assert {e["detail"]["version_from"] for e in events} == {good}
