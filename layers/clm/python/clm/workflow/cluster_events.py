@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -57,7 +57,7 @@ def failed(cluster: Cluster, plan: RunPlan | None, execution: str, problem: Prob
 
 def _detail(cluster: Cluster, plan: RunPlan | None, execution: str) -> dict[str, Any]:
     """The fields every cluster event has (docs/events.md): who, where, which run, from which version to which."""
-    target = plan.target if plan and plan.target else {"account": of_cluster(cluster).account, "region": cluster.region}
+    target = plan.target if plan and plan.target else asdict(of_cluster(cluster))
     return {
         "cluster_id": _text(cluster.id),
         "alias": _text(cluster.alias),
