@@ -69,7 +69,8 @@ class ClmStack(Stack):
         self.functions["stacks"].function.add_environment(
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
-        # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt).
+        # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt); the clusters'
+        # update events (run: docs/events.md).
         for publisher in ("registry_events", "reconcile", "run"):
             self.functions[publisher].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
         for publisher in ("reconcile", "run"):
