@@ -4,7 +4,8 @@ baked (start and stop times prove the order, the bake and the concurrency); a ve
 canary halts its rollout there (no execution for any other cluster, which keep their version); a registry edit of a
 cluster whose wave has not come is held by its run; a newer good version supersedes it and starts again from the
 canary; `clm rollout pause` lets the canary's run in flight finish and starts
-nothing more, `clm rollout resume` goes on. Zalando's CLM has no waves: its controller takes clusters in turn, least
+nothing more, `clm rollout resume` goes on. The rollouts' and the clusters' events, taken by rules to SQS queues, tell
+the same story (docs/events.md). Zalando's CLM has no waves: its controller takes clusters in turn, least
 recently handled first, `--concurrent-updates` (1) at a time (controller/controller.go, cluster_list.go)."""
 
 from __future__ import annotations
