@@ -18,6 +18,8 @@ KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 IAM_PATH = re.compile(r"/([\x21-\x7e]+/)?")  # IAM: / alone, or /.../ of printable ASCII
 ACCOUNT = re.compile(r"\d{12}")
 REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+# An SNS standard topic's ARN (EventBridge's target; a FIFO topic would need a message group).
+TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}")
 MANAGED_POLICY_ARN = re.compile(r"arn:aws[\w-]*:iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
 
 
@@ -49,6 +51,8 @@ class ClmContext:
     target_accounts: tuple[str, ...] = ()  # the accounts the hub may reach (`*`: any); none: its own only
     target_include: str = ""  # a regex on the account id (CLM's --include)
     target_exclude: str = ""  # a regex on the account id (CLM's --exclude)
+    notify: bool = False  # an SNS topic made for CLM's events (docs/events.md)
+    notify_topic_arn: str | None = None  # or a topic of the user's that they go to
 
     @property
     def roll_state_machine_name(self) -> str:
@@ -81,6 +85,8 @@ class ClmContext:
             target_accounts=_names(node, "clm:targetAccounts"),
             target_include=_text(node, "clm:targetInclude"),
             target_exclude=_text(node, "clm:targetExclude"),
+            notify=_flag(node, "clm:notify"),
+            notify_topic_arn=_text(node, "clm:notifyTopicArn") or None,
         )
         context.check()
         return context
@@ -119,6 +125,17 @@ class ClmContext:
         if not self.kube_secret_prefix:
             raise ContextError("clm:kubeSecretPrefix: must not be empty (it scopes secret access)")
         self._check_targets()
+        self._check_notify()
+
+    def _check_notify(self) -> None:
+        """clm:notifyTopicArn is a standard topic's ARN, and comes without clm:notify (one topic or the other)."""
+        topic = self.notify_topic_arn
+        if topic is not None and not TOPIC_ARN.fullmatch(topic):
+            raise ContextError(
+                f"clm:notifyTopicArn: {topic!r} is not an SNS standard topic's ARN (arn:aws:sns:REGION:ACCOUNT:NAME)"
+            )
+        if topic is not None and self.notify:
+            raise ContextError("clm:notify and clm:notifyTopicArn: give one (a topic made for CLM, or yours)")
 
     def _check_targets(self) -> None:
         """The target accounts are 12-digit ids or `*` alone; include and exclude compile as regexes."""

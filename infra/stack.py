@@ -23,6 +23,7 @@ from infra.functions import RECONCILE, REGISTRY_EVENTS, STEP_FUNCTIONS, ClmFunct
 from infra.layer import ClmLayer
 from infra.network import FunctionNetwork
 from infra.node_files import NodeFilesBucket
+from infra.notify import Notifications, wanted
 from infra.registry import RegistryTable
 from infra.target_roles import grant_target_access, tell_target_accounts
 from infra.triggers import ReconcileTriggers, RegistryTrigger
@@ -68,7 +69,8 @@ class ClmStack(Stack):
         self.functions["stacks"].function.add_environment(
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
-        # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt).
+        # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt); the clusters'
+        # update events (run: docs/events.md).
         for publisher in ("registry_events", "reconcile", "run"):
             self.functions[publisher].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
         for publisher in ("reconcile", "run"):
@@ -150,6 +152,8 @@ class ClmStack(Stack):
                 secret_prefix=context.kube_secret_prefix,
             )
         )
+        if wanted(context):
+            Notifications(self, "Notify", bus=self.bus, context=context)
         executions_failed_alarm(self, "ProvisionFailed", self.provision.state_machine)
         executions_failed_alarm(self, "ReconcileFailed", self.reconcile.state_machine)
 

@@ -30,6 +30,7 @@ PATCHES = (
     "cfn_no_value",
     "cfn_elbv2",
     "cfn_codecommit",
+    "cfn_sns_topic_policy",
     "sfn_child_workflows",
     "sfn_map_errors",
     "sfn_parser_scopes",

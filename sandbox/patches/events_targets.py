@@ -1,10 +1,12 @@
-"""EventBridge rules start Step Functions executions (moto 5.2.5 raises NotImplementedError for such targets).
+"""EventBridge rules start Step Functions executions and publish to SNS topics (moto 5.2.5 raises
+NotImplementedError for such targets).
 
 ``install()`` wraps ``Rule.send_to_targets``, which moto's ``put_events`` calls for every rule of the event's bus
 (the default bus and custom ones): a rule that is enabled and matches starts one execution per state machine
 target, named with a fresh UUID as AWS does. The execution input is the target's ``Input`` if set, else its
 ``InputPath`` applied to the event, else its ``InputTransformer``'s result, else the event as AWS delivers it.
-Other targets go to moto's own code; disabled rules deliver nothing (moto delivered them anyway).
+A topic gets the same input when its policy lets the rule publish (clm_sandbox.patches._events_sns). Other targets
+go to moto's own code; disabled rules deliver nothing (moto delivered them anyway).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 import uuid
 from typing import Any
 
+from clm_sandbox.patches import _events_sns
 from clm_sandbox.patches._patching import original, replace
 
 LOG = logging.getLogger(__name__)
@@ -40,14 +43,17 @@ def _send_to_targets(self: Any, original_event: dict[str, Any], transform_input:
     if self.state != "ENABLED":
         return
     state_machines = [target for target in self.targets if _is_state_machine(target["Arn"])]
-    if len(state_machines) < len(self.targets):
+    topics = [target for target in self.targets if _events_sns.is_topic(target["Arn"])]
+    if len(state_machines) + len(topics) < len(self.targets):
         others = copy.copy(self)
-        others.targets = [target for target in self.targets if target not in state_machines]
+        others.targets = [target for target in self.targets if target not in state_machines + topics]
         original(Rule, "send_to_targets")(others, original_event, transform_input)
-    if state_machines and _matches(self, original_event):
+    if (state_machines or topics) and _matches(self, original_event):
         event = delivered_event(original_event)
         for target in state_machines:
             _start_execution(self.name, target, event, original_event)
+        for target in topics:
+            _events_sns.publish(self, target, target_input(target, event, original_event.get("ingestion-time", 0)))
 
 
 def _matches(rule: Any, event: dict[str, Any]) -> bool:

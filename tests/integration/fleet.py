@@ -80,15 +80,16 @@ def upload_probe(deployment: Deployment, name: str, value: str) -> None:
     s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=PROBE_KEY, Body=probe(name, value))
 
 
-def capture_rollout_events(deployment: Deployment) -> str:
-    """A rule on CLM's bus sending every `clm.rollout` event to a new SQS queue (as a team's alerting would take
+def capture_events(deployment: Deployment, source: str) -> str:
+    """A rule on CLM's bus sending every event of `source` to a new SQS queue (as a team's alerting would take
     them); returns the queue's URL."""
     sqs, events = deployment.session.client("sqs"), deployment.session.client("events")
-    url = sqs.create_queue(QueueName="rollout-events")["QueueUrl"]
+    name = source.replace(".", "-")
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     bus = deployment.outputs["EventBusName"]
-    events.put_rule(Name="rollouts", EventBusName=bus, EventPattern=json.dumps({"source": ["clm.rollout"]}))
-    events.put_targets(Rule="rollouts", EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
+    events.put_rule(Name=name, EventBusName=bus, EventPattern=json.dumps({"source": [source]}))
+    events.put_targets(Rule=name, EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
     return url
 
 

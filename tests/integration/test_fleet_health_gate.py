@@ -19,7 +19,7 @@ from clm_sandbox.controlplane import ControlPlane
 from tests.integration.deployment import Deployment
 from tests.integration.fleet import (
     PROBE_KEY,
-    capture_rollout_events,
+    capture_events,
     config_versions,
     received,
     register_fleet,
@@ -97,7 +97,7 @@ def test_healthy_clusters_pass_their_gates_an_unavailable_workload_or_an_alarm_h
     deployment: Deployment, fleet: list[Cluster], kube_api: k8s.ApiClient
 ) -> None:
     store = RolloutStore(deployment.session.client("dynamodb"), deployment.outputs["RegistryTableName"])
-    queue = capture_rollout_events(deployment)
+    queue = capture_events(deployment, "clm.rollout")
 
     # Healthy: every run holds its gate (3 healthy checks in a row) before it succeeds, wave after wave.
     known = len(deployment.executions(deployment.provision))

@@ -4,7 +4,8 @@ baked (start and stop times prove the order, the bake and the concurrency); a ve
 canary halts its rollout there (no execution for any other cluster, which keep their version); a registry edit of a
 cluster whose wave has not come is held by its run; a newer good version supersedes it and starts again from the
 canary; `clm rollout pause` lets the canary's run in flight finish and starts
-nothing more, `clm rollout resume` goes on. Zalando's CLM has no waves: its controller takes clusters in turn, least
+nothing more, `clm rollout resume` goes on. The rollouts' and the clusters' events, taken by rules to SQS queues, tell
+the same story (docs/events.md). Zalando's CLM has no waves: its controller takes clusters in turn, least
 recently handled first, `--concurrent-updates` (1) at a time (controller/controller.go, cluster_list.go)."""
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from typing import Any
 
 import pytest
 
-from clm.model import Cluster
+from clm.model import PROBLEM_TYPES, Cluster
 from clm.registry.rollouts import RolloutStore
+from clm.rollout.progress import config_version_of
 from clm.rollout.state import HALTED, ROLLING
 from clm_sandbox.controlplane import ControlPlane
 from tests.integration.deployment import Deployment
 from tests.integration.fleet import (
-    capture_rollout_events,
+    capture_events,
     config_versions,
     received,
     register_fleet,
@@ -95,7 +97,8 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
     deployment: Deployment, fleet: list[Cluster]
 ) -> None:
     store = RolloutStore(deployment.session.client("dynamodb"), deployment.outputs["RegistryTableName"])
-    queue = capture_rollout_events(deployment)
+    queue, updates = capture_events(deployment, "clm.rollout"), capture_events(deployment, "clm.cluster")
+    since = len(deployment.executions(deployment.provision))
     before = config_versions(deployment, fleet)
     assert len(set(before.values())) == 1
 
@@ -175,6 +178,40 @@ def test_a_change_goes_out_in_waves_a_bad_one_halts_at_the_canary_and_pause_hold
     [canary] = [e["detail"] for e in events if e["detail-type"] == "Rollout Wave Started" and e["detail"]["version"]
                 == good_version and e["detail"]["wave"] == "canary"]  # fmt: skip
     assert (canary["clusters"], canary["concurrency"]) == ([fleet[0].id], 1)
+
+    # The clusters' update events: a start and an end for each run that worked, none for a skip (the held edit).
+    updated = received(deployment, updates)
+    assert cluster_events_by_run(updated) == ends_of_working_runs(deployment, since)
+    [failed] = [e["detail"] for e in updated if e["detail-type"] == "Cluster Update Failed"]
+    assert (failed["cluster_id"], failed["alias"], failed["environment"]) == (fleet[0].id, "t0", "test")
+    assert (failed["account"], failed["region"], failed["action"]) == ("123456789012", "eu-central-1", "provision")
+    assert "Bad_Probe" in failed["problem"]["title"] and failed["problem"]["type"].startswith(PROBLEM_TYPES)
+    assert [config_version_of(failed[key]) for key in ("version_from", "version_to")] == [good_version, bad.version]
+    reached = {e["detail"]["cluster_id"] for e in updated if e["detail-type"] == "Cluster Update Succeeded"
+               and config_version_of(e["detail"]["version_to"]) == newest}  # fmt: skip
+    assert reached == {cluster.id for cluster in fleet}
+    assert all(e["source"] == "clm.cluster" for e in updated)
+    assert not [e for e in updated if "kube_auth_secret" in json.dumps(e) or "clm/t" in json.dumps(e)]  # no item
+
+
+def cluster_events_by_run(events: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """The detail types of the cluster events of each execution (a retried step may repeat one: docs/events.md)."""
+    found: dict[str, set[str]] = {}
+    for event in events:
+        found.setdefault(event["detail"]["execution"], set()).add(event["detail-type"])
+    return found
+
+
+def ends_of_working_runs(deployment: Deployment, since: int) -> dict[str, set[str]]:
+    """The cluster events each provision run after the first `since` should have published: none for a skip."""
+    expected = {}
+    for execution in deployment.executions(deployment.provision)[since:]:
+        run = deployment.sfn.describe_execution(executionArn=execution["executionArn"])
+        if (json.loads(run.get("output") or "{}").get("plan") or {}).get("action") == "skip":
+            continue
+        end = "Cluster Update Succeeded" if run["status"] == "SUCCEEDED" else "Cluster Update Failed"
+        expected[run["executionArn"]] = {"Cluster Update Started", end}
+    return expected
 
 
 def _wait_for_running(deployment: Deployment, known: int, cluster_id: str, timeout: float = 120.0) -> str:

@@ -43,6 +43,7 @@ VARIANT = {
     "clm:rollStepsPerExecution": 40,
     "clm:targetAccounts": "*",
     "clm:targetExclude": "9{12}",
+    "clm:notify": True,
 }
 STEP_FOLDERS = {"run": (60, 256), "stacks": (60, 256), "kube": (120, 512), "roll": (120, 512)}
 # CDK writes DependsOn for a role that a GetAtt of the same resource already references: redundant, harmless.
@@ -692,6 +693,22 @@ def test_outputs(default):
 
 
 # --- context variants ---------------------------------------------------------------------------------------------
+
+
+def test_clms_events_go_to_an_sns_topic_only_when_the_context_asks(default, variant):
+    _, plain, _ = default
+    assert not resources(plain, "AWS::SNS::Topic") and "NotifyTopicArn" not in plain["Outputs"]
+    template, raw, _ = variant  # clm:notify (infra.notify; the topic's policy: tests/unit/test_infra_notify.py)
+    [topic] = resources(raw, "AWS::SNS::Topic")
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventBusName": {"Ref": next(iter(resources(raw, "AWS::Events::EventBus")))},
+            "EventPattern": {"source": ["clm.rollout", "clm.cluster", "clm.node"]},
+            "Targets": [{"Arn": {"Ref": topic}, "Id": "Target0"}],
+        },
+    )
+    assert raw["Outputs"]["NotifyTopicArn"]["Value"] == {"Ref": topic}
 
 
 def test_codecommit_vpc_and_retention_from_context(variant):

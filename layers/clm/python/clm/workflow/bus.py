@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+EVENT_BUS_ENV = "CLM_EVENT_BUS"  # the name of CLM's bus, in the environment of the functions that publish
 PUT_EVENTS_BATCH = 10  # EventBridge's limit of entries per PutEvents call
 
 

@@ -16,9 +16,10 @@ from clm.registry.rollouts import RolloutStore
 from clm.targets import TargetPolicy
 from clm.timestamps import utc_now
 from clm.workflow import placement
+from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.follow_up import follow_up, loop_state
 from clm.workflow.reconcile import select, start_runs
-from clm.workflow.rollout_gate import EVENT_BUS_ENV, gate, in_rollouts, publisher, rollout_policy
+from clm.workflow.rollout_gate import gate, in_rollouts, publisher, rollout_policy
 from clm.workflow.settings import Settings, SettingsError
 
 MAX_LISTED = 50

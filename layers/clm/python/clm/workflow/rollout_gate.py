@@ -23,7 +23,6 @@ from clm.workflow.bus import put_events
 from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection, execution_name
 
 MAX_LISTED = 50
-EVENT_BUS_ENV = "CLM_EVENT_BUS"
 # Failures that say nothing of the version a run brought: cluster_update_block set during the run, the configuration
 # or the cluster changing between its renders (the next run takes the newer one), another run holding the lock.
 NOT_THE_VERSIONS = frozenset({"UpdateBlocked", "ConfigChanged", "LockHeld"})

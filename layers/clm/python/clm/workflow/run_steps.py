@@ -11,7 +11,8 @@ from clm.aws import client
 from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.rollouts import RolloutStore
-from clm.workflow import health_gate, parking, rollout_gate, run, target_aws
+from clm.workflow import cluster_events, health_gate, parking, rollout_gate, run, target_aws
+from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
 from clm.workflow.target_check import check_targets
@@ -49,6 +50,8 @@ def begin(event: dict[str, Any]) -> dict[str, Any]:
     overridden = (event.get("input") or {}).get("override_rollout") is True  # an operator's StartExecution only
     hold = None if overridden else rollout_gate.run_hold(_rollouts(settings))
     plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake, hold=hold)
+    if plan.action != run.SKIP:  # the run begins its work (a skip changes nothing: no event)
+        cluster_events.announce(cluster_events.started(registry.get(cluster_id), plan, event["execution"]))
     return plan.to_dict()
 
 
@@ -172,9 +175,11 @@ def _etcd_store(where: target_aws.TargetAws, upload: bool) -> Any:
 
 def succeed(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, execution, plan, version}` -> record success (or decommissioned) and release the lock."""
-    plan = run.RunPlan(**event["plan"])
-    run.succeed(_registry(Settings.from_env()), plan, event["execution"], event.get("version", ""))
-    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": event.get("version", "")}
+    plan, registry, version = run.RunPlan(**event["plan"]), _registry(Settings.from_env()), event.get("version", "")
+    before = registry.get(plan.cluster_id)
+    run.succeed(registry, plan, event["execution"], version)
+    cluster_events.announce(cluster_events.succeeded(before, plan, event["execution"], version))
+    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": version}
 
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:
@@ -192,11 +197,12 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
         error.get("Step", ""),
     )
     plan = run.RunPlan(**event["plan"]) if event.get("plan") else None
+    cluster_events.announce(cluster_events.failed(cluster, plan, event["execution"], problem))  # before the halt's
     halted = plan and rollout_gate.halt_on_failure(
         _rollouts(settings), cluster, plan.desired_version, event["execution"], problem
     )
     if halted:
-        rollout_gate.publisher(lambda: client("events"), os.environ.get(rollout_gate.EVENT_BUS_ENV, ""))([halted])
+        rollout_gate.publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, ""))([halted])
     return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted)}
 
 
