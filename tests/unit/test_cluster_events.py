@@ -88,6 +88,16 @@ def test_failed_carries_the_problem_type_and_title_and_without_a_plan_the_regist
     assert (bare.detail["account"], bare.detail["region"], bare.detail["action"]) == ("123456789012", "eu-west-1", "")
 
 
+def test_a_failed_health_gate_is_its_own_event_after_the_update_failed() -> None:
+    title = "health gate: kube-1 was not healthy for 180 s within 26 checks 30 s apart: alarm kube-1-slo in ALARM: x"
+    gate = Problem(title=title, type=PROBLEM_TYPES + "HealthGateFailed")
+    update, failed_gate = cluster_events.failures(cluster(), plan(), EXECUTION, gate)
+    assert (update.detail_type, failed_gate.detail_type) == (FAILED, cluster_events.GATE_FAILED)
+    assert failed_gate.detail["problem"] == {"type": PROBLEM_TYPES + "HealthGateFailed", "title": title}
+    other = Problem(title="step Apply: bad manifest", type=PROBLEM_TYPES + "ApplyFailed")
+    assert [e.detail_type for e in cluster_events.failures(cluster(), plan(), EXECUTION, other)] == [FAILED]
+
+
 def test_what_a_registry_writer_or_an_error_chooses_is_bounded_and_no_config_item_is_in_an_event() -> None:
     long = cluster(alias="a" * 100_000, environment="e" * 10_000, status=ClusterStatus(current_version="v" * 5_000))
     problem = Problem(title=f"StackFailed: {'x' * 300_000}", type=PROBLEM_TYPES + "E" * 1_000)

@@ -21,6 +21,7 @@ from clm.workflow.run import PROVISION, RunPlan
 
 SOURCE = "clm.cluster"
 STARTED, SUCCEEDED, FAILED = "Cluster Update Started", "Cluster Update Succeeded", "Cluster Update Failed"
+GATE_FAILED = "Cluster Health Gate Failed"  # also an update failed: the cluster did not stay healthy after it
 MAX_TEXT = 256  # a field a registry writer chooses (alias, environment), a version, an error's name
 MAX_TITLE = 500  # a problem's title, as a rollout's halt keeps it
 ATTEMPTS = 2  # PutEvents calls for one event (a refused entry is put once more)
@@ -53,6 +54,14 @@ def failed(cluster: Cluster, plan: RunPlan | None, execution: str, problem: Prob
     before its begin decided one."""
     problem_fields = {"type": _text(problem.type), "title": _text(problem.title, MAX_TITLE)}
     return ClusterEvent(FAILED, _detail(cluster, plan, execution) | {"problem": problem_fields})
+
+
+def failures(cluster: Cluster, plan: RunPlan | None, execution: str, problem: Problem) -> list[ClusterEvent]:
+    """The events of a failed run: its update failed, and when its cluster failed its rollout's health gate
+    (clm.workflow.health_gate), that too, the gate's findings in `problem.title`."""
+    update = failed(cluster, plan, execution, problem)
+    gate = problem.type.rsplit("/", 1)[-1] == "HealthGateFailed"
+    return [update, ClusterEvent(GATE_FAILED, update.detail)] if gate else [update]
 
 
 def _detail(cluster: Cluster, plan: RunPlan | None, execution: str) -> dict[str, Any]:

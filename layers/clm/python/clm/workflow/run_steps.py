@@ -197,7 +197,8 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
         error.get("Step", ""),
     )
     plan = run.RunPlan(**event["plan"]) if event.get("plan") else None
-    cluster_events.announce(cluster_events.failed(cluster, plan, event["execution"], problem))  # before the halt's
+    for made in cluster_events.failures(cluster, plan, event["execution"], problem):  # before the halt's
+        cluster_events.announce(made)
     halted = plan and rollout_gate.halt_on_failure(
         _rollouts(settings), cluster, plan.desired_version, event["execution"], problem
     )
