@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from clm.model import Cluster
 
@@ -83,11 +84,26 @@ class Wave:
 
 
 @dataclass(frozen=True)
+class Freeze:
+    """A fleet-wide freeze: no disruptive work (node rolls) from `start` to `end` (aware times), for `reason`."""
+
+    start: datetime
+    end: datetime
+    reason: str
+
+    def holds(self, now: datetime) -> bool:
+        """Whether the freeze is on at `now`."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
 class Policy:
     """Waves in the order they roll out; `max_concurrency` caps every wave's concurrency; `environments` ranks
-    environments for the `environment` order key (those not listed after every listed one: the safe guess)."""
+    environments for the `environment` order key (those not listed after every listed one: the safe guess);
+    `freezes`: the fleet's freezes (clm.rolling.disruption)."""
 
     waves: tuple[Wave, ...]
     max_concurrency: int = 3
     environments: tuple[str, ...] = DEFAULT_ENVIRONMENTS
     source: str = "built-in default"
+    freezes: tuple[Freeze, ...] = ()
