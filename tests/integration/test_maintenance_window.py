@@ -46,13 +46,14 @@ def now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+def clm(deployment: Deployment, *args: str) -> str:
+    """What `clm` with the deployment's registry table prints."""
+    return CliRunner().invoke(cli, ["--table", deployment.outputs["RegistryTableName"], *args]).output
+
+
 def last_problem(deployment: Deployment) -> str:
     """The last problem as `clm status` shows it."""
-    shown = CliRunner().invoke(
-        cli, ["--table", deployment.outputs["RegistryTableName"], "-o", "json", "status", deployment.cluster_id]
-    )
-    assert shown.exit_code == 0, shown.output
-    [row] = json.loads(shown.stdout)
+    [row] = json.loads(clm(deployment, "-o", "json", "status", deployment.cluster_id))
     return row["last_problem"] or ""
 
 
@@ -95,6 +96,11 @@ def test_roll_waits_outside_its_window_and_stops_at_a_node_boundary_when_the_win
     status = deployment.registry.get(deployment.cluster_id).status
     assert status.next_version and status.next_version != status.current_version  # the update is still due
     assert deployment.registry.lock_holder(deployment.cluster_id) is None
+    followed = clm(deployment, "provision", deployment.cluster_id, "--follow")  # tried again: it waits again
+    waiting = f"MaintenanceWindowClosed: waiting for maintenance window (opens {format_time(opens)})"
+    assert f"[default-worker] Plan failed: {waiting}" in followed, followed
+    assert [line for line in followed.splitlines() if line.startswith("FAILED  ") and waiting in line], followed
+    assert instances(deployment.session) == before
     rollouts = RolloutStore(deployment.session.client("dynamodb"), deployment.outputs["RegistryTableName"])
     rollout = rollouts.get(str(config_version_of(status.next_version)))
     assert rollout is not None and rollout.state == ROLLING  # a wait halts no rollout
