@@ -9,14 +9,20 @@ import pytest
 
 from clm.errors import RolloutPolicyError
 from clm.model import Cluster
-from clm.rolling.disruption import MaintenanceWindowClosed, closed, next_allowed
+from clm.rolling.disruption import Closed, MaintenanceWindowClosed, closed, next_allowed
 from clm.rolling.pool import Member, PoolState
 from clm.rolling.window import MaintenanceWindowInvalid, parse_window
 from clm.rollout.parse import parse
 from clm.rollout.policy import Freeze
-from clm.workflow.maintenance import hold_disruption
+from clm.stacks.deploy import start
+from clm.stacks.replacing import instance_replacers
+from clm.stacks.spec import StackSpec
+from clm.workflow.maintenance import hold_disruption, hold_stack_update
 from clm.workflow.rollout_gate import NOT_THE_VERSIONS
+from tests.unit.test_stacks_deploy import queue_spec
+from tests.unit.test_stacks_support import clients, stacks_aws
 
+__all__ = ["clients", "stacks_aws"]  # fixtures
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)  # a Saturday
 CLUSTER_ID = "aws:123456789012:eu-central-1:kube-1"
 REPLACE = {"action": "replace", "reason": "1 outdated", "replace": [{"instance_id": "i-1"}]}
@@ -172,3 +178,73 @@ def test_too_many_freezes_are_refused() -> None:
     many = "".join(f"- {{from: 2026-12-01T00:00:{n:02d}Z, to: 2026-12-02T00:00:00Z, reason: r}}\n" for n in range(51))
     with pytest.raises(RolloutPolicyError, match="at most 50"):
         parse(policy(many), "rollout.yaml")
+
+
+ETCD_LIKE = {
+    "Resources": {
+        "Etcd": {"Type": "AWS::EC2::Instance", "Properties": {"ImageId": "ami-1"}},
+        "Rolling": {
+            "Type": "AWS::AutoScaling::AutoScalingGroup",
+            "UpdatePolicy": {"AutoScalingRollingUpdate": {"MaxBatchSize": 1}},
+        },
+        "Replacing": {
+            "Type": "AWS::AutoScaling::AutoScalingGroup",
+            "UpdatePolicy": {"AutoScalingReplacingUpdate": {"WillReplace": True}},
+        },
+        "Plain": {"Type": "AWS::AutoScaling::AutoScalingGroup", "UpdatePolicy": {"AutoScalingScheduledAction": {}}},
+        "Template": {"Type": "AWS::EC2::LaunchTemplate"},
+        "Odd": "not a resource",
+    }
+}
+
+
+def test_resources_whose_update_replaces_instances() -> None:
+    assert instance_replacers(ETCD_LIKE) == ["Etcd", "Replacing", "Rolling"]
+    assert instance_replacers({"Resources": {"Group": {"Type": "AWS::AutoScaling::AutoScalingGroup"}}}) == []
+    assert instance_replacers({"Resources": ["not", "a", "mapping"]}) == []
+    assert instance_replacers({}) == []
+
+
+def stack_spec(template: dict) -> StackSpec:
+    return StackSpec(cluster_id=CLUSTER_ID, name="kube-1-etcd", body="", template=template, tags={}, parameters={})
+
+
+def test_a_stack_update_that_replaces_instances_waits_for_the_window() -> None:
+    closed_window = cluster(maintenance_window="Mon 01:00-02:00 UTC")
+    with pytest.raises(MaintenanceWindowClosed) as held:
+        hold_stack_update(stack_spec(ETCD_LIKE), lambda: closed_window, no_freezes, NOW)
+    assert str(held.value) == (
+        "waiting for maintenance window (opens 2026-11-30T01:00:00Z); cluster "
+        f"{CLUSTER_ID}, stack kube-1-etcd (its update may replace instances: Etcd, Replacing, Rolling): "
+        "maintenance window 'Mon 01:00-02:00 UTC'"
+    )
+    hold_stack_update(stack_spec(ETCD_LIKE), cluster, no_freezes, NOW)  # no window: always open
+
+
+def test_a_stack_update_replacing_nothing_reads_neither_cluster_nor_policy() -> None:
+    def unread() -> Cluster:
+        raise AssertionError("read")
+
+    hold_stack_update(
+        stack_spec({"Resources": {"Template": {"Type": "AWS::EC2::LaunchTemplate"}}}), unread, unread, NOW
+    )
+
+
+def test_the_hold_before_an_update_is_asked_only_when_an_update_starts(clients) -> None:  # type: ignore[no-untyped-def]
+    """On moto's CloudFormation: a create and an unchanged stack are not held; a held update changes nothing."""
+    cfn, s3 = clients["cloudformation"], clients["s3"]
+    asked: list[str] = []
+
+    def refuse(spec: StackSpec) -> None:
+        asked.append(spec.name)
+        raise MaintenanceWindowClosed(CLUSTER_ID, f"stack {spec.name}", Closed("frozen", None, None), rolling=False)
+
+    spec = queue_spec()
+    assert start(cfn, s3, spec, before_update=refuse).action == "created"
+    assert start(cfn, s3, spec, before_update=refuse).action == "unchanged"
+    assert asked == []
+    with pytest.raises(MaintenanceWindowClosed):
+        start(cfn, s3, queue_spec(queue="q2"), before_update=refuse)
+    assert asked == ["queues"]
+    stack = cfn.describe_stacks(StackName="queues")["Stacks"][0]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"

@@ -59,11 +59,11 @@ class MaintenanceWindowClosed(ClmError):
 
     asl_name = "MaintenanceWindowClosed"
 
-    def __init__(self, cluster_id: str, pool: str, shut: Closed, rolling: bool):
+    def __init__(self, cluster_id: str, what: str, shut: Closed, rolling: bool):
         opens = format_time(shut.opens) if shut.opens else "no opening found"
         if rolling:
             since = format_time(shut.closed_at) if shut.closed_at else "an unknown time"
             head = f"stopped at node boundary: window closed at {since} (opens {opens})"
         else:
             head = f"waiting for maintenance window (opens {opens})"
-        super().__init__(f"{head}; cluster {cluster_id}, node pool {pool}: {shut.why}")
+        super().__init__(f"{head}; cluster {cluster_id}, {what}: {shut.why}")
