@@ -26,6 +26,7 @@ demo: $(STAMP)
 ## test: lint and run the whole test suite in $(TEST_WORKERS) processes (each with its own sandbox); prints its 15
 ## slowest tests, then the outcome
 test: $(STAMP)
+	tools/install-chromium
 	$(BIN)/ruff check .
 	@# The outcome is repeated last, after pytest has exited: nothing a test left running can print after it.
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS) 2>&1 | tee .pytest.log; \

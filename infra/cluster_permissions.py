@@ -86,6 +86,7 @@ def grant_cluster_side(
         grant_etcd_encrypt(run)
         grant_etcd_stack_policy(stacks)
     grant_kube(grantees["kube"])
+    grant_alarm_reads(grantees["kube"])
     grant_roll(grantees["roll"])
 
 
@@ -217,6 +218,12 @@ def grant_kube(grantee: Grantee) -> None:
         reason="the EKS cluster is named by each cluster's config (eks_cluster_name)",
     )
     grantee.allow(["sts:GetCallerIdentity"], ["*"], reason="sts:GetCallerIdentity supports no resource scoping")
+
+
+def grant_alarm_reads(grantee: Grantee) -> None:
+    """A rollout's health gate reads the CloudWatch alarms its policy names (clm.workflow.health_gate)."""
+    alarms = Stack.of(grantee).format_arn(service="cloudwatch", resource="alarm", resource_name="*", arn_format=_COLON)
+    grantee.allow(["cloudwatch:DescribeAlarms"], [alarms], reason="the rollout policy names the alarms (any name)")
 
 
 def grant_roll(grantee: Grantee) -> None:

@@ -3,12 +3,12 @@ seconds, evictions and PDB refusals from the drain passes) and a timeline pictur
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from clm.cli.timeline_svg import Bar, Row, timeline_page, timeline_svg
 from clm_sandbox.demo.watch import NodePhases
 
 _STATE_ENTERED = "StateEntered"
@@ -83,47 +83,31 @@ _PHASES = (  # (label, start field, end field, colour)
     ("terminate", "drained", "gone", "#d04040"),
     ("boot", "seen", "ready", "#4080d0"),
 )
+_READY = "#40a060"
 
 
 def timeline_html(nodes: list[NodePhases], title: str, end: float) -> str:
     """A row per node with its cordon → drained → gone and launched → Ready phases, on one time axis."""
     rows = [_launched(n, nodes) for n in nodes if n.cordoned is not None or (n.seen or 0) > 0]
     rows.sort(key=lambda n: n.cordoned if n.cordoned is not None else (n.seen or 0))
-    width, label_width, row_height = 900, 190, 26
-    scale = (width - label_width - 20) / max(end, 1.0)
-    height = 40 + row_height * len(rows) + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">']
-    for second in range(0, int(end) + 1, max(1, int(end) // 10 or 1)):
-        x = label_width + second * scale
-        parts.append(f'<line x1="{x:.1f}" y1="30" x2="{x:.1f}" y2="{height - 25}" stroke="#ddd"/>')
-        parts.append(f'<text x="{x:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">{second} s</text>')
-    for index, node in enumerate(rows):
-        y = 40 + index * row_height
-        parts.append(f'<text x="5" y="{y + 14}" font-size="12">{html.escape(node.name)}</text>')
-        for label, start_field, end_field, colour in _PHASES:
-            start, stop = getattr(node, start_field), getattr(node, end_field)
-            if start is None or (label == "boot" and node.cordoned is not None):
-                continue
-            stop = end if stop is None else stop
-            x, w = label_width + start * scale, max((stop - start) * scale, 2.0)
-            tip = f"{label}: {start:.1f} to {stop:.1f} s"
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="18" fill="{colour}"><title>{tip}</title></rect>'
-            )
-        if node.cordoned is None and node.ready is not None:  # a replacement: serving from Ready on
-            x = label_width + node.ready * scale
-            w = max((end - node.ready) * scale, 2.0)
-            parts.append(f'<rect x="{x:.1f}" y="{y + 6}" width="{w:.1f}" height="6" fill="#40a060"/>')
-    parts.append("</svg>")
-    legend = " ".join(
-        f'<span style="background:{c};padding:2px 8px;color:white">{name}</span>'
-        for name, c in (("drain", "#f0a030"), ("terminate", "#d04040"), ("boot", "#4080d0"), ("Ready", "#40a060"))
-    )
-    return (
-        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<h2 style='font-family:sans-serif'>{html.escape(title)}</h2><p style='font-family:sans-serif'>{legend}</p>"
-        + "".join(parts)
-    )
+    ticks = [(second, f"{second} s") for second in range(0, int(end) + 1, max(1, int(end) // 10 or 1))]
+    svg = timeline_svg([Row(node.name, _bars(node, end)) for node in rows], end, ticks)
+    legend = [(label, colour) for label, _, _, colour in _PHASES] + [("Ready", _READY)]
+    return timeline_page(title, legend, svg)
+
+
+def _bars(node: NodePhases, end: float) -> tuple[Bar, ...]:
+    """A node's phases; a replacement's serving time (from Ready on) as a thin band."""
+    bars = []
+    for label, start_field, end_field, colour in _PHASES:
+        start, stop = getattr(node, start_field), getattr(node, end_field)
+        if start is None or (label == "boot" and node.cordoned is not None):
+            continue
+        stop = end if stop is None else stop
+        bars.append(Bar(start, stop, colour, f"{label}: {start:.1f} to {stop:.1f} s"))
+    if node.cordoned is None and node.ready is not None:
+        bars.append(Bar(node.ready, end, _READY, thin=True))
+    return tuple(bars)
 
 
 def _launched(node: NodePhases, nodes: list[NodePhases]) -> NodePhases:

@@ -98,8 +98,8 @@ def _kms_key(call: Call) -> str | None:
 
 
 def _parts(call: Call) -> list[Call]:
-    """A call naming several tables (DynamoDB batches and transactions), event buses or EC2 instances asks once for
-    each."""
+    """A call naming several tables (DynamoDB batches and transactions), event buses, EC2 instances or CloudWatch
+    alarms asks once for each (DescribeAlarms naming none: for every alarm, `alarm:*`)."""
     if (
         call.prefix == "ec2"
         and isinstance(call.params.get("InstanceIds"), list)
@@ -107,6 +107,9 @@ def _parts(call: Call) -> list[Call]:
     ):
         ids = call.params["InstanceIds"]
         return [replace(call, params={**call.params, "InstanceId": instance}) for instance in dict.fromkeys(ids)]
+    if call.prefix == "cloudwatch" and call.operation == "DescribeAlarms":
+        names = call.params.get("AlarmNames") or ["*"]
+        return [replace(call, params={**call.params, "AlarmName": name}) for name in dict.fromkeys(names)]
     if call.prefix == "events" and call.operation == "PutEvents":
         buses = [entry.get("EventBusName") or "default" for entry in call.params.get("Entries") or []]
         names = [bus.rsplit("event-bus/", 1)[-1] for bus in buses]
@@ -335,6 +338,7 @@ _RESOLVERS: Mapping[str, Callable[[Call], str | None]] = {
     "RoleNameWithPath": _role_name_with_path,
     "KeyId": _kms_key,
     "EventBusName": lambda call: call.params.get("EventBusName"),
+    "AlarmName": lambda call: call.params.get("AlarmName"),
     "NetworkInterfaceId": lambda call: call.params.get("NetworkInterfaceId"),
     "VolumeId": lambda call: call.params.get("VolumeId"),
     "InstanceId": lambda call: call.params.get("InstanceId"),

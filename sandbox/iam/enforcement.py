@@ -22,6 +22,7 @@ from clm_sandbox.patches._patching import original, replace
 
 ENV = "CLM_SANDBOX_IAM"
 ALWAYS_ALLOWED = {"sts:GetCallerIdentity"}  # AWS allows it whatever the policies say
+IAM_PREFIXES = {"monitoring": "cloudwatch"}  # services whose requests are signed under another name
 
 _enforcing: bool | None = None
 
@@ -104,6 +105,7 @@ def _call(response: Any, bucket: str | None, key: str | None) -> Call:
 
     model = get_service_model(response.boto3_service_name)
     prefix = model.signing_name or model.endpoint_prefix
+    prefix = IAM_PREFIXES.get(prefix, prefix)
     if prefix == "s3":
         action = response.data.get("Action")
         action = action[0] if isinstance(action, list) else action

@@ -379,3 +379,20 @@ def test_a_decommission_names_the_cluster_stack_and_the_ingress_controllers_stac
         "IngressStacks: none left; foreign stacks left alone: team-data",
         "",
     )
+
+
+def test_a_health_gate_reads_as_its_checks_and_its_pass():
+    spec = {"gated": True, "interval_seconds": 30, "checks_needed": 2, "max_checks": 4, "checks": 0, "healthy": 0}
+    found = ["Deployment kube-system/coredns: 1 of 2 pods updated and available"]
+    events = _lambda_step(10, "HealthGate", {}, spec)
+    events += _lambda_step(20, "CheckHealth", {}, {**spec, "checks": 1, "findings": found})
+    events += _lambda_step(30, "CheckHealth", {}, {**spec, "checks": 2, "healthy": 1, "findings": []})
+    events += _lambda_step(40, "CheckHealth", {}, {**spec, "checks": 3, "healthy": 2, "done": True})
+    lines = HistoryReader().read(events).lines
+    assert [(line.text, line.style) for line in lines] == [
+        ("HealthGate: 2 healthy checks in a row, 30 s apart, within 4", ""),
+        ("CheckHealth: check 1 of 4, 0 of 2 healthy in a row: " + found[0], "yellow"),
+        ("CheckHealth: check 2 of 4, 1 of 2 healthy in a row", ""),
+        ("CheckHealth: healthy 2 checks in a row: the gate passed", "green"),
+    ]
+    assert HistoryReader().read(_lambda_step(10, "HealthGate", {}, {"gated": False})).lines == []

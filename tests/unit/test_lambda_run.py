@@ -91,8 +91,8 @@ def test_fail_records_the_problem(deployment: DynamoRegistry) -> None:
 def test_unknown_step_and_missing_settings_are_clear_errors(deployment, monkeypatch) -> None:
     with pytest.raises(
         UnknownStep,
-        match=r"function run has no step 'nope' \(serves: begin, check_targets, etcd_files, fail, node_pools, park, "
-        r"render, succeed\)",
+        match=r"function run has no step 'nope' \(serves: begin, check_targets, etcd_files, fail, health_gate, "
+        r"node_pools, park, render, succeed\)",
     ):
         call("nope", cluster_id="x")
     monkeypatch.delenv("CLM_ARTEFACT_BUCKET")

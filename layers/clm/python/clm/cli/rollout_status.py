@@ -1,18 +1,23 @@
 """`clm rollout status`: each rollout of the fleet as reconcile sees it now: its waves, their clusters and states,
-what it waits for; `--follow` repeats it until no rollout moves."""
+what it waits for (with `-o json` and `--html`, each cluster's runs: clm.cli.rollout_runs); `--html FILE` draws
+it over time (clm.cli.rollout_picture); `--follow` repeats it until no rollout moves."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from clm.cli.context import CliContext
-from clm.cli.deployment import stack_option, stack_outputs
-from clm.cli.errors import CliError
+from clm.cli.deployment import provision_state_machine, stack_option, stack_outputs
+from clm.cli.errors import CliError, DeploymentNotFound
 from clm.cli.options import pass_cli
 from clm.cli.output import Column, emit, print_error, print_warning, short_id, short_version
+
+if TYPE_CHECKING:
+    from clm.cli.rollout_runs import Rollout
 
 CONFIG_OUTPUT = "ConfigSourceUri"
 FOLLOW_SECONDS = 5.0
@@ -35,17 +40,29 @@ COLUMNS = [
     f"stack output {CONFIG_OUTPUT}).",
 )
 @click.option("--follow", is_flag=True, help=f"Show it again every {FOLLOW_SECONDS:.0f} s while a rollout moves.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write a picture of the rollouts over time to this file (static HTML: a row per cluster by wave, "
+    "coloured waiting, running, baking, passed, failed); rewritten each time with --follow.",
+)
 @stack_option
 @pass_cli
-def rollout_status(cli: CliContext, config_uri: str | None, follow: bool, stack: str) -> None:
+def rollout_status(cli: CliContext, config_uri: str | None, follow: bool, html_file: Path | None, stack: str) -> None:
     """Each rollout: the configuration version, its state (rolling, halted and why, aborted, completed), what it
     waits for, and per wave its clusters: done (at the version), started (a run of it began) or waiting. Computed
-    as reconcile computes it, from the registry, the configuration and the kept rollouts; changes nothing.
+    as reconcile computes it, from the registry, the configuration and the kept rollouts; changes nothing. With
+    `-o json` or `--html`, each cluster's runs (started, stopped, status) are read from the provision state
+    machine's executions.
     """
     uri = config_uri or _deployment_config(cli, stack)
+    runs_of = stack if html_file is not None or cli.output not in ("table", "wide") else None
     while True:
-        view = _view(cli, uri)
+        view = _view(cli, uri, runs_of)
         _show(cli, view)
+        if html_file is not None:
+            _draw(view, html_file)
         if not follow or not any(r["state"] == "rolling" and r["moving"] for r in view["rollouts"]):
             return
         time.sleep(FOLLOW_SECONDS)
@@ -58,13 +75,14 @@ def _deployment_config(cli: CliContext, stack: str) -> str:
     return uri
 
 
-def _view(cli: CliContext, uri: str) -> dict[str, Any]:
-    """The fleet's rollouts now, as data."""
+def _view(cli: CliContext, uri: str, runs_of: str | None) -> dict[str, Any]:
+    """The fleet's rollouts now, as data; with each cluster's runs when `runs_of` names the deployment's stack."""
+    from clm.cli.rollout_runs import rollouts_of
     from clm.config.channels import ConfigSources
     from clm.errors import ConfigSourceError
     from clm.registry.rollouts import RolloutStore
     from clm.rollout.source import fleet_policy
-    from clm.timestamps import utc_now
+    from clm.timestamps import format_time, utc_now
     from clm.workflow.rollout_gate import look
 
     clusters, invalid = cli.registry().list_clusters_report()
@@ -76,9 +94,35 @@ def _view(cli: CliContext, uri: str) -> dict[str, Any]:
             problems.append((cluster.id, str(exc)))
     store = RolloutStore(cli.client("dynamodb"), cli.table)
     policy = fleet_policy(uri, cli.client)
-    progresses = look(clusters, versions, store, policy, utc_now())
+    now = utc_now()
+    progresses = look(clusters, versions, store, policy, now)
     rollouts = [progress.to_dict() for progress in progresses]
-    return {"policy": policy.source, "paused": store.pause_of(), "rollouts": rollouts, "problems": problems}
+    view = {"at": format_time(now), "policy": policy.source, "paused": store.pause_of(), "rollouts": rollouts}
+    if runs_of is not None:
+        view.update(_runs(cli, runs_of, rollouts, rollouts_of(progresses, clusters)))
+    return {**view, "problems": problems}
+
+
+def _runs(cli: CliContext, stack: str, rollouts: list[dict[str, Any]], looked: list[Rollout]) -> dict[str, Any]:
+    """Add the clusters' runs to `rollouts`; how they were read (or why not, without a deployment) to show."""
+    from clm.cli.rollout_runs import rollout_runs, with_runs
+
+    try:
+        machine = provision_state_machine(cli, stack)
+    except DeploymentNotFound as exc:
+        return {"runs_error": f"runs not read: {exc}"}
+    runs = rollout_runs(cli.client("stepfunctions"), machine, looked)
+    with_runs(rollouts, runs)
+    return {"runs_read": {"calls": runs.calls, "described": runs.described, "not_described": runs.not_described}}
+
+
+def _draw(view: dict[str, Any], path: Path) -> None:
+    """Write the picture of `view` to `path` and say so on stderr."""
+    from clm.cli.rollout_picture import rollout_page
+    from clm.timestamps import parse_time
+
+    path.write_text(rollout_page(view, parse_time(view["at"])), encoding="utf-8")
+    click.echo(f"rollout picture: {path}", err=True)
 
 
 def _show(cli: CliContext, view: dict[str, Any]) -> None:

@@ -327,6 +327,22 @@ def _ingress_stacks(_: dict[str, Any], swept: dict[str, Any]) -> StepLine:
     return f"IngressStacks: deleting {_listed(swept.get('deleting', []))}", "yellow"
 
 
+def _health_gate(_: dict[str, Any], gate: dict[str, Any]) -> StepLine:
+    if not gate.get("gated"):
+        return None
+    needed, most, every = gate.get("checks_needed"), gate.get("max_checks"), gate.get("interval_seconds")
+    return f"HealthGate: {needed} healthy checks in a row, {every} s apart, within {most}", ""
+
+
+def _check_health(_: dict[str, Any], health: dict[str, Any]) -> StepLine:
+    if health.get("done"):
+        return f"CheckHealth: healthy {health.get('healthy')} checks in a row: the gate passed", "green"
+    found = health.get("findings") or []
+    text = f"CheckHealth: check {health.get('checks')} of {health.get('max_checks')}, "
+    text += f"{health.get('healthy')} of {health.get('checks_needed')} healthy in a row"
+    return (f"{text}: {_listed(found)}", "yellow") if found else (text, "")
+
+
 def _succeed(_: dict[str, Any], done: dict[str, Any]) -> StepLine:
     if done.get("action") == "decommission":
         return "Succeed: cluster decommissioned", "green"
@@ -362,6 +378,8 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "CheckIngressStacks": _ingress_stacks,
     "DeleteClusterStack": _delete_stack,
     "CheckClusterStack": _check_stack,
+    "HealthGate": _health_gate,
+    "CheckHealth": _check_health,
     "Succeed": _succeed,
     "RecordFailure": _record_failure,
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
@@ -17,23 +18,40 @@ import yaml
 
 from clm.errors import RolloutPolicyError
 from clm.kube.settings import parse_duration
-from clm.rollout.policy import ORDER_KEYS, UNMATCHED, Concurrency, Freeze, Policy, Selector, Wave
+from clm.rollout.policy import (
+    ALARM_FIELD,
+    ALARM_FIELDS,
+    ORDER_KEYS,
+    UNMATCHED,
+    Concurrency,
+    Freeze,
+    HealthGate,
+    Policy,
+    Selector,
+    Wave,
+)
 from clm.yamlutil import LineDict, LineList, error_line, error_reason, load_with_lines, scalar_text
 
 MAX_BYTES = 64 * 1024  # a policy of 100 waves with long cluster lists fits; a huge file is refused before parsing
 MAX_WAVES = 100
 MAX_CONCURRENCY = 1000
-MAX_BAKE_SECONDS = 7 * 24 * 3600  # a week: a longer bake is a typo (or a way to stop rollouts no one would see)
+MAX_BAKE = (7 * 24 * 3600, "a week (168h)")  # a longer bake is a typo (or a way to stop rollouts no one would see)
+POLICY_KEYS = ("waves", "max_concurrency", "environments", "health", "freeze")
+HEALTH_KEYS = ("hold", "timeout", "interval", "namespaces", "workloads", "alarms")
+MAX_GATE = (24 * 3600, "a day (24h)")  # a hold or timeout of a day is already a rollout no one watches
+MIN_INTERVAL, MAX_INTERVAL = 5, (600, "10m")
+MAX_GATE_ITEMS = 20  # namespaces, workloads, alarms: each check asks the cluster and CloudWatch for all of them
 MAX_FREEZES = 50
 MAX_FREEZE = timedelta(days=31)  # a longer freeze is a typo, or disruptive work stopped for good without a word
 MAX_REASON = 200
-POLICY_KEYS = ("waves", "max_concurrency", "environments", "freeze")
 FREEZE_KEYS = ("from", "to", "reason")
 WAVE_KEYS = ("name", "select", "exclude", "size", "concurrency", "bake", "order")
 SELECTOR_KEYS = ("environment", "criticality", "channel", "account", "region", "clusters", "config_items")
 _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _ACCOUNT = re.compile(r"(aws:)?(\d{12})")
 _PERCENT = re.compile(r"(\d{1,3})%")
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_WORKLOAD = re.compile(r"([a-z0-9][-a-z0-9]{0,62})/(deployment|statefulset|daemonset)/([a-z0-9][-a-z0-9.]{0,252})")
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)")
 
 
@@ -63,8 +81,9 @@ def parse(text: str | bytes, source: str) -> Policy:
         parsed.append(wave)
     max_concurrency = reader.count(data, "max_concurrency", 3, "policy")
     environments = tuple(reader.strings(data, "environments", "policy") or ("test", "staging", "production"))
+    health = reader.health(data) if "health" in data else HealthGate()
     freezes = tuple(reader.freezes(data["freeze"], data.line_of("freeze"))) if "freeze" in data else ()
-    return Policy(tuple(parsed), max_concurrency, environments, source, freezes)
+    return Policy(tuple(parsed), max_concurrency, environments, source, health, freezes)
 
 
 class _Reader:
@@ -101,7 +120,7 @@ class _Reader:
         if "concurrency" in item:
             values["concurrency"] = self.concurrency(item, what)
         if "bake" in item:
-            values["bake_seconds"] = self.bake(item, what)
+            values["bake_seconds"] = self.duration(item, "bake", what, MAX_BAKE)
         if "order" in item:
             values["order"] = self.order(item, what)
         return Wave(**values)
@@ -168,8 +187,60 @@ class _Reader:
             return Concurrency(int(match.group(1)), percent=True)
         return Concurrency(self.count(data, "concurrency", 1, what))
 
-    def bake(self, data: LineDict, what: str) -> int:
-        value = data["bake"]
+    def health(self, data: LineDict) -> HealthGate | None:
+        """`health: false` (no gate), or a mapping of HEALTH_KEYS (those left out: HealthGate's defaults)."""
+        item, line = data["health"], data.line_of("health")
+        if item is False:
+            return None
+        if not isinstance(item, LineDict):
+            self.fail(line, f"health: false, or a mapping of {', '.join(HEALTH_KEYS)}")
+        self.known_keys(item, HEALTH_KEYS, "health")
+        values: dict[str, Any] = {}
+        for key, bound in (("hold", MAX_GATE), ("timeout", MAX_GATE), ("interval", MAX_INTERVAL)):
+            if key in item:
+                values[f"{key}_seconds"] = self.duration(item, key, "health", bound)
+        gate = HealthGate(**values)
+        if gate.interval_seconds < MIN_INTERVAL:
+            self.fail(item.line_of("interval"), f"health: interval is at least {MIN_INTERVAL}s")
+        if gate.timeout_seconds < gate.hold_seconds:
+            self.fail(item.line_of("timeout") or line, "health: timeout is shorter than hold: no gate could pass")
+        namespaces = self.gate_items(item, "namespaces", _NAMESPACE, "a namespace name")
+        workloads = self.gate_items(item, "workloads", _WORKLOAD, "namespace/deployment|statefulset|daemonset/name")
+        alarms = tuple(self.alarm(item, template) for template in self.gate_items(item, "alarms", None, "") or ())
+        return replace(
+            gate,
+            namespaces=gate.namespaces if namespaces is None else namespaces,
+            workloads=workloads or (),
+            alarms=alarms,
+        )
+
+    def gate_items(
+        self, item: LineDict, key: str, pattern: re.Pattern[str] | None, described: str
+    ) -> tuple[str, ...] | None:
+        """A list (maybe empty) of at most MAX_GATE_ITEMS texts, each matching `pattern`; None when `key` is absent."""
+        if key not in item:
+            return None
+        values = item[key]
+        if not isinstance(values, list) or len(values) > MAX_GATE_ITEMS:
+            self.fail(item.line_of(key), f"health: {key}: a list of at most {MAX_GATE_ITEMS}")
+        for value in values:
+            if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
+                self.fail(item.line_of(key), f"health: {key}: {value!r} is not {described or 'text'}")
+        return tuple(values)
+
+    def alarm(self, item: LineDict, template: str) -> str:
+        """An alarm name template: at most 255 characters, naming only ALARM_FIELDS in braces."""
+        unknown = [field for field in ALARM_FIELD.findall(template) if field not in ALARM_FIELDS]
+        if unknown or not 0 < len(template) <= 255 or template.count("{") != template.count("}"):
+            self.fail(
+                item.line_of("alarms"),
+                f"health: alarms: {template[:80]!r}: 1-255 characters, with {{field}} one of {', '.join(ALARM_FIELDS)}",
+            )
+        return template
+
+    def duration(self, data: LineDict, key: str, what: str, bound: tuple[int, str]) -> int:
+        """A Go duration of at most `bound` (seconds, said in words), rounded up to whole seconds."""
+        value = data[key]
         try:
             seconds = (
                 parse_duration(str(value)) if isinstance(value, str) or (type(value) is int and value == 0) else None
@@ -177,9 +248,9 @@ class _Reader:
         except ValueError:
             seconds = None
         if seconds is None:
-            self.fail(data.line_of("bake"), f"{what}: bake {value!r} is not a duration like 30m, 2h or 1h30m")
-        if seconds > MAX_BAKE_SECONDS:
-            self.fail(data.line_of("bake"), f"{what}: bake {value!r} is longer than a week (168h)")
+            self.fail(data.line_of(key), f"{what}: {key} {value!r} is not a duration like 30m, 2h or 1h30m")
+        if seconds > bound[0]:
+            self.fail(data.line_of(key), f"{what}: {key} {value!r} is longer than {bound[1]}")
         return math.ceil(seconds)
 
     def order(self, data: LineDict, what: str) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ time, and the policy's bound on clusters changing at once. Built by clm.rollout.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -83,6 +84,52 @@ class Wave:
         return self.selector.matches(cluster) and not (self.exclude and self.exclude.matches(cluster))
 
 
+ALARM_FIELDS = ("id", "local_id", "alias", "environment", "account", "region")  # what an alarm name may name
+ALARM_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def alarm_name(template: str, cluster: Cluster) -> str:
+    """`template` with each `{field}` (one of ALARM_FIELDS) replaced by the cluster's value."""
+    values = {name: str(getattr(cluster, name if name != "account" else "account_id")) for name in ALARM_FIELDS}
+    return ALARM_FIELD.sub(lambda match: values[match.group(1)], template)
+
+
+@dataclass(frozen=True)
+class HealthGate:
+    """What a cluster's health must show after its run for the run to pass: `hold_seconds` of consecutive healthy
+    checks, `interval_seconds` apart, reached within `timeout_seconds` of the first check. Healthy: every node
+    Ready, every workload of `namespaces` and the named `workloads` (`namespace/kind/name`) available, no problem
+    recorded on the cluster since the gate began, none of the CloudWatch `alarms` (name templates) in ALARM."""
+
+    hold_seconds: int = 180
+    timeout_seconds: int = 900
+    interval_seconds: int = 30
+    namespaces: tuple[str, ...] = ("kube-system",)
+    workloads: tuple[str, ...] = ()
+    alarms: tuple[str, ...] = ()
+
+    @property
+    def checks_needed(self) -> int:
+        """Consecutive healthy checks that make the hold (at least one)."""
+        return max(1, math.ceil(self.hold_seconds / self.interval_seconds))
+
+    @property
+    def max_checks(self) -> int:
+        """Checks before the gate fails (the timeout, and never fewer than a hold needs)."""
+        return max(self.checks_needed, math.ceil(self.timeout_seconds / self.interval_seconds))
+
+    def spec(self, cluster: Cluster) -> dict[str, object]:
+        """JSON-able, for `cluster`'s run (its alarm names filled in)."""
+        return {
+            "interval_seconds": self.interval_seconds,
+            "checks_needed": self.checks_needed,
+            "max_checks": self.max_checks,
+            "namespaces": list(self.namespaces),
+            "workloads": list(self.workloads),
+            "alarms": [alarm_name(template, cluster) for template in self.alarms],
+        }
+
+
 @dataclass(frozen=True)
 class Freeze:
     """A fleet-wide freeze: no disruptive work (node rolls) from `start` to `end` (aware times), for `reason`."""
@@ -100,10 +147,12 @@ class Freeze:
 class Policy:
     """Waves in the order they roll out; `max_concurrency` caps every wave's concurrency; `environments` ranks
     environments for the `environment` order key (those not listed after every listed one: the safe guess);
-    `freezes`: the fleet's freezes (clm.rolling.disruption)."""
+    `health`: the gate each cluster's run passes after its update (None: none); `freezes`: the fleet's freezes
+    (clm.rolling.disruption)."""
 
     waves: tuple[Wave, ...]
     max_concurrency: int = 3
     environments: tuple[str, ...] = DEFAULT_ENVIRONMENTS
     source: str = "built-in default"
+    health: HealthGate | None = HealthGate()
     freezes: tuple[Freeze, ...] = ()

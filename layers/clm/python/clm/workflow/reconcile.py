@@ -42,9 +42,14 @@ class Selection:
 
 def execution_name(cluster: Cluster, desired: str, now: float) -> str:
     """`<local id>-<version hash>-<window>`: at most 80 characters of [A-Za-z0-9_-], as Step Functions wants."""
-    digest = hashlib.sha256(f"{cluster.id}\n{desired}".encode()).hexdigest()[:12]
-    suffix = f"-{digest}-{int(now // WINDOW_SECONDS)}"
+    suffix = f"-{name_digest(cluster.id, desired)}-{int(now // WINDOW_SECONDS)}"
     return _NAME_UNSAFE.sub("-", cluster.local_id)[: 80 - len(suffix)] + suffix
+
+
+def name_digest(cluster_id: str, desired: str) -> str:
+    """The version hash of the execution names of runs bringing `cluster_id` to `desired` (what names a run's
+    cluster and version without reading its input: clm.cli.rollout_runs)."""
+    return hashlib.sha256(f"{cluster_id}\n{desired}".encode()).hexdigest()[:12]
 
 
 def select(clusters: Iterable[Cluster], config_version: str | Callable[[Cluster], str], now: float) -> list[Selection]:

@@ -173,8 +173,13 @@ def _after_resumes(selection: Selection, cluster: Cluster, resumes: int, now: da
     the same name, and Step Functions would take the retry for that finished execution."""
     if not resumes:
         return selection
-    name = execution_name(cluster, f"{selection.desired_version}~resumed-{resumes}", now.timestamp())
+    name = execution_name(cluster, resumed_version(selection.desired_version, resumes), now.timestamp())
     return replace(selection, execution_name=name)
+
+
+def resumed_version(desired: str, resumes: int) -> str:
+    """What names a run of `desired` after the rollout's `resumes`-th resume (execution_name's `desired`)."""
+    return f"{desired}~resumed-{resumes}"
 
 
 def _rollout_order(rollouts: Sequence[Progress]) -> list[str]:
@@ -207,15 +212,19 @@ def _summary(progress: Progress) -> dict[str, Any]:
     }
 
 
+def governs(cluster: Cluster, desired: str) -> bool:
+    """Whether a rollout governs a run bringing `cluster` the cluster version `desired`: it counts in rollouts and
+    the run brings it another configuration (not the cluster's own change)."""
+    version = config_version_of(desired)
+    return version is not None and in_rollouts(cluster) and taking_version(cluster, version)
+
+
 def run_hold(store: RolloutStore) -> Callable[[Cluster, str], str]:
     """A run's check before it provisions `cluster` to `desired` (a cluster version): why its rollout holds it,
     empty when it may go (a cluster's own change, or one admitted by a rolling, unpaused rollout)."""
 
     def hold(cluster: Cluster, desired: str) -> str:
-        version = config_version_of(desired)
-        if version is None or not in_rollouts(cluster) or not taking_version(cluster, version):
-            return ""
-        return store.holds(cluster.id, version)
+        return store.holds(cluster.id, str(config_version_of(desired))) if governs(cluster, desired) else ""
 
     return hold
 

@@ -11,7 +11,7 @@ from clm.aws import client
 from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.rollouts import RolloutStore
-from clm.workflow import parking, rollout_gate, run, target_aws
+from clm.workflow import health_gate, parking, rollout_gate, run, target_aws
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
 from clm.workflow.target_check import check_targets
@@ -206,6 +206,7 @@ STEPS = {
     "node_pools": node_pools,
     "etcd_files": etcd_files,
     "park": park,
+    "health_gate": health_gate.begin_gate,
     "succeed": succeed,
     "fail": fail,
     "check_targets": check_targets,
