@@ -192,6 +192,8 @@ class ClmStack(Stack):
             run.function.add_environment(MANAGE_ETCD_ENV, "true")
         for folder in ("kube", "roll"):
             permissions.grant_kube(self.functions[folder], table, artefacts, context.kube_secret_prefix)
+        for folder in ("roll", "stacks"):  # the fleet's freezes (clm.workflow.maintenance)
+            self.config_source.grant_read(self.functions[folder].role)
         # The cluster side, for the hub's own account and region; other targets: their target stacks' roles.
         on_clusters = {folder: self.functions[folder] for folder in CLUSTER_FUNCTIONS}
         grant_cluster_side(

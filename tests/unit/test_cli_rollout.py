@@ -123,3 +123,15 @@ def test_help_teaches_the_format_with_the_built_in_policy_as_a_sample():
     for words in ("cluster/rollout.yaml", "- name: canary", "max_concurrency: 3", "unmatched", "168h", "size"):
         assert words in text
     assert "rollout plan" in rollout("--help").stdout
+
+
+def test_the_policy_freezes_are_shown(config):
+    (config / "cluster" / "rollout.yaml").write_text(
+        "waves:\n  - name: all\n"
+        "freeze:\n  - {from: 2026-12-18T17:00:00+01:00, to: 2027-01-04T08:00:00+01:00, reason: year end}\n"
+    )
+    planned = plan_json("--config", str(config))
+    assert planned["freezes"] == [{"from": "2026-12-18T16:00:00Z", "to": "2027-01-04T07:00:00Z", "reason": "year end"}]
+    shown = rollout("rollout", "plan", "--config", str(config), "--registry-file", REGISTRY_FILE).stdout
+    assert "frozen 2026-12-18T16:00:00Z to 2027-01-04T07:00:00Z (year end)" in " ".join(shown.split())
+    assert plan_json()["freezes"] == []

@@ -53,11 +53,13 @@ def plan(cli: CliContext, config_uri: str | None, registry_file: Path | None) ->
     wave's clusters in order, how many change at once and the bake before the next wave. Changes nothing.
 
     Reconcile follows these waves when a configuration change goes out (`clm rollout status` shows it moving).
-    An invalid policy stops with its file and line.
+    The policy's freezes (no node roll from `from` to `to`) are listed. An invalid policy stops with its file and
+    line.
     """
     from clm.registry.clusters_yaml import load_clusters
     from clm.rollout.assign import assign
     from clm.rollout.default import default_policy
+    from clm.timestamps import format_time
 
     policy = default_policy() if not config_uri else _configured(cli, config_uri)
     if registry_file is not None:
@@ -71,7 +73,10 @@ def plan(cli: CliContext, config_uri: str | None, registry_file: Path | None) ->
             print_warning(f"wave {wave.wave.name} takes no cluster")
     title = f"policy: {policy.source}; {len(active)} clusters in {len(waves)} waves"
     title += f", at most {policy.max_concurrency} at once"
+    freezes = [{"from": format_time(f.start), "to": format_time(f.end), "reason": f.reason} for f in policy.freezes]
+    title += "".join(f"; frozen {f['from']} to {f['to']} ({f['reason']})" for f in freezes)
     data = {"policy": policy.source, "max_concurrency": policy.max_concurrency, "waves": [w.to_dict() for w in waves]}
+    data["freezes"] = freezes
     rows = _rows(data["waves"])
     columns = [*WAVE_COLUMNS, *with_where(CLUSTER_COLUMNS, [row for row in rows if row["cluster"] != "-"])]
     emit(rows, columns, cli.output, title, data)

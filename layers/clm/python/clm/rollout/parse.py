@@ -1,8 +1,9 @@
 """Reading a rollout policy (cluster/rollout.yaml): strict, bounded, every error naming file and line.
 
 Unknown keys, values of the wrong kind, a list that selects nothing, durations that are not Go durations or
-longer than a week, concurrencies below 1, percentages outside 1-100%, no waves, more than MAX_WAVES and
-duplicate wave names are refused (docs/rollouts.md: the format).
+longer than a week, concurrencies below 1, percentages outside 1-100%, no waves, more than MAX_WAVES,
+duplicate wave names, and freezes without an offset, a reason, or longer than MAX_FREEZE are refused
+(docs/rollouts.md: the format).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 import yaml
@@ -22,6 +24,7 @@ from clm.rollout.policy import (
     ORDER_KEYS,
     UNMATCHED,
     Concurrency,
+    Freeze,
     HealthGate,
     Policy,
     Selector,
@@ -33,11 +36,15 @@ MAX_BYTES = 64 * 1024  # a policy of 100 waves with long cluster lists fits; a h
 MAX_WAVES = 100
 MAX_CONCURRENCY = 1000
 MAX_BAKE = (7 * 24 * 3600, "a week (168h)")  # a longer bake is a typo (or a way to stop rollouts no one would see)
-POLICY_KEYS = ("waves", "max_concurrency", "environments", "health")
+POLICY_KEYS = ("waves", "max_concurrency", "environments", "health", "freeze")
 HEALTH_KEYS = ("hold", "timeout", "interval", "namespaces", "workloads", "alarms")
 MAX_GATE = (24 * 3600, "a day (24h)")  # a hold or timeout of a day is already a rollout no one watches
 MIN_INTERVAL, MAX_INTERVAL = 5, (600, "10m")
 MAX_GATE_ITEMS = 20  # namespaces, workloads, alarms: each check asks the cluster and CloudWatch for all of them
+MAX_FREEZES = 50
+MAX_FREEZE = timedelta(days=31)  # a longer freeze is a typo, or disruptive work stopped for good without a word
+MAX_REASON = 200
+FREEZE_KEYS = ("from", "to", "reason")
 WAVE_KEYS = ("name", "select", "exclude", "size", "concurrency", "bake", "order")
 SELECTOR_KEYS = ("environment", "criticality", "channel", "account", "region", "clusters", "config_items")
 _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
@@ -45,6 +52,7 @@ _ACCOUNT = re.compile(r"(aws:)?(\d{12})")
 _PERCENT = re.compile(r"(\d{1,3})%")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _WORKLOAD = re.compile(r"([a-z0-9][-a-z0-9]{0,62})/(deployment|statefulset|daemonset)/([a-z0-9][-a-z0-9.]{0,252})")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)")
 
 
 def parse(text: str | bytes, source: str) -> Policy:
@@ -74,7 +82,8 @@ def parse(text: str | bytes, source: str) -> Policy:
     max_concurrency = reader.count(data, "max_concurrency", 3, "policy")
     environments = tuple(reader.strings(data, "environments", "policy") or ("test", "staging", "production"))
     health = reader.health(data) if "health" in data else HealthGate()
-    return Policy(tuple(parsed), max_concurrency, environments, source, health)
+    freezes = tuple(reader.freezes(data["freeze"], data.line_of("freeze"))) if "freeze" in data else ()
+    return Policy(tuple(parsed), max_concurrency, environments, source, health, freezes)
 
 
 class _Reader:
@@ -256,3 +265,29 @@ class _Reader:
         if len(set(fields)) != len(fields):
             self.fail(data.line_of("order"), f"{what}: order names a field twice")
         return tuple(keys) if "id" in fields else (*keys, "id")
+
+    def freezes(self, data: Any, line: int) -> list[Freeze]:
+        if not isinstance(data, LineList) or len(data) > MAX_FREEZES:
+            self.fail(line, f"freeze: a list of at most {MAX_FREEZES} freezes (from, to, reason)")
+        return [self.freeze(item, item_line) for item, item_line in zip(data, data.item_lines, strict=True)]
+
+    def freeze(self, item: Any, line: int) -> Freeze:
+        if not isinstance(item, LineDict):
+            self.fail(line, "freeze: each is a mapping of from, to and reason")
+        self.known_keys(item, FREEZE_KEYS, "freeze")
+        start, end = self.time(item, "from"), self.time(item, "to")
+        reason = item.get("reason")
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON:
+            self.fail(item.line_of("reason"), f"freeze: reason: text of 1 to {MAX_REASON} characters")
+        if not start < end <= start + MAX_FREEZE:
+            self.fail(line, f"freeze: `to` must be after `from`, by at most {MAX_FREEZE.days} days")
+        return Freeze(start, end, reason.strip())
+
+    def time(self, item: LineDict, key: str) -> datetime:
+        """An RFC 3339 time with its offset (YAML may have read it as a time already)."""
+        value = item.get(key)
+        if isinstance(value, str) and _RFC3339.fullmatch(value.strip()):
+            value = datetime.fromisoformat(value.strip())
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            self.fail(item.line_of(key), f"freeze: {key}: an RFC 3339 time, e.g. 2026-12-20T00:00:00Z")
+        return value

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from clm.model import Cluster
 
@@ -130,13 +131,28 @@ class HealthGate:
 
 
 @dataclass(frozen=True)
+class Freeze:
+    """A fleet-wide freeze: no disruptive work (node rolls) from `start` to `end` (aware times), for `reason`."""
+
+    start: datetime
+    end: datetime
+    reason: str
+
+    def holds(self, now: datetime) -> bool:
+        """Whether the freeze is on at `now`."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
 class Policy:
     """Waves in the order they roll out; `max_concurrency` caps every wave's concurrency; `environments` ranks
     environments for the `environment` order key (those not listed after every listed one: the safe guess);
-    `health`: the gate each cluster's run passes after its update (None: none)."""
+    `health`: the gate each cluster's run passes after its update (None: none); `freezes`: the fleet's freezes
+    (clm.rolling.disruption)."""
 
     waves: tuple[Wave, ...]
     max_concurrency: int = 3
     environments: tuple[str, ...] = DEFAULT_ENVIRONMENTS
     source: str = "built-in default"
     health: HealthGate | None = HealthGate()
+    freezes: tuple[Freeze, ...] = ()

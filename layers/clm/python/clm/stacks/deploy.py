@@ -7,6 +7,7 @@ again after a wait, or go on). Both are reentrant: they act on the stack's obser
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -26,9 +27,16 @@ BUSY = "_IN_PROGRESS state and can not be updated"
 
 
 def start(
-    cfn: Any, s3: Any, spec: StackSpec, *, template_bucket: str | None = None, role_arn: str | None = None
+    cfn: Any,
+    s3: Any,
+    spec: StackSpec,
+    *,
+    template_bucket: str | None = None,
+    role_arn: str | None = None,
+    before_update: Callable[[StackSpec], None] | None = None,
 ) -> StartResult:
     """Create the stack, start its update, wait for a running operation, or repair a broken stack first.
+    `before_update` is called once an update is known to be needed, before it starts (it may raise to hold it).
 
     Templates over 51,200 bytes go through `template_bucket`. `role_arn` is the CloudFormation service role the
     stack is created or updated with (so a stack created without it, e.g. by Zalando's CLM, gets it with its
@@ -45,7 +53,7 @@ def start(
     if is_in_progress(status):
         return StartResult(spec.name, "waiting", status, stack["StackId"])
     if status in UPDATABLE:
-        return _update(cfn, s3, spec, stack, template_bucket, role_arn)
+        return _update(cfn, s3, spec, stack, template_bucket, role_arn, before_update)
     return recover(cfn, spec, stack, role_arn)
 
 
@@ -80,7 +88,13 @@ def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, rol
 
 
 def _update(
-    cfn: Any, s3: Any, spec: StackSpec, stack: dict[str, Any], template_bucket: str | None, role_arn: str | None
+    cfn: Any,
+    s3: Any,
+    spec: StackSpec,
+    stack: dict[str, Any],
+    template_bucket: str | None,
+    role_arn: str | None,
+    before_update: Callable[[StackSpec], None] | None,
 ) -> StartResult:
     status, stack_id = stack["StackStatus"], stack["StackId"]
     try:
@@ -90,6 +104,8 @@ def _update(
             ensure_policy(cfn, stack_id, spec.policy)
         if _is_current(cfn, spec, stack):
             return StartResult(spec.name, "unchanged", status, stack_id)
+        if before_update is not None:
+            before_update(spec)
         cfn.update_stack(
             **role_argument(role_arn),
             StackName=stack_id,

@@ -23,6 +23,7 @@ from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.maintenance import fleet_freezes, hold_disruption
 from clm.workflow.roll_budget import steps_per_execution, within_budget
 from clm.workflow.target_aws import TargetAws, of_event
 from clm.workflow.update_block import stop_if_blocked
@@ -91,7 +92,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     (clm.stacks.karpenter_pool), its max_unavailable capped by its NodePool's disruption budgets; a removed one
     whose NodePool CLM did not apply is left alone.
 
-    A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began.
+    A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
+    MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
+    (clm.workflow.maintenance; MaintenanceWindowInvalid when its window cannot be read).
 
     When the decision is to wait for nodes about to turn Ready (`watch_seconds`), watch for that first and
     decide again at once, from the Nodes listed again (the group's side is seconds old): the Wait state that
@@ -101,7 +104,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     where = of_event(event)
     pool = event["node_pool"]
     removing = bool(event.get("removing"))
-    stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
+    current = stop_if_blocked(cluster.id, f"before the next node of node pool {pool}")
     registered = None if removing else cluster.node_pool(pool)
     items = registered.config_items if registered else {}
     karpenter = _karpenter(event)
@@ -129,6 +132,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
                 state = _observe(kube, pool, inventory, baseline, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
+    hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
     return within_budget(decision.to_dict(), event.get("previous"), budget)
 
 

@@ -24,8 +24,11 @@ from clm.workflow.reconcile import INTERRUPTED, OUTDATED, Selection, execution_n
 
 MAX_LISTED = 50
 # Failures that say nothing of the version a run brought: cluster_update_block set during the run, the configuration
-# or the cluster changing between its renders (the next run takes the newer one), another run holding the lock.
-NOT_THE_VERSIONS = frozenset({"UpdateBlocked", "ConfigChanged", "LockHeld"})
+# or the cluster changing between its renders (the next run takes the newer one), another run holding the lock, a
+# roll waiting for the cluster's maintenance window (or a freeze) or held by a window that cannot be read.
+NOT_THE_VERSIONS = frozenset(
+    {"UpdateBlocked", "ConfigChanged", "LockHeld", "MaintenanceWindowClosed", "MaintenanceWindowInvalid"}
+)
 
 
 @dataclass

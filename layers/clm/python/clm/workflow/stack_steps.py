@@ -6,6 +6,8 @@ Every step is one bounded call; the state machine waits between `check`s and fol
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from clm.aws import client
@@ -17,13 +19,15 @@ from clm.stacks.names import cluster_stack_name, node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from clm.workflow import target_aws
+from clm.workflow.maintenance import fleet_freezes, hold_stack_update
 from clm.workflow.settings import Settings
 from clm.workflow.update_block import ensure_not_blocked
 
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool?, stack?}` -> create or update the node pool's stack, CLM's etcd stack
-    (`stack.etcd`), or else the cluster stack (a StartResult: follow its `next_step`)."""
+    (`stack.etcd`), or else the cluster stack (a StartResult: follow its `next_step`). An update that may replace
+    instances waits for the cluster's maintenance window (MaintenanceWindowClosed: clm.workflow.maintenance)."""
     from clm.workflow.render_step import load_rendering  # YAML and the renderer's types: this step's alone
 
     settings = Settings.from_env()
@@ -37,8 +41,15 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
         spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
     where = target_aws.of_event(event)
     bucket = where.templates_bucket(settings.artefact_bucket)
+    registry = DynamoRegistry(client("dynamodb"), settings.registry_table)
+    hold = partial(hold_stack_update, cluster=partial(registry.get, spec.cluster_id), freezes=fleet_freezes)
     result = start(
-        where.client("cloudformation"), where.client("s3"), spec, template_bucket=bucket, role_arn=where.stack_role
+        where.client("cloudformation"),
+        where.client("s3"),
+        spec,
+        template_bucket=bucket,
+        role_arn=where.stack_role,
+        before_update=lambda updated: hold(updated, now=datetime.now(UTC)),
     )
     return result.to_dict()
 

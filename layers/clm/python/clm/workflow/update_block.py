@@ -31,13 +31,15 @@ class UpdateBlocked(ClmError):
         )
 
 
-def stop_if_blocked(cluster_id: str, where: str) -> None:
-    """Raise UpdateBlocked when the registry's cluster now carries `cluster_update_block`."""
+def stop_if_blocked(cluster_id: str, where: str) -> Cluster:
+    """The registry's cluster as it is now; UpdateBlocked when it now carries `cluster_update_block`."""
     from clm.aws import client
     from clm.registry.dynamodb import DynamoRegistry  # boto3's DynamoDB types: not at the handler's import
     from clm.workflow.settings import Settings
 
-    ensure_not_blocked(DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(cluster_id), where)
+    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(cluster_id)
+    ensure_not_blocked(cluster, where)
+    return cluster
 
 
 def ensure_not_blocked(cluster: Cluster, where: str) -> None:
