@@ -35,6 +35,7 @@ PATCHES = (
     "sfn_map_errors",
     "sfn_parser_scopes",
     "dynamodb_atomic",
+    "iam_listing",
     "clm_sandbox.iam.enforcement",  # IAM as AWS enforces it, for the roles of the functions the sandbox runs
     "clm_sandbox.iam.interpreter",  # Step Functions' calls signed with the execution's role
 )
