@@ -18,7 +18,7 @@ from clm.registry.clusters_yaml import load_clusters
 from clm.rollout.progress import config_version_of
 from clm_sandbox.deploy.synth import Assembly, synthesize
 from tests.integration.deployment import ROOT, Deployment
-from tests.integration.test_fleet_rollout import PROBE_KEY, probe
+from tests.integration.fleet import PROBE_KEY, probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
