@@ -299,6 +299,8 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
     if drain.get("done"):
         forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
         return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
+    if drain.get("set_aside"):
+        return f"Drain {node}: {blocked_text(drain)}", "yellow"
     parts = [
         f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
         for b in drain.get("blocked", [])
@@ -308,6 +310,29 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
         parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
         return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
     return f"Drain {node}: {waiting}; next pass in {drain.get('wait_seconds', 0)} s", "yellow"
+
+
+def blocked_text(drain: dict[str, Any]) -> str:
+    """A blocked drain in words: set aside (cordoned while the roll goes on: `drain_blocked: continue`) or parked,
+    since when and until when, and the blocking pods with their owners and budgets."""
+    if drain.get("set_aside"):
+        state = f"set aside, cordoned, blocked since {drain.get('blocked_since')}; back at {drain.get('until')}"
+    else:
+        seconds = format_duration((drain.get("park") or {}).get("seconds", 0))
+        state = f"parked for {seconds}, drain started {drain.get('drain_start')}"
+    return f"{state}: blocked by {_listed(_blocking(drain))}"
+
+
+def _blocking(drain: dict[str, Any]) -> list[str]:
+    """The blocking pods: with owner and budget when the drain named them (set aside), else with their budget."""
+    if drain.get("blocked_pods"):
+        return [
+            f"{p.get('namespace')}/{p.get('name')} "
+            f"({p['owner_kind'] + ' ' + p.get('owner_name', '') if p.get('owner_kind') else 'no owner'}; "
+            f"PDB {p.get('budget') or '?'})"
+            for p in drain["blocked_pods"]
+        ]
+    return [f"{b.get('pod')} (PDB {b.get('pdb') or '?'})" for b in drain.get("blocked", [])]
 
 
 def _terminate(step_input: dict[str, Any], terminated: dict[str, Any]) -> StepLine:
