@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from kubernetes import client as k8s
 
+from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
-from tests.integration.test_drain_parking import FORCE_AFTER_20_S
+from tests.integration.test_drain_parking import FORCE_AFTER_20_S, _roll_events
 from tests.integration.test_fleet_rollout import received
 
 pytestmark = [
@@ -122,17 +124,6 @@ def _capture_node_events(deployment: Deployment) -> str:
     return url
 
 
-def _roll_history(deployment: Deployment) -> list[dict[str, Any]]:
-    return [
-        event
-        for execution in deployment.executions(deployment.roll_node_pool)
-        for page in deployment.sfn.get_paginator("get_execution_history").paginate(
-            executionArn=execution["executionArn"]
-        )
-        for event in page["events"]
-    ]
-
-
 def _entered(history: list[dict[str, Any]], state: str) -> list[dict[str, Any]]:
     details = [e["stateEnteredEventDetails"] for e in history if "stateEnteredEventDetails" in e]
     return [json.loads(d["input"]) for d in details if d["name"] == state]
@@ -145,6 +136,18 @@ def _outputs(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _drains(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in _outputs(history) if "blocked" in r]
+
+
+def _status_while_set_aside(deployment: Deployment, node: str, timeout: float = 180.0) -> str:
+    """`clm status` (its warnings: the blocked drains) once the roll has set `node` aside."""
+    deadline = time.monotonic() + timeout
+    while not any(d["node"] == node and d["set_aside"] for d in _drains(_roll_events(deployment))):
+        assert time.monotonic() < deadline, f"{node} not set aside within {timeout} s"
+        time.sleep(0.5)
+    table = deployment.outputs["RegistryTableName"]
+    result = CliRunner().invoke(cli, ["--table", table, "status"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stderr
 
 
 def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
@@ -160,11 +163,12 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     cordons.start()
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
+    status = _status_while_set_aside(deployment, middle)
     the_run(deployment.settle(known, timeout=240))
     cordons.stop.set()
     cordons.join(timeout=5)
 
-    history = _roll_history(deployment)
+    history = _roll_events(deployment)
     terminated = [step["replacement"]["node"] for step in _entered(history, "Terminate")]
     assert len(terminated) == 3 and terminated[-1] == middle, terminated  # the other two were replaced first
     drains = _drains(history)
@@ -180,6 +184,13 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     # Cordoned from the first look after its drain began until it was gone: never uncordoned meanwhile.
     first = cordons.seen.index(True)
     assert all(cordons.seen[first:]), cordons.seen
+
+    # `clm status` meanwhile: the node, its pod with owner and budget, since when
+    assert (
+        f"drain blocked: {middle}: " in status
+        and f"{NAMESPACE}/{pod} (Deployment {NAME}; PDB {NAMESPACE}/{NAME})" in status
+    )
+    assert f"blocked since {aside[0]['blocked_since']}" in status or "parked for" in status, status
 
     events = received(deployment, queue)
     blocked = [e for e in events if e["detail-type"] == "Drain Blocked"]

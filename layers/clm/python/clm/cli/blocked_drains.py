@@ -3,12 +3,11 @@ results): set aside (`drain_blocked: continue`) or parked until CLM's force rule
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from clm.cli.executions import new_events
-from clm.cli.run_history import HistoryReader, blocked_text
+from clm.cli.run_history import HistoryReader, blocked_text, json_object
 
 SUCCEEDED_DETAILS = ("lambdaFunctionSucceededEventDetails", "taskSucceededEventDetails")
 
@@ -31,10 +30,10 @@ def latest_blocked(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
     for event in events:
         entered = event.get("stateEnteredEventDetails")
         if entered and entered.get("name") == "Terminate":
-            latest.pop(str((_json(entered.get("input")).get("replacement") or {}).get("node")), None)
+            latest.pop(str((json_object(entered.get("input")).get("replacement") or {}).get("node")), None)
             continue
         details = next((event[key] for key in SUCCEEDED_DETAILS if key in event), None)
-        result = _json((details or {}).get("output"))
+        result = json_object((details or {}).get("output"))
         if "blocked" in result and result.get("node"):
             latest[str(result["node"])] = result
     return {
@@ -42,11 +41,3 @@ def latest_blocked(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
         for node, drain in latest.items()
         if not drain.get("done") and (drain.get("set_aside") or drain.get("park"))
     }
-
-
-def _json(text: Any) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}

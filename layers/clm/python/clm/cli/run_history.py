@@ -116,7 +116,7 @@ class HistoryReader:
         kind = event["type"]
         if kind.endswith("StateEntered"):
             details = event["stateEnteredEventDetails"]
-            self._steps[event["id"]] = _Step(details["name"], _json(details.get("input")))
+            self._steps[event["id"]] = _Step(details["name"], json_object(details.get("input")))
             return
         step = self._steps.get(event.get("previousEventId", 0))
         if kind in END_STATUS:
@@ -130,7 +130,7 @@ class HistoryReader:
             return
         self._steps[event["id"]] = step  # task events chain to their state through previousEventId
         if kind == "TaskSubmitted":
-            submitted = _json(event["taskSubmittedEventDetails"].get("output"))
+            submitted = json_object(event["taskSubmittedEventDetails"].get("output"))
             if submitted.get("ExecutionArn"):
                 pool = _pool_label(step)
                 child = Child(submitted["ExecutionArn"], pool or step.name.lower())
@@ -139,7 +139,7 @@ class HistoryReader:
                 self._emit(reading, event, f"{target}: started execution {execution_name(child.arn)}")
         elif kind in SUCCEEDED:
             details = event.get("lambdaFunctionSucceededEventDetails") or event.get("taskSucceededEventDetails") or {}
-            self._succeeded(event, step, _json(details.get("output")), reading)
+            self._succeeded(event, step, json_object(details.get("output")), reading)
         elif kind == "TaskTimedOut" and step.name == "ParkDrain":  # how a park nobody woke ends: not a failure
             self._emit(reading, event, "ParkDrain: the force rules allow now; next drain pass")
         elif kind in FAILED:
@@ -188,7 +188,7 @@ class HistoryReader:
         reading.lines.append(Line(event.get("timestamp"), prefix + text, style))
 
 
-def _json(text: Any) -> dict[str, Any]:
+def json_object(text: Any) -> dict[str, Any]:
     """A JSON object from an event's input or output text ({} for anything else)."""
     try:
         value = json.loads(text) if isinstance(text, str) else text

@@ -125,7 +125,6 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         size = inventory.desired if baseline is None else baseline
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
         state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
-        awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
@@ -134,6 +133,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
                 state = _observe(kube, pool, inventory, baseline, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
+        awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
     carried = {"awaiting": awaiting} if awaiting else {}  # terminated nodes whose successor is not named yet
     return within_budget({**decision.to_dict(), **carried}, event.get("previous"), budget)
 
