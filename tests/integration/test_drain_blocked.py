@@ -52,12 +52,13 @@ def _register(deployment: Deployment) -> None:
     deployment.registry.put(cluster)
 
 
-def _stuck_on(kube_api: k8s.ApiClient, node: str) -> str:
-    """A Deployment of one pod pinned to `node`, behind a budget that allows no disruption; returns the pod's name
-    once it is Ready."""
+def _stuck_on(kube_api: k8s.ApiClient, node: str, name: str = NAME) -> str:
+    """A Deployment `name` of one pod pinned to `node`, behind a budget `name` that allows no disruption; returns
+    the pod's name once it is Ready."""
     core, apps = k8s.CoreV1Api(kube_api), k8s.AppsV1Api(kube_api)
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
-    labels = {"app": "stuck"}
+    if not any(n.metadata.name == NAMESPACE for n in core.list_namespace().items):
+        core.create_namespace({"metadata": {"name": NAMESPACE}})
+    labels = {"app": name}
     template = {
         "metadata": {"labels": labels},
         "spec": {
@@ -70,7 +71,7 @@ def _stuck_on(kube_api: k8s.ApiClient, node: str) -> str:
     deadline = time.monotonic() + 30
     while True:  # a new namespace refuses objects until its default service account has a token
         try:
-            apps.create_namespaced_deployment(NAMESPACE, {"metadata": {"name": NAME}, "spec": spec})
+            apps.create_namespaced_deployment(NAMESPACE, {"metadata": {"name": name}, "spec": spec})
             break
         except k8s.ApiException as exc:
             if exc.status != 500 or time.monotonic() > deadline:
@@ -82,14 +83,14 @@ def _stuck_on(kube_api: k8s.ApiClient, node: str) -> str:
         body={
             "apiVersion": "policy/v1beta1",
             "kind": "PodDisruptionBudget",
-            "metadata": {"name": NAME},
+            "metadata": {"name": name},
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": labels}},
         },
         auth_settings=["BearerToken"],
         _preload_content=False,
     )
     while time.monotonic() < deadline:
-        pods = core.list_namespaced_pod(NAMESPACE, label_selector="app=stuck").items
+        pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={name}").items
         ready = [p for p in pods if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
         if ready and ready[0].spec.node_name == node:
             return str(ready[0].metadata.name)
@@ -98,20 +99,23 @@ def _stuck_on(kube_api: k8s.ApiClient, node: str) -> str:
 
 
 class Cordons(threading.Thread):
-    """Watches one Node until it is gone: whether it is unschedulable, at each look."""
+    """Looks at the Nodes until stopped: which are unschedulable (node name -> bool), at each look."""
 
-    def __init__(self, kube_api: k8s.ApiClient, node: str):
+    def __init__(self, kube_api: k8s.ApiClient):
         super().__init__(daemon=True)
-        self.core, self.node, self.seen, self.stop = k8s.CoreV1Api(kube_api), node, [], threading.Event()
+        self.core, self.seen, self.stop = k8s.CoreV1Api(kube_api), [], threading.Event()
+        self.start()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            try:
-                self.seen.append(bool(self.core.read_node(self.node).spec.unschedulable))
-            except k8s.ApiException as exc:
-                if exc.status == 404:
-                    return
+            self.seen.append({n.metadata.name: bool(n.spec.unschedulable) for n in self.core.list_node().items})
             time.sleep(0.1)
+
+    def of(self, node: str) -> list[bool]:
+        """Whether `node` was unschedulable, at each look while it existed (once stopped)."""
+        self.stop.set()
+        self.join(timeout=5)
+        return [look[node] for look in self.seen if node in look]
 
 
 def _capture_node_events(deployment: Deployment) -> str:
@@ -159,14 +163,11 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     middle = names[1]
     pod = _stuck_on(kube_api, middle)
     queue = _capture_node_events(deployment)
-    cordons = Cordons(kube_api, middle)
-    cordons.start()
+    cordons = Cordons(kube_api)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
     status = _status_while_set_aside(deployment, middle)
     the_run(deployment.settle(known, timeout=240))
-    cordons.stop.set()
-    cordons.join(timeout=5)
 
     history = _roll_events(deployment)
     terminated = [step["replacement"]["node"] for step in _entered(history, "Terminate")]
@@ -182,8 +183,8 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     assert drains.index(aside[0]) < max(drains.index(d) for d in others if d["done"]) < drains.index(forced[0])
     assert forced[0]["drain_start"] == aside[0]["drain_start"]  # one drain clock, from when the drain first started
     # Cordoned from the first look after its drain began until it was gone: never uncordoned meanwhile.
-    first = cordons.seen.index(True)
-    assert all(cordons.seen[first:]), cordons.seen
+    seen = cordons.of(middle)
+    assert all(seen[seen.index(True) :]), seen
 
     # `clm status` meanwhile: the node, its pod with owner and budget, since when
     assert (
@@ -220,3 +221,39 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     after = instances(deployment.session)
     assert len(after) == 3 and not after & before
     assert {r["new_instance_id"] for r in replaced} == after
+
+
+def test_a_workload_blocking_every_node_cannot_cordon_the_pool_and_the_force_rules_end_the_roll(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient, cleanup: None
+) -> None:
+    """The attack: a pod no budget lets go on every node. With max_unavailable 1: one node set aside at a time, the
+    next one's drain parks until the force rules allow (announced too), never more than 2 nodes cordoned at once,
+    one node replaced at a time, and the roll ends with every pod forced."""
+    _register(deployment)
+    before = provisioned(deployment, nodes, kube_api)
+    names = sorted(n.metadata.name for n in k8s.CoreV1Api(kube_api).list_node().items)
+    owners = {node: f"stuck.{i}.x-y" for i, node in enumerate(names)}
+    pods = {node: _stuck_on(kube_api, node, owner) for node, owner in owners.items()}
+    queue = _capture_node_events(deployment)
+    cordons = Cordons(kube_api)
+    known = len(deployment.executions(deployment.provision))
+    upload_new_ami(deployment)
+    the_run(deployment.settle(known, timeout=300))
+    cordons.of(names[0])
+
+    history = _roll_events(deployment)
+    plans = [d for d in _outputs(history) if d.get("action") == "replace"]
+    assert all(len(d["replace"]) == 1 for d in plans), plans  # max_unavailable 1: one node replaced at a time
+    assert max(sum(look.values()) for look in cordons.seen) <= 2  # one set aside, beside the one being replaced
+    forced = sorted(pod for d in _drains(history) for pod in d["forced"])
+    assert forced == sorted(f"{NAMESPACE}/{pod}" for pod in pods.values())
+    assert len([d for d in _drains(history) if d["set_aside"]]) >= 1
+    blocked = [e["detail"] for e in received(deployment, queue) if e["detail-type"] == "Drain Blocked"]
+    assert sorted(d["node"] for d in blocked) == names  # each node's spell once, set aside or parked
+    for detail in blocked:
+        [pod] = detail["pods"]
+        node = detail["node"]
+        assert (pod["name"], pod["owner_kind"], pod["owner_name"]) == (pods[node], "Deployment", owners[node])
+        assert pod["budget"] == f"{NAMESPACE}/{owners[node]}"
+    after = instances(deployment.session)
+    assert len(after) == 3 and not after & before

@@ -20,7 +20,7 @@ from clm.rolling.pool import Member, NodeState, PoolState
 from clm.rolling.replaced import gone, pair
 from clm.timestamps import format_time
 from clm.workflow import node_events
-from clm.workflow.drain_aside import sets_aside
+from clm.workflow.drain_aside import announces
 from clm.workflow.node_events import drain_blocked_detail, node_replaced_detail
 from tests.unit.test_kube_client import RecordedTransport, response, status_body
 from tests.unit.test_kube_pods import T0, make_pod
@@ -122,12 +122,12 @@ def test_an_unreadable_record_is_ignored_and_the_planner_sees_when_the_node_is_d
     assert node_state(node(), NOW).set_aside_seconds is None
 
 
-def test_a_drain_is_set_aside_only_when_the_plan_allowed_it_and_it_would_park():
+def test_a_blocked_drain_is_announced_only_when_the_plan_asked_and_it_would_park():
     park = {"node": "n1", "done": False, "park": {"seconds": 60, "since": "t"}}
-    assert sets_aside({"replacement": {"set_aside": True}}, park)
-    assert not sets_aside({"replacement": {"set_aside": False}}, park)
-    assert not sets_aside({"replacement": {"set_aside": True}}, {**park, "park": None})  # settling: it goes on
-    assert not sets_aside({"replacement": {}}, park)
+    assert announces({"replacement": {"announce_blocked": True}}, park)
+    assert not announces({"replacement": {"announce_blocked": False, "set_aside": True}}, park)  # not without it
+    assert not announces({"replacement": {"announce_blocked": True}}, {**park, "park": None})  # settling: goes on
+    assert not announces({"replacement": {}}, park)
 
 
 def test_the_drain_blocked_detail_names_the_node_its_pods_owners_and_budgets_since_when():

@@ -187,3 +187,17 @@ def test_every_node_blocking_a_pool_of_three_ends_with_one_set_aside_at_a_time()
         sim.apply(decision)
     assert order[:2] == [[("i-0", True)], [("i-1", False)]]  # node-0 aside; node-1 parks until forced
     assert sim.replaced == 3 and sim.max_set_aside == 1 and sim.max_cordoned == 2
+
+
+def test_with_the_option_every_blocked_drain_is_announced_set_aside_or_not():
+    decision = plan(pool(aside(1), member(2), member(3)), CONTINUE)
+    assert [(r.instance_id, r.set_aside, r.announce_blocked) for r in decision.replace] == [("i-2", False, True)]
+    assert not any(r.announce_blocked for r in plan(pool(member(1), member(2)), RollSettings()).replace)
+
+
+def test_records_beyond_max_unavailable_are_continued_and_without_the_option_none_sets_a_node_aside():
+    # two recorded (one by a drain that parked when its execution died): only max_unavailable 1 stays aside
+    decision = plan(pool(aside(1), aside(2), member(3)), CONTINUE)
+    assert decision.reason == "continue the nodes already being replaced" and replaced(decision) == [("i-2", True)]
+    # a record left by a roll with the option changes nothing for one without: the node is continued as before
+    assert replaced(plan(pool(aside(1), member(2)), RollSettings())) == [("i-1", False)]

@@ -319,7 +319,10 @@ def blocked_text(drain: dict[str, Any]) -> str:
         state = f"set aside, cordoned, blocked since {drain.get('blocked_since')}; back at {drain.get('until')}"
     else:
         seconds = format_duration((drain.get("park") or {}).get("seconds", 0))
-        state = f"parked for {seconds}, drain started {drain.get('drain_start')}"
+        if drain.get("blocked_since"):
+            state = f"parked for {seconds}, blocked since {drain['blocked_since']}"
+        else:
+            state = f"parked for {seconds}, drain started {drain.get('drain_start')}"
     return f"{state}: blocked by {_listed(_blocking(drain))}"
 
 

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clm.rolling.pool import Member
+from clm.rolling.pool import Member, RollSettings
 
 
-def set_aside(members: Iterable[Member]) -> list[Member]:
-    """The members set aside now: cordoned with a blocked drain that is not due yet."""
-    return [m for m in members if m.node is not None and m.node.set_aside]
+def set_aside(members: Iterable[Member], settings: RollSettings) -> list[Member]:
+    """The members set aside now: cordoned with a blocked drain that is not due yet, at most max(max_unavailable,
+    1) of them (any others, e.g. recorded by a drain that parked when an execution died, are continued); none
+    without `drain_blocked: continue` (a record left from an earlier roll with it changes nothing)."""
+    if not settings.continue_blocked:
+        return []
+    return [m for m in members if m.node is not None and m.node.set_aside][: max(settings.max_unavailable, 1)]
 
 
 def _recorded(members: Iterable[Member]) -> list[Member]:
@@ -39,9 +43,9 @@ def may_set_aside(pool: Iterable[Member], batch: Iterable[Member], max_unavailab
     return allowed
 
 
-def aside_note(members: Iterable[Member]) -> str:
+def aside_note(members: Iterable[Member], settings: RollSettings) -> str:
     """`; N set aside (blocked drains): nodes` for a decision's reason, or "" when none is."""
-    aside = set_aside(members)
+    aside = set_aside(members, settings)
     if not aside:
         return ""
     names = ", ".join(m.node.name for m in aside if m.node)

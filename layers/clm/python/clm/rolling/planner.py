@@ -60,13 +60,15 @@ class PoolBlocked(ClmError):
 class Replacement:
     """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not; an
     instance of Karpenter pool `karpenter_pool` is terminated through EC2); `set_aside`: the drain may end with the
-    node set aside, cordoned, when budgets that will not change on their own block it."""
+    node set aside, cordoned, when budgets that will not change on their own block it; `announce_blocked`: such a
+    block is recorded and announced, set aside or not (`drain_blocked: continue`)."""
 
     instance_id: str
     node: str | None
     decrement: bool
     karpenter_pool: str | None = None
     set_aside: bool = False  # if budgets block its drain, leave it cordoned and go on (clm.rolling.blocked)
+    announce_blocked: bool = False  # if budgets block its drain, record it on the node and publish Drain Blocked
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
     if removing and state.min_size > 0:
         return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
 
-    aside = set_aside(in_service)
+    aside = set_aside(in_service, settings)
     taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced and m not in aside]
     if taken_out:
         return _replace(taken_out, state, removing, "continue the nodes already being replaced", settings)
@@ -129,7 +131,7 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
 
     outdated = [m for m in (in_service if removing else [m for m in in_service if m.outdated]) if m not in aside]
     if aside and not outdated:  # nothing else to do: back to them, their drains wait for the force rules
-        return _replace(aside, state, removing, come_back_reason(aside))
+        return _replace(aside, state, removing, come_back_reason(aside), settings, may_aside=False)
     if state.karpenter:
         outdated, waiting = _beside_karpenter(in_service, outdated, settings)
         if waiting:
@@ -216,7 +218,7 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
         raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")
     chosen, unmatched = _choose(state, outdated, budget)
     if chosen:
-        reason = f"replace {len(chosen)} of {len(outdated)} outdated node(s)" + aside_note(state.members)
+        reason = f"replace {len(chosen)} of {len(outdated)} outdated node(s)" + aside_note(state.members, settings)
         return _replace(chosen, state, removing, reason, settings)
     member = unmatched[0]
     if state.desired < state.max_size:
@@ -265,13 +267,19 @@ def _az_balanced(members: list[Member]) -> list[Member]:
 
 
 def _replace(
-    members: list[Member], state: PoolState, removing: bool, reason: str, settings: RollSettings | None = None
+    members: list[Member],
+    state: PoolState,
+    removing: bool,
+    reason: str,
+    settings: RollSettings | None = None,
+    may_aside: bool = True,
 ) -> Decision:
     """A replace decision; a node is terminated with decrement while the group is above its capacity. With
-    `settings` that continue past blocked drains, the nodes that may be set aside (clm.rolling.blocked)."""
+    `settings` that continue past blocked drains, the nodes that may be set aside (clm.rolling.blocked; none
+    unless `may_aside`), and every blocked drain announced."""
     surplus = state.desired - (0 if removing else state.capacity)
     may: set[str] = set()
-    if settings and settings.continue_blocked:
+    if settings and settings.continue_blocked and may_aside:
         may = may_set_aside(state.members, members, settings.max_unavailable)
     replacements = []
     for member in members:
@@ -279,5 +287,6 @@ def _replace(
         surplus -= int(decrement)
         node = member.node.name if member.node else None
         pool = state.name if state.karpenter else None
-        replacements.append(Replacement(member.instance_id, node, decrement, pool, member.instance_id in may))
+        announce = bool(settings and settings.continue_blocked)
+        replacements.append(Replacement(member.instance_id, node, decrement, pool, member.instance_id in may, announce))
     return Decision("replace", reason, replace=replacements)

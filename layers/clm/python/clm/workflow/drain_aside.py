@@ -1,6 +1,7 @@
-"""The drain step's cordon and continue (`drain_blocked: continue`): a drain pass that would park, over a node the
-plan let be set aside, ends the node's turn instead: the blocked pods, their owners and budgets are recorded on the
-node (clm.kube.blocked_drain), and a `Drain Blocked` event starts its blocked spell."""
+"""The drain step's cordon and continue (`drain_blocked: continue`): a drain pass that would park (blocked only by
+budgets that will not change on their own) records the blocked pods, their owners and budgets on the node
+(clm.kube.blocked_drain), a `Drain Blocked` event starting its blocked spell; over a node the plan let be set
+aside, the pass ends the node's turn instead of parking: it stays cordoned and the roll goes on."""
 
 from __future__ import annotations
 
@@ -12,16 +13,17 @@ from clm.timestamps import utc_now
 from clm.workflow.node_events import DRAIN_BLOCKED, drain_blocked_detail, publish
 
 
-def sets_aside(event: dict[str, Any], result: dict[str, Any]) -> bool:
-    """Whether a drain pass's `result` sets its node aside: the plan allowed it (the replacement's `set_aside`) and
-    only budgets that will not change on their own block the node (the pass would park)."""
-    return bool(event["replacement"].get("set_aside") and result.get("park") and not result.get("done"))
+def announces(event: dict[str, Any], result: dict[str, Any]) -> bool:
+    """Whether a drain pass's `result` is a blocked drain to record and announce: the plan asked for it (the
+    replacement's `announce_blocked`) and only budgets that will not change on their own block the node (the pass
+    would park)."""
+    return bool(event["replacement"].get("announce_blocked") and result.get("park") and not result.get("done"))
 
 
-def set_aside(kube: Any, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """Record the node's blocked drain, until the moment the pass would have parked to, publishing `Drain Blocked`
-    when the spell starts; returns the pass's result with `set_aside`, `blocked_since`, `until` and
-    `blocked_pods` (each: namespace, name, owner_kind, owner_name, budget, reason)."""
+def blocked(kube: Any, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Record the node's blocked drain, until the moment the pass would park to, publishing `Drain Blocked` when
+    the spell starts; returns the pass's result with `set_aside` (the replacement's: the node's turn ends),
+    `blocked_since`, `until` and `blocked_pods` (each: namespace, name, owner_kind, owner_name, budget, reason)."""
     node = result["node"]
     now = utc_now()
     pods = blocking_pods(kube, node, result.get("blocked") or [])
@@ -32,5 +34,11 @@ def set_aside(kube: Any, event: dict[str, Any], result: dict[str, Any]) -> dict[
 
     until = now + timedelta(seconds=int(result["park"]["seconds"]))
     record = record_blocked(kube, node, pods, now, until, starts)
-    aside = {"set_aside": True, "blocked_since": record["since"], "until": record["until"], "blocked_pods": pods}
-    return {**result, **aside}
+    aside = bool(event["replacement"].get("set_aside"))
+    return {
+        **result,
+        "set_aside": aside,
+        "blocked_since": record["since"],
+        "until": record["until"],
+        "blocked_pods": pods,
+    }

@@ -208,10 +208,11 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool, replacement, previous}` -> one drain pass over the replacement's node
     (cordons it first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the
     passes this execution has made over the node counting this one (the execution's budget counts them).
-    `set_aside`: the node is left cordoned with its blocked drain recorded (clm.workflow.drain_aside)."""
+    A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
+    node is left cordoned while the roll goes on (clm.workflow.drain_aside)."""
     from clm.kube.drain import drain_pass
     from clm.kube.settings import DrainSettings
-    from clm.workflow.drain_aside import set_aside, sets_aside
+    from clm.workflow.drain_aside import announces, blocked
 
     previous = event.get("previous") or {}
     passes = int(previous.get("passes") or 0) + 1
@@ -222,7 +223,7 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
     with kube_client(cluster, of_event(event)) as kube:
         result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
-        return set_aside(kube, event, result) if sets_aside(event, result) else {**result, "set_aside": False}
+        return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
