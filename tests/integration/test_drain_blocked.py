@@ -20,7 +20,13 @@ from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
-from tests.integration.test_drain_parking import FORCE_AFTER_20_S, _roll_events
+from tests.integration.test_drain_parking import (
+    FORCE_AFTER_20_S,
+    _roll_events,
+    create_budget,
+    in_new_namespace,
+    remove_namespace,
+)
 from tests.integration.test_fleet_rollout import received
 
 pytestmark = [
@@ -35,14 +41,7 @@ NAME = "stuck.v1"  # dots: names are DNS subdomains, and travel as such through 
 @pytest.fixture
 def cleanup(kube_api: k8s.ApiClient) -> Iterator[None]:
     yield
-    core = k8s.CoreV1Api(kube_api)
-    if any(n.metadata.name == NAMESPACE for n in core.list_namespace().items):
-        core.delete_namespace(NAMESPACE)
-    deadline = time.monotonic() + 60
-    while any(n.metadata.name == NAMESPACE for n in core.list_namespace().items):
-        assert time.monotonic() < deadline, f"namespace {NAMESPACE} still there after the test"
-        core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
-        time.sleep(0.5)
+    remove_namespace(k8s.CoreV1Api(kube_api), NAMESPACE)
 
 
 def _register(deployment: Deployment) -> None:
@@ -68,27 +67,9 @@ def _stuck_on(kube_api: k8s.ApiClient, node: str, name: str = NAME) -> str:
         },
     }
     spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": template}
+    in_new_namespace(lambda: apps.create_namespaced_deployment(NAMESPACE, {"metadata": {"name": name}, "spec": spec}))
+    create_budget(kube_api, NAMESPACE, name, {"maxUnavailable": 0, "selector": {"matchLabels": labels}})
     deadline = time.monotonic() + 30
-    while True:  # a new namespace refuses objects until its default service account has a token
-        try:
-            apps.create_namespaced_deployment(NAMESPACE, {"metadata": {"name": name}, "spec": spec})
-            break
-        except k8s.ApiException as exc:
-            if exc.status != 500 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-    kube_api.call_api(
-        f"/apis/policy/v1beta1/namespaces/{NAMESPACE}/poddisruptionbudgets",
-        "POST",
-        body={
-            "apiVersion": "policy/v1beta1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": name},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": labels}},
-        },
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-    )
     while time.monotonic() < deadline:
         pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={name}").items
         ready = [p for p in pods if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
