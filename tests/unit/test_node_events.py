@@ -254,3 +254,8 @@ def test_status_finds_the_drains_blocked_now_and_forgets_nodes_terminated_since(
     ]
     assert sorted(latest_blocked(events)) == ["n1", "n2"]
     assert STEP_LINES["Drain"]({}, parked)[0].startswith("Drain n2: blocked: app/we[b].x-1 ([red]x; PDB app/p); parked")
+    announced = {**parked, "blocked_pods": ASIDE["blocked_pods"]}  # parked in a pool with drain_blocked: continue
+    assert STEP_LINES["Drain"]({}, announced)[0] == (
+        "Drain n2: parked for 1h, blocked since 2024-01-11T00:00:00Z: blocked by app/we[b].x-1 (Deployment w[b]; "
+        "PDB app/p) (clm provision wakes it)"
+    )

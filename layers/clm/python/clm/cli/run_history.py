@@ -299,8 +299,9 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
     if drain.get("done"):
         forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
         return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
-    if drain.get("set_aside"):
-        return f"Drain {node}: {blocked_text(drain)}", "yellow"
+    if drain.get("blocked_pods"):  # drain_blocked: continue: set aside, or parked, with owners and budgets
+        wakes = "" if drain.get("set_aside") else " (clm provision wakes it)"
+        return f"Drain {node}: {blocked_text(drain)}{wakes}", "yellow"
     parts = [
         f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
         for b in drain.get("blocked", [])
