@@ -111,5 +111,9 @@ def record_blocked(
     if earlier is None:
         spell_starts(record)
     patch = {"metadata": {"annotations": {ANNOTATION: json.dumps(record, separators=(",", ":"))}}}
-    kube.request("PATCH", node_path(node), body=patch, content_type=MERGE_PATCH)
+    try:
+        kube.request("PATCH", node_path(node), body=patch, content_type=MERGE_PATCH)
+    except KubeApiError as exc:
+        if exc.status != 404:  # gone meanwhile: nothing left to record
+            raise
     return record
