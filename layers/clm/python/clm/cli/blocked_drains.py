@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from clm.cli.drain_text import blocked_text
 from clm.cli.executions import new_events
-from clm.cli.run_history import HistoryReader, blocked_text, json_object
+from clm.cli.run_history import HistoryReader, json_object
 
 SUCCEEDED_DETAILS = ("lambdaFunctionSucceededEventDetails", "taskSucceededEventDetails")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from clm.cli.drain_text import blocked_text, listed
 from clm.cli.executions import execution_name
 from clm.kube.settings import format_duration
 
@@ -31,7 +32,6 @@ SUCCEEDED = ("LambdaFunctionSucceeded", "TaskSucceeded")
 FAILED = ("LambdaFunctionFailed", "LambdaFunctionTimedOut", "TaskFailed", "TaskTimedOut")
 # The outdated count in the planner's replace reason, e.g. "replace 1 of 3 outdated node(s)".
 OUTDATED_RE = re.compile(r"\bof (\d+) outdated\b")
-MAX_LISTED = 3
 
 
 @dataclass(frozen=True)
@@ -208,11 +208,6 @@ def _error_message(error: str, cause: str) -> str:
     return error_title(*innermost_error(error, cause))
 
 
-def _listed(items: list[str]) -> str:
-    shown = ", ".join(items[:MAX_LISTED])
-    return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
-
-
 # --- one function per state: (state input, Lambda result) -> (text, style), or None for no line ----------------
 
 StepLine = tuple[str, str] | None
@@ -229,7 +224,7 @@ def _render(_: dict[str, Any], rendering: dict[str, Any]) -> StepLine:
     )
     warnings = rendering.get("warnings") or []
     if warnings:  # e.g. a manifest's duplicate key: rendered as kubectl would, never silent
-        return f"{text}; {rendering.get('warning_count', len(warnings))} warning(s): {_listed(warnings)}", "yellow"
+        return f"{text}; {rendering.get('warning_count', len(warnings))} warning(s): {listed(warnings)}", "yellow"
     return text, ""
 
 
@@ -259,7 +254,7 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
     deleted = f"ApplyPhase {phase}: {applied.get('count', len(applied.get('deleted', [])))} deleted"
     warnings = applied.get("warnings") or []
     if warnings:  # kinds the cluster does not serve, namespaces ignored: shown, never silent
-        return f"{deleted}; {len(warnings)} warning(s): {_listed(warnings)}", "yellow"
+        return f"{deleted}; {len(warnings)} warning(s): {listed(warnings)}", "yellow"
     return deleted, ""
 
 
@@ -284,7 +279,7 @@ def _plan(_: dict[str, Any], decision: dict[str, Any]) -> StepLine:
         return f"Plan: scale to {decision.get('desired')}: {reason}", ""
     if action == "replace":
         nodes = [r.get("node") or r.get("instance_id") for r in decision.get("replace", [])]
-        return f"Plan: {reason}: {_listed(nodes)}", ""
+        return f"Plan: {reason}: {listed(nodes)}", ""
     return f"Plan: {action}: {reason}", "green" if action == "done" else ""
 
 
@@ -306,37 +301,11 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
         f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
         for b in drain.get("blocked", [])
     ]
-    waiting = f"blocked: {_listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
+    waiting = f"blocked: {listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
     if drain.get("park"):
         parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
         return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
     return f"Drain {node}: {waiting}; next pass in {drain.get('wait_seconds', 0)} s", "yellow"
-
-
-def blocked_text(drain: dict[str, Any]) -> str:
-    """A blocked drain in words: set aside (cordoned while the roll goes on: `drain_blocked: continue`) or parked,
-    since when and until when, and the blocking pods with their owners and budgets."""
-    if drain.get("set_aside"):
-        state = f"set aside, cordoned, blocked since {drain.get('blocked_since')}; back at {drain.get('until')}"
-    else:
-        seconds = format_duration((drain.get("park") or {}).get("seconds", 0))
-        if drain.get("blocked_since"):
-            state = f"parked for {seconds}, blocked since {drain['blocked_since']}"
-        else:
-            state = f"parked for {seconds}, drain started {drain.get('drain_start')}"
-    return f"{state}: blocked by {_listed(_blocking(drain))}"
-
-
-def _blocking(drain: dict[str, Any]) -> list[str]:
-    """The blocking pods: with owner and budget when the drain named them (set aside), else with their budget."""
-    if drain.get("blocked_pods"):
-        return [
-            f"{p.get('namespace')}/{p.get('name')} "
-            f"({p['owner_kind'] + ' ' + p.get('owner_name', '') if p.get('owner_kind') else 'no owner'}; "
-            f"PDB {p.get('budget') or '?'})"
-            for p in drain["blocked_pods"]
-        ]
-    return [f"{b.get('pod')} (PDB {b.get('pdb') or '?'})" for b in drain.get("blocked", [])]
 
 
 def _terminate(step_input: dict[str, Any], terminated: dict[str, Any]) -> StepLine:
@@ -352,8 +321,8 @@ def _delete_stack(_: dict[str, Any], deleting: dict[str, Any]) -> StepLine:
 def _ingress_stacks(_: dict[str, Any], swept: dict[str, Any]) -> StepLine:
     if swept.get("done"):
         left = swept.get("left") or []
-        return "IngressStacks: none left" + (f"; foreign stacks left alone: {_listed(left)}" if left else ""), ""
-    return f"IngressStacks: deleting {_listed(swept.get('deleting', []))}", "yellow"
+        return "IngressStacks: none left" + (f"; foreign stacks left alone: {listed(left)}" if left else ""), ""
+    return f"IngressStacks: deleting {listed(swept.get('deleting', []))}", "yellow"
 
 
 def _health_gate(_: dict[str, Any], gate: dict[str, Any]) -> StepLine:
@@ -369,7 +338,7 @@ def _check_health(_: dict[str, Any], health: dict[str, Any]) -> StepLine:
     found = health.get("findings") or []
     text = f"CheckHealth: check {health.get('checks')} of {health.get('max_checks')}, "
     text += f"{health.get('healthy')} of {health.get('checks_needed')} healthy in a row"
-    return (f"{text}: {_listed(found)}", "yellow") if found else (text, "")
+    return (f"{text}: {listed(found)}", "yellow") if found else (text, "")
 
 
 def _succeed(_: dict[str, Any], done: dict[str, Any]) -> StepLine:
