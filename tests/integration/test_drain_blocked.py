@@ -20,6 +20,7 @@ from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
+from tests.integration.fleet import received
 from tests.integration.test_drain_parking import (
     FORCE_AFTER_20_S,
     _roll_events,
@@ -27,7 +28,6 @@ from tests.integration.test_drain_parking import (
     in_new_namespace,
     remove_namespace,
 )
-from tests.integration.test_fleet_rollout import received
 
 pytestmark = [
     pytest.mark.integration,
