@@ -70,10 +70,10 @@ class ClmStack(Stack):
             "CLM_CLOUDFORMATION_ROLE_ARN", self.cluster_stack_role.role.role_arn
         )
         # Cluster Changed (registry_events); the rollouts' events (reconcile: progress, run: a halt); the clusters'
-        # update events (run: docs/events.md).
-        for publisher in ("registry_events", "reconcile", "run"):
+        # update events (run); node events (roll: Drain Blocked, Node Replaced). docs/events.md
+        for publisher in ("registry_events", "reconcile", "run", "roll"):
             self.functions[publisher].function.add_environment("CLM_EVENT_BUS", self.bus.event_bus_name)
-        for publisher in ("reconcile", "run"):
+        for publisher in ("reconcile", "run", "roll"):
             self.bus.grant_put_events_to(self.functions[publisher].role)
         # A roll-node-pool execution hands over to a successor after this many steps (history events are bounded).
         self.functions["roll"].function.add_environment(

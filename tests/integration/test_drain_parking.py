@@ -54,37 +54,47 @@ def stuck_pod(kube_api: k8s.ApiClient) -> Iterator[Callable[[], None]]:
             "containers": [{"name": "stuck", "image": "registry.k8s.io/pause:3.9"}],
         }
         pod = {"metadata": {"name": "stuck", "labels": LABELS}, "spec": spec}
-        deadline = time.monotonic() + 30
-        while True:  # a new namespace refuses pods until its default service account has a token
-            try:
-                core.create_namespaced_pod(NAMESPACE, pod)
-                break
-            except k8s.ApiException as exc:
-                if exc.status != 500 or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        budget = {"minAvailable": 1, "selector": {"matchLabels": LABELS}}
-        kube_api.call_api(
-            f"/apis/policy/v1beta1/namespaces/{NAMESPACE}/poddisruptionbudgets",
-            "POST",
-            body={
-                "apiVersion": "policy/v1beta1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "stuck"},
-                "spec": budget,
-            },
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-        )
+        in_new_namespace(lambda: core.create_namespaced_pod(NAMESPACE, pod))
+        create_budget(kube_api, NAMESPACE, "stuck", {"minAvailable": 1, "selector": {"matchLabels": LABELS}})
         wait_for_ready_pods(kube_api, 1, namespace=NAMESPACE, selector="app=stuck")
 
     yield create
-    if any(n.metadata.name == NAMESPACE for n in core.list_namespace().items):
-        core.delete_namespace(NAMESPACE)
+    remove_namespace(core, NAMESPACE)
+
+
+def in_new_namespace(create: Callable[[], Any], timeout: float = 30.0) -> None:
+    """Call `create` (the first object of a new namespace) until the namespace takes it: it refuses objects until
+    its default service account has a token."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            create()
+            return
+        except k8s.ApiException as exc:
+            if exc.status != 500 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def create_budget(kube_api: k8s.ApiClient, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    """Create a PodDisruptionBudget (policy/v1beta1: the sandbox's Kubernetes 1.20)."""
+    kube_api.call_api(
+        f"/apis/policy/v1beta1/namespaces/{namespace}/poddisruptionbudgets",
+        "POST",
+        body={"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+
+
+def remove_namespace(core: k8s.CoreV1Api, namespace: str) -> None:
+    """Delete the namespace (if there) and wait until it is gone, its pods deleted at once."""
+    if any(n.metadata.name == namespace for n in core.list_namespace().items):
+        core.delete_namespace(namespace)
     deadline = time.monotonic() + 60
-    while any(n.metadata.name == NAMESPACE for n in core.list_namespace().items):
-        assert time.monotonic() < deadline, f"namespace {NAMESPACE} still there after the test"
-        core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+    while any(n.metadata.name == namespace for n in core.list_namespace().items):
+        assert time.monotonic() < deadline, f"namespace {namespace} still there after the test"
+        core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
         time.sleep(0.5)
 
 

@@ -41,6 +41,7 @@ def test_status_shows_versions_running_executions_and_the_last_problem(running, 
             "current_version": None,
             "next_version": None,
             "running_execution": execution,
+            "blocked_drains": [],  # none in its node pool rolls (clm.cli.blocked_drains)
             "last_problem": None,
         },
         {
@@ -50,6 +51,7 @@ def test_status_shows_versions_running_executions_and_the_last_problem(running, 
             "current_version": None,
             "next_version": "v2#abc",
             "running_execution": None,
+            "blocked_drains": [],
             "last_problem": "StackFailed: stack kube-2 failed",
         },
     ]

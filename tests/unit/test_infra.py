@@ -388,14 +388,14 @@ def test_reconcile_lists_the_executions_of_provision_and_of_itself_only(default)
     assert any(r.endswith(':stateMachine:clm-reconcile"]]}') for r in resources_listed), resources_listed
 
 
-def test_reconcile_and_run_publish_rollout_events_on_clms_bus_only(default):
+def test_reconcile_run_and_roll_publish_their_events_on_clms_bus_only(default):
     _, raw, _ = default
-    for folder in ("reconcile", "run"):
+    for folder in ("reconcile", "run", "roll"):  # rollout events; node events (Drain Blocked, Node Replaced)
         variables = function_named(raw, folder)[1]["Properties"]["Environment"]["Variables"]
         assert variables["CLM_EVENT_BUS"] == {"Ref": next(n for n in resources(raw, "AWS::Events::EventBus"))}
         put = statement_for(policy_statements(raw, folder.title() + "FunctionRole"), "events:PutEvents")
         assert put["Resource"] == {"Fn::GetAtt": [next(n for n in resources(raw, "AWS::Events::EventBus")), "Arn"]}
-    for role in ("StacksFunctionRole", "KubeFunctionRole", "RollFunctionRole"):
+    for role in ("StacksFunctionRole", "KubeFunctionRole"):
         assert "events:PutEvents" not in actions_of(policy_statements(raw, role))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from clm.cli.drain_text import blocked_text, listed
 from clm.cli.executions import execution_name
 from clm.kube.settings import format_duration
 
@@ -31,7 +32,6 @@ SUCCEEDED = ("LambdaFunctionSucceeded", "TaskSucceeded")
 FAILED = ("LambdaFunctionFailed", "LambdaFunctionTimedOut", "TaskFailed", "TaskTimedOut")
 # The outdated count in the planner's replace reason, e.g. "replace 1 of 3 outdated node(s)".
 OUTDATED_RE = re.compile(r"\bof (\d+) outdated\b")
-MAX_LISTED = 3
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class HistoryReader:
         kind = event["type"]
         if kind.endswith("StateEntered"):
             details = event["stateEnteredEventDetails"]
-            self._steps[event["id"]] = _Step(details["name"], _json(details.get("input")))
+            self._steps[event["id"]] = _Step(details["name"], json_object(details.get("input")))
             return
         step = self._steps.get(event.get("previousEventId", 0))
         if kind in END_STATUS:
@@ -130,7 +130,7 @@ class HistoryReader:
             return
         self._steps[event["id"]] = step  # task events chain to their state through previousEventId
         if kind == "TaskSubmitted":
-            submitted = _json(event["taskSubmittedEventDetails"].get("output"))
+            submitted = json_object(event["taskSubmittedEventDetails"].get("output"))
             if submitted.get("ExecutionArn"):
                 pool = _pool_label(step)
                 child = Child(submitted["ExecutionArn"], pool or step.name.lower())
@@ -139,7 +139,7 @@ class HistoryReader:
                 self._emit(reading, event, f"{target}: started execution {execution_name(child.arn)}")
         elif kind in SUCCEEDED:
             details = event.get("lambdaFunctionSucceededEventDetails") or event.get("taskSucceededEventDetails") or {}
-            self._succeeded(event, step, _json(details.get("output")), reading)
+            self._succeeded(event, step, json_object(details.get("output")), reading)
         elif kind == "TaskTimedOut" and step.name == "ParkDrain":  # how a park nobody woke ends: not a failure
             self._emit(reading, event, "ParkDrain: the force rules allow now; next drain pass")
         elif kind in FAILED:
@@ -188,7 +188,7 @@ class HistoryReader:
         reading.lines.append(Line(event.get("timestamp"), prefix + text, style))
 
 
-def _json(text: Any) -> dict[str, Any]:
+def json_object(text: Any) -> dict[str, Any]:
     """A JSON object from an event's input or output text ({} for anything else)."""
     try:
         value = json.loads(text) if isinstance(text, str) else text
@@ -208,11 +208,6 @@ def _error_message(error: str, cause: str) -> str:
     return error_title(*innermost_error(error, cause))
 
 
-def _listed(items: list[str]) -> str:
-    shown = ", ".join(items[:MAX_LISTED])
-    return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
-
-
 # --- one function per state: (state input, Lambda result) -> (text, style), or None for no line ----------------
 
 StepLine = tuple[str, str] | None
@@ -229,7 +224,7 @@ def _render(_: dict[str, Any], rendering: dict[str, Any]) -> StepLine:
     )
     warnings = rendering.get("warnings") or []
     if warnings:  # e.g. a manifest's duplicate key: rendered as kubectl would, never silent
-        return f"{text}; {rendering.get('warning_count', len(warnings))} warning(s): {_listed(warnings)}", "yellow"
+        return f"{text}; {rendering.get('warning_count', len(warnings))} warning(s): {listed(warnings)}", "yellow"
     return text, ""
 
 
@@ -259,7 +254,7 @@ def _apply(_: dict[str, Any], applied: dict[str, Any]) -> StepLine:
     deleted = f"ApplyPhase {phase}: {applied.get('count', len(applied.get('deleted', [])))} deleted"
     warnings = applied.get("warnings") or []
     if warnings:  # kinds the cluster does not serve, namespaces ignored: shown, never silent
-        return f"{deleted}; {len(warnings)} warning(s): {_listed(warnings)}", "yellow"
+        return f"{deleted}; {len(warnings)} warning(s): {listed(warnings)}", "yellow"
     return deleted, ""
 
 
@@ -284,7 +279,7 @@ def _plan(_: dict[str, Any], decision: dict[str, Any]) -> StepLine:
         return f"Plan: scale to {decision.get('desired')}: {reason}", ""
     if action == "replace":
         nodes = [r.get("node") or r.get("instance_id") for r in decision.get("replace", [])]
-        return f"Plan: {reason}: {_listed(nodes)}", ""
+        return f"Plan: {reason}: {listed(nodes)}", ""
     return f"Plan: {action}: {reason}", "green" if action == "done" else ""
 
 
@@ -299,11 +294,14 @@ def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
     if drain.get("done"):
         forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
         return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
+    if drain.get("blocked_pods"):  # drain_blocked: continue: set aside, or parked, with owners and budgets
+        wakes = "" if drain.get("set_aside") else " (clm provision wakes it)"
+        return f"Drain {node}: {blocked_text(drain)}{wakes}", "yellow"
     parts = [
         f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
         for b in drain.get("blocked", [])
     ]
-    waiting = f"blocked: {_listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
+    waiting = f"blocked: {listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
     if drain.get("park"):
         parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
         return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
@@ -323,8 +321,8 @@ def _delete_stack(_: dict[str, Any], deleting: dict[str, Any]) -> StepLine:
 def _ingress_stacks(_: dict[str, Any], swept: dict[str, Any]) -> StepLine:
     if swept.get("done"):
         left = swept.get("left") or []
-        return "IngressStacks: none left" + (f"; foreign stacks left alone: {_listed(left)}" if left else ""), ""
-    return f"IngressStacks: deleting {_listed(swept.get('deleting', []))}", "yellow"
+        return "IngressStacks: none left" + (f"; foreign stacks left alone: {listed(left)}" if left else ""), ""
+    return f"IngressStacks: deleting {listed(swept.get('deleting', []))}", "yellow"
 
 
 def _health_gate(_: dict[str, Any], gate: dict[str, Any]) -> StepLine:
@@ -340,7 +338,7 @@ def _check_health(_: dict[str, Any], health: dict[str, Any]) -> StepLine:
     found = health.get("findings") or []
     text = f"CheckHealth: check {health.get('checks')} of {health.get('max_checks')}, "
     text += f"{health.get('healthy')} of {health.get('checks_needed')} healthy in a row"
-    return (f"{text}: {_listed(found)}", "yellow") if found else (text, "")
+    return (f"{text}: {listed(found)}", "yellow") if found else (text, "")
 
 
 def _succeed(_: dict[str, Any], done: dict[str, Any]) -> StepLine:

@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from clm.kube.blocked_drain import blocked_until
 from clm.rolling.pool import LIFECYCLE_READY, Member, NodeState, PoolState
+from clm.rolling.replaced import REPLACES_ANNOTATION
 from clm.stacks.inventory import NodePoolInventory
 
 LIFECYCLE_LABEL = "lifecycle-status"
@@ -34,9 +36,10 @@ def _ready_since(node: dict[str, Any]) -> datetime | None:
     return _parse_time(condition.get("lastTransitionTime", "")) if condition.get("status") == "True" else None
 
 
-def node_state(node: dict[str, Any]) -> NodeState:
-    """The planner's view of a Node object."""
+def node_state(node: dict[str, Any], now: datetime | None = None) -> NodeState:
+    """The planner's view of a Node object (a set-aside node's seconds until due counted from `now`)."""
     metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    until = blocked_until(node)
     return NodeState(
         name=metadata.get("name", ""),
         ready=_ready_condition(node).get("status") == "True",
@@ -44,6 +47,8 @@ def node_state(node: dict[str, Any]) -> NodeState:
         lifecycle_status=(metadata.get("labels") or {}).get(LIFECYCLE_LABEL, LIFECYCLE_READY),
         volumes_attached=bool(status.get("volumesAttached")),
         disrupted_by_karpenter=any(t.get("key") in KARPENTER_DISRUPTION_TAINTS for t in spec.get("taints") or []),
+        set_aside_seconds=None if until is None or now is None else (until - now).total_seconds(),
+        replaces=(metadata.get("annotations") or {}).get(REPLACES_ANNOTATION, ""),
     )
 
 
@@ -70,7 +75,7 @@ def pool_state(
                 lifecycle_state=instance.lifecycle_state,
                 outdated=instance.outdated,
                 seconds_since_launch=(now - launched).total_seconds() if launched else 0.0,
-                node=node_state(node) if node else None,
+                node=node_state(node, now) if node else None,
             )
         )
         ready_since = _ready_since(node) if node else None

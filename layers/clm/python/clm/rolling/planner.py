@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clm.errors import ClmError
+from clm.rolling.blocked import aside_note, come_back_reason, may_set_aside, set_aside
 from clm.rolling.pool import Member, PoolState, RollSettings
 
 MIN_WAIT_SECONDS = 1
@@ -58,12 +59,16 @@ class PoolBlocked(ClmError):
 @dataclass(frozen=True)
 class Replacement:
     """Take one node out: cordon, drain, terminate its instance (decrementing the group's capacity or not; an
-    instance of Karpenter pool `karpenter_pool` is terminated through EC2)."""
+    instance of Karpenter pool `karpenter_pool` is terminated through EC2); `set_aside`: the drain may end with the
+    node set aside, cordoned, when budgets that will not change on their own block it; `announce_blocked`: such a
+    block is recorded and announced, set aside or not (`drain_blocked: continue`)."""
 
     instance_id: str
     node: str | None
     decrement: bool
     karpenter_pool: str | None = None
+    set_aside: bool = False  # if budgets block its drain, leave it cordoned and go on (clm.rolling.blocked)
+    announce_blocked: bool = False  # if budgets block its drain, record it on the node and publish Drain Blocked
 
 
 @dataclass(frozen=True)
@@ -109,9 +114,10 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
     if removing and state.min_size > 0:
         return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
 
-    taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced]
+    aside = set_aside(in_service, settings)
+    taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced and m not in aside]
     if taken_out:
-        return _replace(taken_out, state, removing, "continue the nodes already being replaced")
+        return _replace(taken_out, state, removing, "continue the nodes already being replaced", settings)
 
     booting = [m for m in in_service if not (m.node and m.node.ready)]
     waiting = _wait_for_boot(state, booting, settings)
@@ -123,7 +129,9 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
             "wait", f"waiting for the group to launch {missing} instance(s)", wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS
         )
 
-    outdated = in_service if removing else [m for m in in_service if m.outdated]
+    outdated = [m for m in (in_service if removing else [m for m in in_service if m.outdated]) if m not in aside]
+    if aside and not outdated:  # nothing else to do: back to them, their drains wait for the force rules
+        return _replace(aside, state, removing, come_back_reason(aside), settings, may_aside=False)
     if state.karpenter:
         outdated, waiting = _beside_karpenter(in_service, outdated, settings)
         if waiting:
@@ -210,7 +218,8 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
         raise PoolBlocked(state.name, f"cannot surge at max_size {state.max_size} and max_unavailable is 0")
     chosen, unmatched = _choose(state, outdated, budget)
     if chosen:
-        return _replace(chosen, state, removing, f"replace {len(chosen)} of {len(outdated)} outdated node(s)")
+        reason = f"replace {len(chosen)} of {len(outdated)} outdated node(s)" + aside_note(state.members, settings)
+        return _replace(chosen, state, removing, reason, settings)
     member = unmatched[0]
     if state.desired < state.max_size:
         return Decision(
@@ -257,13 +266,27 @@ def _az_balanced(members: list[Member]) -> list[Member]:
     return [m for turn in itertools.zip_longest(*by_az.values()) for m in turn if m is not None]
 
 
-def _replace(members: list[Member], state: PoolState, removing: bool, reason: str) -> Decision:
-    """A replace decision; a node is terminated with decrement while the group is above its capacity."""
+def _replace(
+    members: list[Member],
+    state: PoolState,
+    removing: bool,
+    reason: str,
+    settings: RollSettings | None = None,
+    may_aside: bool = True,
+) -> Decision:
+    """A replace decision; a node is terminated with decrement while the group is above its capacity. With
+    `settings` that continue past blocked drains, the nodes that may be set aside (clm.rolling.blocked; none
+    unless `may_aside`), and every blocked drain announced."""
     surplus = state.desired - (0 if removing else state.capacity)
+    may: set[str] = set()
+    if settings and settings.continue_blocked and may_aside:
+        may = may_set_aside(state.members, members, settings.max_unavailable)
     replacements = []
     for member in members:
         decrement = surplus > 0
         surplus -= int(decrement)
         node = member.node.name if member.node else None
-        replacements.append(Replacement(member.instance_id, node, decrement, state.name if state.karpenter else None))
+        pool = state.name if state.karpenter else None
+        announce = bool(settings and settings.continue_blocked)
+        replacements.append(Replacement(member.instance_id, node, decrement, pool, member.instance_id in may, announce))
     return Decision("replace", reason, replace=replacements)

@@ -24,11 +24,19 @@ class NodeState:
     lifecycle_status: str = LIFECYCLE_READY
     volumes_attached: bool = False
     disrupted_by_karpenter: bool = False  # Karpenter is taking it out (consolidation, drift, expiry)
+    # Set aside with its drain blocked (clm.rolling.blocked): seconds until the roll comes back to it (<= 0: due).
+    set_aside_seconds: float | None = None
+    replaces: str = ""  # the old node it was paired with as its successor (clm.rolling.replaced)
 
     @property
     def being_replaced(self) -> bool:
         """CLM has started to take this node out (cordoned or marked for draining)."""
         return self.lifecycle_status in {LIFECYCLE_DRAINING, LIFECYCLE_DECOMMISSION_PENDING}
+
+    @property
+    def set_aside(self) -> bool:
+        """Its drain is blocked by budgets and the roll goes on without it until due (`drain_blocked: continue`)."""
+        return self.being_replaced and self.set_aside_seconds is not None and self.set_aside_seconds > 0
 
 
 @dataclass(frozen=True)
@@ -55,11 +63,13 @@ class Member:
 
 @dataclass(frozen=True)
 class RollSettings:
-    """How a pool is rolled: `surge` extra nodes first, at most `max_unavailable` nodes out at once."""
+    """How a pool is rolled: `surge` extra nodes first, at most `max_unavailable` nodes out at once;
+    `continue_blocked`: a node whose drain budgets block is set aside, cordoned, while the roll goes on."""
 
     surge: int = 0
     max_unavailable: int = 1
     node_startup_timeout: float = 600.0
+    continue_blocked: bool = False
 
     def __post_init__(self) -> None:
         if self.surge < 0 or self.max_unavailable < 0:

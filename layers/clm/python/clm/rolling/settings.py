@@ -10,12 +10,15 @@ from clm.kube.settings import parse_duration
 from clm.rolling.pool import RollSettings
 
 SURGE_ITEM, MAX_UNAVAILABLE_ITEM, STARTUP_TIMEOUT_ITEM = "surge", "max_unavailable", "node_startup_timeout"
+DRAIN_BLOCKED_ITEM = "drain_blocked"
+DRAIN_BLOCKED_VALUES = ("wait", "continue")  # wait: CLM's behaviour, the default
 
 
 def roll_settings(
     pool_items: Mapping[str, str], cluster_items: Mapping[str, str], cluster_id: str | None = None, pool_size: int = 0
 ) -> RollSettings:
-    """`surge`, `max_unavailable` and `node_startup_timeout` (a duration like 10m); defaults: 0, 1, 10m.
+    """`surge`, `max_unavailable`, `node_startup_timeout` (a duration like 10m) and `drain_blocked` (`wait` or
+    `continue`); defaults: 0, 1, 10m, wait.
 
     `surge` and `max_unavailable` are counts or percentages of the pool's size `pool_size` (`10%`), resolved as
     Kubernetes resolves a Deployment's: surge rounded up, max_unavailable down, and max_unavailable 1 when both come
@@ -37,6 +40,11 @@ def roll_settings(
             values[STARTUP_TIMEOUT_ITEM] = parse_duration(str(items[STARTUP_TIMEOUT_ITEM]))
         except ValueError as exc:
             problems.append(f"config_items.{STARTUP_TIMEOUT_ITEM}: {exc}")
+    blocked = str(items.get(DRAIN_BLOCKED_ITEM, "wait"))
+    if blocked not in DRAIN_BLOCKED_VALUES:
+        choices = ", ".join(DRAIN_BLOCKED_VALUES)
+        problems.append(f"config_items.{DRAIN_BLOCKED_ITEM}: {blocked!r} is not one of {choices}")
+    values["continue_blocked"] = blocked == "continue"
     if problems:
         raise ValidationError(problems, cluster_id)
     if percent and not values.get(SURGE_ITEM) and values.get(MAX_UNAVAILABLE_ITEM, 1) == 0:

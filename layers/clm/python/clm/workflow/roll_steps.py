@@ -24,6 +24,7 @@ from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.maintenance import fleet_freezes, hold_disruption
+from clm.workflow.node_events import announce_replaced
 from clm.workflow.roll_budget import steps_per_execution, within_budget
 from clm.workflow.target_aws import TargetAws, of_event
 from clm.workflow.update_block import stop_if_blocked
@@ -92,6 +93,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     (clm.stacks.karpenter_pool), its max_unavailable capped by its NodePool's disruption budgets; a removed one
     whose NodePool CLM did not apply is left alone.
 
+    Publishes `Node Replaced` for terminated nodes whose successor is Ready (clm.workflow.node_events); the others
+    travel in the decision's `awaiting`.
+
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
     MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
     (clm.workflow.maintenance; MaintenanceWindowInvalid when its window cannot be read).
@@ -132,8 +136,10 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
                 state = _observe(kube, pool, inventory, baseline, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
+        awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
     hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
-    return within_budget(decision.to_dict(), event.get("previous"), budget)
+    carried = {"awaiting": awaiting} if awaiting else {}  # terminated nodes whose successor is not named yet
+    return within_budget({**decision.to_dict(), **carried}, event.get("previous"), budget)
 
 
 def _karpenter_pool(kube: Any, where: TargetAws, rendering_key: str, pool: str) -> tuple[NodePoolInventory, int | None]:
@@ -203,21 +209,25 @@ def scale(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, replacement, previous}` -> one drain pass over the replacement's node (cordons it
-    first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the passes this
-    execution has made over the node counting this one (the execution's budget counts them)."""
+    """`{cluster_id, rendering, node_pool, replacement, previous}` -> one drain pass over the replacement's node
+    (cordons it first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the
+    passes this execution has made over the node counting this one (the execution's budget counts them).
+    A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
+    node is left cordoned while the roll goes on (clm.workflow.drain_aside)."""
     from clm.kube.drain import drain_pass
     from clm.kube.settings import DrainSettings
+    from clm.workflow.drain_aside import announces, blocked
 
     previous = event.get("previous") or {}
     passes = int(previous.get("passes") or 0) + 1
     node = event["replacement"].get("node")
     if not node:
-        return {"node": None, "done": True, "wait_seconds": 0, "passes": passes}
+        return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
     settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
     with kube_client(cluster, of_event(event)) as kube:
-        return {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
+        result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
+        return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
