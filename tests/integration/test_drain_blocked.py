@@ -20,7 +20,7 @@ from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
-from tests.integration.fleet import received
+from tests.integration.fleet import capture_events, received
 from tests.integration.test_drain_parking import (
     FORCE_AFTER_20_S,
     _roll_events,
@@ -99,16 +99,6 @@ class Cordons(threading.Thread):
         return [look[node] for look in self.seen if node in look]
 
 
-def _capture_node_events(deployment: Deployment) -> str:
-    sqs, events = deployment.session.client("sqs"), deployment.session.client("events")
-    url = sqs.create_queue(QueueName="node-events")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    bus = deployment.outputs["EventBusName"]
-    events.put_rule(Name="nodes", EventBusName=bus, EventPattern=json.dumps({"source": ["clm.node"]}))
-    events.put_targets(Rule="nodes", EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
-    return url
-
-
 def _entered(history: list[dict[str, Any]], state: str) -> list[dict[str, Any]]:
     details = [e["stateEnteredEventDetails"] for e in history if "stateEnteredEventDetails" in e]
     return [json.loads(d["input"]) for d in details if d["name"] == state]
@@ -143,7 +133,7 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     names = sorted(n.metadata.name for n in k8s.CoreV1Api(kube_api).list_node().items)
     middle = names[1]
     pod = _stuck_on(kube_api, middle)
-    queue = _capture_node_events(deployment)
+    queue = capture_events(deployment, "clm.node")
     cordons = Cordons(kube_api)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
@@ -215,7 +205,7 @@ def test_a_workload_blocking_every_node_cannot_cordon_the_pool_and_the_force_rul
     names = sorted(n.metadata.name for n in k8s.CoreV1Api(kube_api).list_node().items)
     owners = {node: f"stuck.{i}.x-y" for i, node in enumerate(names)}
     pods = {node: _stuck_on(kube_api, node, owner) for node, owner in owners.items()}
-    queue = _capture_node_events(deployment)
+    queue = capture_events(deployment, "clm.node")
     cordons = Cordons(kube_api)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
