@@ -13,8 +13,7 @@ from clm.kube.client import MERGE_PATCH
 from clm.kube.nodes import node_path
 from clm.rolling.pool import Member, PoolState
 from clm.rolling.replaced import REPLACES_ANNOTATION, gone, pair
-from clm.workflow.bus import put_events
-from clm.workflow.rollout_gate import EVENT_BUS_ENV
+from clm.workflow.bus import EVENT_BUS_ENV, put_events
 
 SOURCE = "clm.node"
 DRAIN_BLOCKED, NODE_REPLACED = "Drain Blocked", "Node Replaced"
