@@ -185,12 +185,22 @@ class Rolled:
     seconds: float
 
 
+POLICY = "cluster/rollout.yaml"
+# Uploaded with the new AMI. The built-in policy's health gate holds a cluster for 6 healthy checks 30 s apart after
+# its run; the demo runs in real time, so it shows the gate with 2 checks 5 s apart (docs/rollouts.md, health gates).
+DEMO_POLICY = """\
+waves:
+  - {name: all}
+health: {hold: 10s, interval: 5s}
+"""
+
+
 def roll(sandbox: Sandbox, cluster_id: str) -> Rolled:
     """Step 4: a new AMI uploaded, the roll followed live and watched, then `clm status`."""
     console.print(Rule("4. a new worker AMI in the config: the upload starts reconcile, which rolls every node"))
     sfn, s3 = sandbox.session.client("stepfunctions"), sandbox.session.client("s3")
     defaults = "cluster/config-defaults.yaml"
-    changed = {defaults: (EXAMPLES / "config" / defaults).read_text().replace(OLD_AMI, NEW_AMI)}
+    changed = {defaults: (EXAMPLES / "config" / defaults).read_text().replace(OLD_AMI, NEW_AMI), POLICY: DEMO_POLICY}
     watch = RollWatch(sandbox.kube_api, Workload("example", "app=web", min_available=2))
     watch.start()
     started = time.monotonic()

@@ -73,16 +73,14 @@ def deploy_examples(
 
 
 def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
-    """Upload the config repository under config/ (`changed`: relative path -> new text); returns the file count."""
+    """Upload the config repository under config/, or only `changed` (relative path -> new text, a new file too);
+    returns the file count."""
+    files = {path.relative_to(source).as_posix(): path for path in sorted(source.rglob("*")) if path.is_file()}
     changed = changed or {}
-    files = [p for p in sorted(source.rglob("*")) if p.is_file()]
-    for path in files:
-        relative = path.relative_to(source).as_posix()
-        if changed and relative not in changed:
-            continue
-        body = changed[relative].encode() if relative in changed else path.read_bytes()
+    for relative in changed or files:
+        body = changed[relative].encode() if relative in changed else files[relative].read_bytes()
         s3.put_object(Bucket=bucket, Key=f"config/{relative}", Body=body)
-    return len(changed) or len(files)
+    return len(changed or files)
 
 
 def store_secret(secrets: Any, name: str, value: str, cluster_id: str) -> None:
