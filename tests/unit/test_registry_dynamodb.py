@@ -351,6 +351,7 @@ def test_update_lifecycle(registry, stored):
     written = registry.record_success(CLUSTER_ID, "c2#h2")
     assert written == ClusterStatus(current_version="c2#h2", last_version="c1#h1", next_version="", problems=[])
     assert registry.get(CLUSTER_ID).status == written
+    assert registry.record_success(CLUSTER_ID, "c2#h2") == written  # a retried succeed step keeps the last version
 
 
 def test_record_decommissioned(registry, stored):

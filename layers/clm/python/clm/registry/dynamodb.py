@@ -179,11 +179,13 @@ class DynamoRegistry:
         return self._write_status(cluster_id, change)
 
     def record_success(self, cluster_id: str, version: str, *, mark_ready: bool = False) -> ClusterStatus:
-        """Record a successful update to `version`: the old current becomes last, problems are cleared;
-        `mark_ready` also sets the spec's lifecycle_status to ready, as CLM does after a first provision."""
+        """Record a successful update to `version`: the old current becomes last (not when it is `version`: a retried
+        step), problems are cleared; `mark_ready` also sets the spec's lifecycle_status to ready, as CLM does after a
+        first provision."""
 
         def change(status: ClusterStatus) -> None:
-            status.last_version, status.current_version = status.current_version, version
+            if status.current_version != version:
+                status.last_version, status.current_version = status.current_version, version
             status.next_version = ""
             status.problems = []
 
