@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clm.aws import client
-from clm.workflow import health_gate
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.render_step import APPLY_PHASES, KARPENTER_PHASE
 from clm.workflow.settings import Settings
@@ -82,4 +81,11 @@ def api_server(event: dict[str, Any]) -> dict[str, Any]:
     return {"ready": True}
 
 
-STEPS = {"apply": apply, "api_server": api_server, "scale_down": scale_down, "health": health_gate.check}
+def health(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, target, health}` -> one more check of a rollout's health gate (clm.workflow.health_gate)."""
+    from clm.workflow.health_gate import check
+
+    return check(event)
+
+
+STEPS = {"apply": apply, "api_server": api_server, "scale_down": scale_down, "health": health}
