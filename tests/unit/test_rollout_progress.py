@@ -126,6 +126,8 @@ def test_halted_aborted_or_paused_starts_nothing(how: str) -> None:
     }
     assert progress.waiting_for == expected[how]
     assert progress.state.state == state.state
+    baking = advance(POLICY, fleet(t0=(NEW, "")), state, T0 + timedelta(minutes=1), paused=how == "paused")
+    assert baking.waves[0].state == "baking" and baking.waiting_for == expected[how]  # not the bake: it waits for that
 
 
 def test_an_empty_wave_passes_at_once_without_its_bake() -> None:

@@ -121,7 +121,8 @@ def advance(
             bake_until = times.completed_at + timedelta(seconds=wave.bake_seconds) if states and ahead else None
             if bake_until is not None and now < bake_until:
                 current, wake_at = True, bake_until
-                waiting_for = f"wave {wave.name} bakes until {format_time(bake_until)}"
+                baking = f"wave {wave.name} bakes until {format_time(bake_until)}"
+                waiting_for = _stopped(state, paused) or baking  # a pause or halt is what it waits for
                 waves.append(replace(progress, state=BAKING, times=times, bake_until=bake_until))
             else:
                 waves.append(replace(progress, state=PASSED, times=times, bake_until=bake_until))
@@ -148,15 +149,21 @@ def _stragglers(policy: Policy, waves: list[WaveProgress]) -> tuple[str, ...]:
     return tuple(waiting[: max(0, policy.max_concurrency - started)])
 
 
+def _stopped(state: RolloutState, paused: bool) -> str:
+    """Why the rollout starts nothing whatever its waves say (halted, aborted, paused); empty when it rolls."""
+    if state.state != ROLLING:
+        reason = f": {state.halt.cluster_id}: {state.halt.problem}" if state.halt else ""
+        return f"rollout {state.state}{reason}"
+    return "rollout paused (clm rollout resume)" if paused else ""
+
+
 def _starts(
     concurrency: int, states: tuple[tuple[str, str], ...], state: RolloutState, paused: bool, wave: str
 ) -> tuple[tuple[str, ...], str]:
     """The current wave's clusters to start now, and what it waits for."""
-    if state.state != ROLLING:
-        reason = f": {state.halt.cluster_id}: {state.halt.problem}" if state.halt else ""
-        return (), f"rollout {state.state}{reason}"
-    if paused:
-        return (), "rollout paused (clm rollout resume)"
+    stopped = _stopped(state, paused)
+    if stopped:
+        return (), stopped
     started = sum(1 for _, cluster_state_ in states if cluster_state_ == STARTED)
     waiting = [cluster_id for cluster_id, cluster_state_ in states if cluster_state_ == WAITING]
     start = tuple(waiting[: max(0, concurrency - started)])
