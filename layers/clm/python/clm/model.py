@@ -221,11 +221,6 @@ class Cluster:
         """The pools Karpenter provisions (CLM's `KarpenterPools`), in registry order."""
         return [pool for pool in self.node_pools if pool.is_karpenter]
 
-    @property
-    def karpenter_pools_enabled(self) -> bool:
-        """Whether CLM applies the Karpenter pools' objects (config item `karpenter_pools_enabled` is "true")."""
-        return self.config_items.get("karpenter_pools_enabled") == "true"
-
     def spec_dict(self) -> dict[str, Any]:
         """The spec as a plain dict in CLM's format, without status."""
         data: dict[str, Any] = {

@@ -110,7 +110,7 @@ def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -
 def karpenter_drift(cli: CliContext, cluster: Cluster) -> tuple[dict[str, str], str]:
     """Karpenter's drift verdicts on the cluster's nodes (instance id -> why), and a warning when they could not be
     read (the cluster is not reachable); nothing to read without Karpenter pools."""
-    if not (cluster.karpenter_pools and cluster.karpenter_pools_enabled):
+    if not cluster.karpenter_pools:
         return {}, ""
     from clm.kube.connect import connect_cluster
     from clm.kube.errors import KubeError

@@ -335,13 +335,12 @@ class Renderer:
         self, cluster: Cluster, pool: NodePool, context: dict[str, Any], *, encode: bool = True
     ) -> dict[str, Any]:
         """The pool's values with CLM's `S3GeneratedFilesPath` and `UserData` where its profile has files.yaml or
-        userdata.yaml (clm.render.node_files); the archive is only located, not stored, for a Karpenter pool whose
-        objects CLM does not apply (`karpenter_pools_enabled` not "true")."""
+        userdata.yaml (clm.render.node_files)."""
         from clm.render import node_files
 
         account = cluster.account_id
         store = self.inputs.files_store
-        if store is None or (pool.is_karpenter and not cluster.karpenter_pools_enabled):
+        if store is None:
             store = node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
         facts = (cluster.local_id, node_files.pool_kind(pool.is_master), cluster.region, account)
         profile_dir = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")

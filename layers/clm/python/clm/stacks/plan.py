@@ -96,7 +96,7 @@ def plan_stacks(
     rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any, drifted: Mapping[str, str] | None = None
 ) -> StacksPlan:
     """CLM's etcd stack (when the rendering has one), the cluster stack, then every node pool's stack and instances,
-    then the Karpenter pools' instances (when `karpenter_pools_enabled`; `drifted`: instance id -> why Karpenter calls
+    then the Karpenter pools' instances (`drifted`: instance id -> why Karpenter calls
     its NodeClaim drifted), then the pools a run would remove."""
 
     def inventory(stack_name: str) -> NodePoolInventory:
@@ -114,7 +114,7 @@ def plan_stacks(
             continue
         reasons = [UPDATE_REASON] if diff.launch_changes else []
         pools.append(_pool_plan(inventory, pool.name, diff.stack_name, reasons))
-    for pool in cluster.karpenter_pools if cluster.karpenter_pools_enabled else []:
+    for pool in cluster.karpenter_pools:
         desired = desired_config(rendered.node_pool_manifests.get(pool.name, []), pool.name)
         found = karpenter_pool_inventory(ec2, cluster.id, pool.name, desired, drifted or {})
         planned = [_planned(instance, []) for instance in found.instances]

@@ -17,7 +17,7 @@ from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, P
 from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
 
 PREFIX = "renderings/"
-KARPENTER_PHASE = "karpenter_pools"  # only when the cluster's karpenter_pools_enabled is "true", as in CLM
+KARPENTER_PHASE = "karpenter_pools"  # every run: CLM reconciles Karpenter pools even when the registry has none
 APPLY_PHASES = ("pre_apply", "manifests", "post_apply", KARPENTER_PHASE)
 
 
@@ -40,25 +40,24 @@ def render_to_s3(
     node pools' and etcd archives are only located here, not uploaded), `outputs` the cluster stack's current
     outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs).
 
-    Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order (the Karpenter
-    pools' phase only when the cluster's `karpenter_pools_enabled` is "true") and `render_karpenter_pools`: whether,
-    in that case, a Karpenter pool's objects need the cluster stack (its files' archive, uploaded with the workers'
-    key, or its outputs), so that the workflow renders again (:func:`render_node_pools`) before applying them.
+    Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order and
+    `render_karpenter_pools`: whether a Karpenter pool's objects need the cluster stack (its files' archive,
+    uploaded with the workers' key, or its outputs), so that the workflow renders again (:func:`render_node_pools`)
+    before applying them.
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
     rendered = Renderer(tree, inputs).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     rerender = needs_cluster_outputs(tree, cluster.asg_pools)
-    karpenter = rendered.cluster.karpenter_pools_enabled
     return {
         "rendering": key,
         **summary(rendered),
         "stack_stages": stack_stages(
             cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender, etcd=rendered.etcd_stack is not None
         ),
-        "apply_phases": [p for p in APPLY_PHASES if p != KARPENTER_PHASE or karpenter],
-        "render_karpenter_pools": karpenter and needs_cluster_outputs(tree, cluster.karpenter_pools),
+        "apply_phases": list(APPLY_PHASES),
+        "render_karpenter_pools": needs_cluster_outputs(tree, cluster.karpenter_pools),
     }
 
 

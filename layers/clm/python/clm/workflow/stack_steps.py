@@ -89,10 +89,8 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> list[dict[str, Any]]:
-    """Karpenter pools whose instances run but that are gone from the registry, to be drained (only when
-    `karpenter_pools_enabled`; the roll leaves alone a NodePool CLM did not apply)."""
-    if not cluster.karpenter_pools_enabled:
-        return []
+    """Karpenter pools whose instances run but that are gone from the registry, to be drained (the roll leaves alone
+    a NodePool CLM did not apply)."""
     from clm.stacks.karpenter_pool import pools_with_instances
 
     gone = pools_with_instances(where.client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
@@ -102,12 +100,11 @@ def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> l
 def pools_to_roll(cluster: Cluster) -> list[NodePool]:
     """The pools a provision rolls, as CLM groups them (provisioner/clusterpy.go groupNodePools): none in a new
     cluster's first run (lifecycle requested or creating: every node is new, as in CLM's provisionNodePoolGroup);
-    the auto scaling group pools, masters first (a stable sort); then, when `karpenter_pools_enabled` is "true", the
-    Karpenter pools (their objects are applied by then; their instances are replaced through EC2)."""
+    the auto scaling group pools, masters first (a stable sort); then the Karpenter pools (their objects are applied
+    by then; their instances are replaced through EC2)."""
     if cluster.is_new:
         return []
-    karpenter = cluster.karpenter_pools if cluster.karpenter_pools_enabled else []
-    return [*sorted(cluster.asg_pools, key=lambda pool: not pool.is_master), *karpenter]
+    return [*sorted(cluster.asg_pools, key=lambda pool: not pool.is_master), *cluster.karpenter_pools]
 
 
 def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool, *, karpenter: bool = False) -> dict[str, Any]:
