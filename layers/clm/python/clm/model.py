@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+PROVIDERS = ("zalando-aws", "zalando-eks")  # what CLM provisions, as Zalando's (config/config.go --provider)
 LIFECYCLE_STATUSES = ("requested", "creating", "ready", "decommission-requested", "decommissioned")
 # A cluster in these is new: its first provision creates every node, so nothing is rolled
 # (CLM provisioner/clusterpy.go provisionNodePoolGroup: ClusterLifecycleStatusRequested, ...StatusCreating).

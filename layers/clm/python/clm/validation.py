@@ -16,6 +16,7 @@ from clm.model import (
     LIFECYCLE_STATUSES,
     LOCAL_ID_RE,
     POOL_NAME_RE,
+    PROVIDERS,
     REGION_RE,
     SLUG_RE,
     URL_RE,
@@ -244,6 +245,17 @@ def _parse_status(check: _Checker, data: dict) -> ClusterStatus:
         return ClusterStatus()
 
 
+def _provider(check: _Checker, data: dict) -> str:
+    """The cluster's provider: one that CLM provisions (PROVIDERS)."""
+    value = check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws")
+    if value and value not in PROVIDERS:
+        supported = " and ".join(PROVIDERS)
+        check.fail(
+            "provider", f"{value!r} is not provisioned by CLM (it provisions {supported} clusters)", data, "provider"
+        )
+    return value
+
+
 def parse_cluster(data: Any, source: str | None = None) -> Cluster:
     """Validate one cluster in CLM's registry format; raise ValidationError naming every culprit."""
     check = _Checker()
@@ -260,7 +272,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
             data, "infrastructure_account", "infrastructure_account", ACCOUNT_RE, "aws:<12 digits>"
         ),
         "region": lambda: check.string(data, "region", "region", REGION_RE, "e.g. eu-central-1"),
-        "provider": lambda: check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws"),
+        "provider": lambda: _provider(check, data),
         "alias": lambda: check.string(data, "alias", "alias"),
         "api_server_url": lambda: check.string(data, "api_server_url", "api_server_url") or "",
         "environment": lambda: check.string(data, "environment", "environment"),
