@@ -49,6 +49,15 @@ class S3Source:
             _, listing = self._list()
         return digest(listing.items())
 
+    def modified(self) -> dict[str, float]:
+        """Each path's last modification (epoch seconds, S3's one-second precision); reads no object."""
+        with self._errors():
+            return {
+                item["Key"][len(self.prefix) :]: item["LastModified"].timestamp()
+                for page in self._pages("list_objects_v2")
+                for item in page.get("Contents", [])
+            }
+
     def fetch(self) -> ConfigTree:
         with self._errors():
             for _ in range(ATTEMPTS):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime
 from typing import Any
 
 from clm.aws import client
@@ -116,4 +117,16 @@ def _runs_going(sfn: Any, state_machine: str, result: dict[str, list[str]]) -> b
     return bool(running["executions"])
 
 
-STEPS = {"reconcile": reconcile}
+def settle_upload(event: dict[str, Any]) -> dict[str, Any]:
+    """`{input: {change}, started}` -> `{wait_seconds, superseded}`: whether the configuration upload that started
+    this reconcile (at `started`, ISO 8601) is quiet enough to read (clm.workflow.upload_settle)."""
+    from clm.workflow.upload_settle import settle
+
+    settings = Settings.from_env()
+    now = time.time()
+    waited = now - datetime.fromisoformat(event["started"].replace("Z", "+00:00")).timestamp()
+    change = (event.get("input") or {}).get("change")
+    return settle(settings.config_source, change if isinstance(change, dict) else None, client, now, waited)
+
+
+STEPS = {"reconcile": reconcile, "settle_upload": settle_upload}
