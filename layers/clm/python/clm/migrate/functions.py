@@ -141,6 +141,9 @@ FUNCTIONS: dict[str, Function] = {
     "scaleQuantity": _F("scale_quantity"),
     "instanceTypeCPUQuantity": _F("instance_type_cpu_quantity"),
     "instanceTypeMemoryQuantity": _F("instance_type_memory_quantity"),
+    "hasPrefix": _F("has_prefix", BOOL),
+    "hasSuffix": _F("has_suffix", BOOL),
+    "append": _F("append", STR_LIST),
 }
 # Go's builtins that the expression translator writes as operators or helpers (clm.migrate.expressions).
 BUILTINS = frozenset(
