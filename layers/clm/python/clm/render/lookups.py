@@ -1,6 +1,6 @@
 """The EC2 facts CLM's templates ask for, looked up for a run and cached: images by name and owner (`amiID`,
 DescribeImages), instance types (`.Values.InstanceInfo`, `instanceTypeCPUQuantity`, DescribeInstanceTypes) and the
-cluster's VPC and subnets (`.Values.subnets`, `availability_zones`, `vpc_ipv4_cidr`: DescribeVpcs, DescribeSubnets).
+cluster's VPC and subnets (`.Values.subnets`, `lb_subnets`, `vpc_ipv6_cidrs`...: DescribeVpcs, DescribeSubnets).
 
 Images and instance types are asked only when a template needs them: the first read of a pool's
 `values.InstanceInfo` describes every instance type of the cluster in one call (:class:`PoolInstanceInfo`), an
@@ -29,7 +29,7 @@ class Ec2Lookups:
         self._images: dict[tuple[str, str], str] = {}
         self.instance_types = InstanceTypes()
         self._described: set[str] = set()
-        self._networks: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}
+        self._networks: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
 
     def _ec2(self) -> Any:
         if self._client is None:
@@ -52,8 +52,8 @@ class Ec2Lookups:
             self._images[key] = images[0]["ImageId"]
         return self._images[key]
 
-    def network(self, vpc_id: str | None) -> tuple[str, str, list[dict[str, Any]]]:
-        """The id, IPv4 CIDR and subnets of the VPC `vpc_id` (the account's default VPC if None), as CLM's
+    def network(self, vpc_id: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The VPC `vpc_id` (the account's default VPC if None) and its subnets as EC2 describes them, as CLM's
         Provision reads them (DescribeVpcs, DescribeSubnets)."""
         key = vpc_id or ""
         if key not in self._networks:
@@ -67,8 +67,7 @@ class Ec2Lookups:
             pages = ec2.get_paginator("describe_subnets").paginate(
                 Filters=[{"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]}]
             )
-            subnets = [subnet for page in pages for subnet in page["Subnets"]]
-            self._networks[key] = (vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], subnets)
+            self._networks[key] = (vpcs[0], [subnet for page in pages for subnet in page["Subnets"]])
         return self._networks[key]
 
     def prefetch(self, names: Iterable[str]) -> InstanceTypes:

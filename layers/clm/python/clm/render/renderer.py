@@ -262,10 +262,11 @@ class Renderer:
 
     def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
-        CLM's fills: `hosted_zone` from the API URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and
-        `availability_zones` it chooses, and the items `vpc_id` (the default VPC's) and `subnets` (all chosen)
-        where the cluster has none. What cannot be computed fails the templates that read it, with the reason."""
-        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, az_info, hosted_zone
+        CLM's fills: `hosted_zone` from the API URL; with lookups, the network values (clm.render.network_values:
+        the VPC's CIDRs, the subnets it chooses per role) and the items `vpc_id` (the default VPC's) and `subnets`
+        (the nodes' subnets) where the cluster has none. What cannot be computed fails the templates that read it,
+        with the reason."""
+        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, hosted_zone, network_values
 
         computed: dict[str, Any] = {}
         try:
@@ -279,13 +280,13 @@ class Renderer:
         if self.inputs.lookups is None:
             return computed, items
         try:
-            vpc_id, cidr, subnets = self.inputs.lookups.network(items.get("vpc_id"))
-            zones = az_info(subnets, items).values()
+            vpc, subnets = self.inputs.lookups.network(items.get("vpc_id"))
+            network = network_values(subnets, vpc, items)
         except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
             computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
             return computed, items
-        computed.update(zones, vpc_ipv4_cidr=cidr)
-        fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
+        computed.update(network)
+        fills = {"vpc_id": vpc["VpcId"], "subnets": network["subnets"].get(ALL_ZONES, "")}
         return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
 
     def _names(self, name: str) -> bool:
