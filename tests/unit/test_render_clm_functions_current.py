@@ -312,3 +312,19 @@ def test_an_indexed_list_too_large_is_refused_before_it_is_made() -> None:
     assert (error.value.file, error.value.line) == ("foo.yaml", 1)
     with pytest.raises(RenderError, match="too large"):
         render('{{ 10000000 | indexedList "x$" }}')
+
+
+def test_current_values_translate_with_their_go_types() -> None:
+    """`.Values.lb_subnets` and the other maps range in key order; `vpc_ipv6_cidrs` prints as Go prints a list."""
+    go = '{{ .Values.vpc_ipv6_cidrs }};{{ range $az, $s := .Values.lb_subnets }}{{ $az }}={{ $s }},{{ end }};'
+    go += '{{ index .Values.pod_subnets "*" }};{{ .Values.subnet_ipv6_cidrs }}'
+    translation = translate(go, "foo.yaml")
+    assert not translation.problems
+    values = {
+        "vpc_ipv6_cidrs": ["2a05::/56"],
+        "lb_subnets": {"b": "subnet-2", "a": "subnet-1", "*": "subnet-1,subnet-2"},
+        "pod_subnets": {"*": "subnet-3"},
+        "subnet_ipv6_cidrs": "",
+    }
+    rendered = TemplateEnvironment({"foo.yaml": translation.text.encode()}).render("foo.yaml", {"values": values})
+    assert rendered == "[2a05::/56];*=subnet-1,subnet-2,a=subnet-1,b=subnet-2,;subnet-3;"

@@ -84,7 +84,17 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
 VALUES = Type(
     "map",
     ANY,
-    fields=(("availability_zones", STR_LIST), ("subnets", STR_MAP), ("hosted_zone", STR), ("vpc_ipv4_cidr", STR)),
+    fields=(
+        ("availability_zones", STR_LIST),
+        ("subnets", STR_MAP),
+        ("lb_subnets", STR_MAP),
+        ("internal_node_subnets", STR_MAP),
+        ("pod_subnets", STR_MAP),
+        ("subnet_ipv6_cidrs", STR),
+        ("vpc_ipv6_cidrs", STR_LIST),
+        ("hosted_zone", STR),
+        ("vpc_ipv4_cidr", STR),
+    ),
 )
 STRUCT_FIELDS["root"]["Values"] = VALUES
 ROOT_NAMES = {"Cluster": "cluster", "NodePool": "node_pool", "Values": "values"}

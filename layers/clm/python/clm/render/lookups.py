@@ -3,7 +3,8 @@ DescribeImages), instance types (`.Values.InstanceInfo`, `instanceTypeCPUQuantit
 cluster's VPC and subnets (`.Values.subnets`, `lb_subnets`, `vpc_ipv6_cidrs`...: DescribeVpcs, DescribeSubnets).
 
 Images and instance types are asked only when a template needs them: the first read of a pool's
-`values.InstanceInfo` describes every instance type of the cluster in one call (:class:`PoolInstanceInfo`), an
+`values.InstanceInfo` (or `etcd_instance_type_info`) describes every instance type of the cluster in one call
+(:class:`LazyInstanceInfo`), an
 image is described the first time a template names it; the network is described once per cluster before
 rendering, as CLM does. Answers are kept for the run. The run function's role may make these calls
 (infra.cluster_permissions.grant_lookups); none supports resource-level permissions.
@@ -96,13 +97,14 @@ class Ec2Lookups:
         self._described.update(names)
 
 
-class PoolInstanceInfo:
-    """`values.InstanceInfo` of a node pool (CLM's SyntheticInstanceInfo of its instance types), described the first
-    time a template reads it, together with every type of the cluster (one EC2 call for the run); a failure or an
-    unknown type fails the template's line, naming the pool."""
+class LazyInstanceInfo:
+    """`values.InstanceInfo` of a node pool (CLM's SyntheticInstanceInfo of its instance types) or
+    `values.etcd_instance_type_info`, described the first time a template reads it, together with every type of the
+    cluster (one EC2 call for the run); a failure or an unknown type fails the template's line, naming `what`
+    (`node pool 'x'`)."""
 
-    def __init__(self, lookups: Ec2Lookups, pool: str, types: list[str], cluster_types: Iterable[str]):
-        self._lookups, self._pool, self._types, self._cluster_types = lookups, pool, types, list(cluster_types)
+    def __init__(self, lookups: Ec2Lookups, what: str, types: list[str], cluster_types: Iterable[str]):
+        self._lookups, self._what, self._types, self._cluster_types = lookups, what, types, list(cluster_types)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -110,7 +112,7 @@ class PoolInstanceInfo:
         try:
             info = self._lookups.prefetch([*self._cluster_types, *self._types]).synthetic(self._types)
         except Exception as exc:  # an unknown type, or EC2 refused or unreachable
-            raise ValueError(f"node pool {self._pool!r}: {exc}") from None
+            raise ValueError(f"{self._what}: {exc}") from None
         return getattr(info, name)
 
 

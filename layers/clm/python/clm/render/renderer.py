@@ -305,12 +305,11 @@ class Renderer:
 
             zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
             added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
-        if self.inputs.lookups is not None:
-            from clm.render.lookups import PoolInstanceInfo
+        if (lookups := self.inputs.lookups) is not None:
+            from clm.render.lookups import LazyInstanceInfo
 
-            types = {name for other in cluster.node_pools for name in other.instance_types}
-            types.discard(KARPENTER_DEFAULT_TYPES)
-            added["InstanceInfo"] = PoolInstanceInfo(self.inputs.lookups, pool.name, list(pool.instance_types), types)
+            types = {name for other in cluster.node_pools for name in other.instance_types} - {KARPENTER_DEFAULT_TYPES}
+            added["InstanceInfo"] = LazyInstanceInfo(lookups, f"node pool {pool.name!r}", pool.instance_types, types)
         return {**values, **added}
 
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
@@ -362,7 +361,7 @@ class Renderer:
         def render(path: str, context: dict[str, Any]) -> str:
             return self._env.render(path, context, cluster.id)
 
-        context = {"cluster": cluster, "values": values}
+        context = {"cluster": cluster, "values": {**values, **etcd.instance_values(self.inputs.lookups, cluster)}}
         values = etcd.etcd_values(render, self.tree.files, context, self.inputs.etcd_store, cluster.local_id)
         return self._stack(etcd.ETCD_STACK, {**context, "values": values}, cluster.id)
 
