@@ -3,7 +3,8 @@ selectSubnetIDs, aws_az.go; the role tags since CLM 8fa036f, 2024-10): in the cl
 subnet per zone chosen by the `kubernetes.io/role/node` tag for `values.subnets` and `subnet_ipv6_cidrs`, by the
 `elb`, `internal-node` and `pod` tags for `lb_subnets`, `internal_node_subnets` and `pod_subnets`, and the VPC's
 `vpc_ipv6_cidrs`: what EC2 answers the run function (DescribeVpcs, DescribeSubnets, with the grants infra/ gives it)
-is what the cluster gets."""
+is what the cluster gets; and CLM's cluster methods that read the account's other clusters from the registry
+(api/cluster.go IAMRoleTrustRelationshipTemplate, SiblingCluster), read by the run function under its grants."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ data:
   {{ name }}: {{ values[name] | tojson | yaml }}
 {%- endfor %}
   subnet_ipv6_cidrs: {{ values.subnet_ipv6_cidrs | yaml }}
+  trust: {{ cluster.iam_role_trust_relationship_template | yaml }}
+  sibling: {{ (cluster.sibling_cluster is none) | string | yaml }}
 """
 
 
@@ -61,6 +64,7 @@ def test_each_role_tag_chooses_its_subnets(deployment: Deployment, nodes: object
         runs = deployment.settle(known=0)
         assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
         data = core.read_namespaced_config_map("network-test", "default").data
+        trust, sibling = json.loads(data.pop("trust")), data.pop("sibling")
         data = {name: value if name == "subnet_ipv6_cidrs" else json.loads(value) for name, value in data.items()}
         # In the other zones each role falls back to the zone's one subnet (none is tagged there).
         assert data == {
@@ -71,8 +75,14 @@ def test_each_role_tag_chooses_its_subnets(deployment: Deployment, nodes: object
             "vpc_ipv6_cidrs": [vpc_ipv6],
             "subnet_ipv6_cidrs": node_ipv6,
         }
+        # api/cluster.go from the registry (DynamoDB Scan): kube-1 alone in the account, not ready before its first run
+        assert [s["Principal"] for s in trust["Statement"]] == [
+            {"Service": "ec2.amazonaws.com"},
+            {"Service": "pods.eks.amazonaws.com"},
+        ]
+        assert sibling == "True"
         looked_up = {j.action for j in record.judged() if not j.refused}
-        assert {"ec2:DescribeVpcs", "ec2:DescribeSubnets"} <= looked_up
+        assert {"ec2:DescribeVpcs", "ec2:DescribeSubnets", "dynamodb:Scan"} <= looked_up
     finally:
         s3.delete_object(Bucket=bucket, Key=COMPONENT_KEY)
         core.delete_namespaced_config_map("network-test", "default")

@@ -316,7 +316,7 @@ def test_an_indexed_list_too_large_is_refused_before_it_is_made() -> None:
 
 def test_current_values_translate_with_their_go_types() -> None:
     """`.Values.lb_subnets` and the other maps range in key order; `vpc_ipv6_cidrs` prints as Go prints a list."""
-    go = '{{ .Values.vpc_ipv6_cidrs }};{{ range $az, $s := .Values.lb_subnets }}{{ $az }}={{ $s }},{{ end }};'
+    go = "{{ .Values.vpc_ipv6_cidrs }};{{ range $az, $s := .Values.lb_subnets }}{{ $az }}={{ $s }},{{ end }};"
     go += '{{ index .Values.pod_subnets "*" }};{{ .Values.subnet_ipv6_cidrs }}'
     translation = translate(go, "foo.yaml")
     assert not translation.problems

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 class Type:
     """What the translation knows of a value: `kind` is str, int, bool, any, list, map, struct or record;
     `item` the type of a list's items or a map's values; `name` a struct's (root, cluster, node_pool);
-    `fields` a record's (a `dict` with literal keys)."""
+    `fields` a record's (a `dict` with literal keys); `nullable` a struct that may be nil."""
 
     kind: str
     item: Type | None = None
     name: str = ""
     fields: tuple[tuple[str, Type], ...] = ()
+    nullable: bool = False  # a struct that may be nil (`with` tests it)
 
     def field(self, key: str) -> Type:
         """The type of a record's or map's entry `key`."""
@@ -61,13 +62,22 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
     "cluster": {
         **dict.fromkeys(
             "ID Alias LocalID APIServerURL Channel Environment LifecycleStatus InfrastructureAccount Region "  # noqa: SIM905
-            "Provider Owner AccountName".split(),
+            "Provider Owner AccountName Name WorkerRoleARN OIDCProvider IAMRoleTrustRelationshipTemplate".split(),
             STR,
         ),
+        "IsOldestReadyClusterInTheRegion": BOOL,
+        "SiblingCluster": Type("struct", name="sibling", nullable=True),
         "CriticalityLevel": INT,
         "ConfigItems": STR_MAP,
         "NodePools": Type("list", NODE_POOL),
         "Outputs": STR_MAP,
+    },
+    "sibling": {  # what a template sees of another cluster (clm.render.account_clusters.AccountCluster)
+        **dict.fromkeys(
+            "ID Alias LocalID Region Provider LifecycleStatus APIServerURL InfrastructureAccount CreatedAt Name "  # noqa: SIM905
+            "WorkerRoleARN OIDCProvider".split(),
+            STR,
+        ),
     },
     "node_pool": {
         **dict.fromkeys(["Name", "Profile", "DiscountStrategy", "KarpenterInstanceTypeStrategy"], STR),
@@ -188,7 +198,8 @@ def renderer_names() -> frozenset[str]:
 
 def model_fields(struct: str) -> frozenset[str]:
     """The snake_case names that CLM's model has on a cluster or node pool (the rest are reported missing)."""
-    from clm.model import Cluster, NodePool
+    from clm.model import NodePool
+    from clm.render.account_clusters import AccountCluster, TemplateCluster
 
-    kind = {"cluster": Cluster, "node_pool": NodePool}[struct]
+    kind = {"cluster": TemplateCluster, "node_pool": NodePool, "sibling": AccountCluster}[struct]
     return frozenset(name for name in dir(kind) if not name.startswith("_")) | frozenset(kind.__dataclass_fields__)

@@ -27,9 +27,11 @@ OTHER_KEY_KINDS = {bytes.fromhex(oid) for oid in ("2a8648ce380401", "2a8648ce3d0
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def go_json(value: Any) -> str:
-    """json.MarshalIndent(value, "", "    "): Go's escapes (`<`, `>`, `&`, U+2028/9 as \\u; other text as is)."""
-    text = json.dumps(value, indent=4, ensure_ascii=False)
+def go_json(value: Any, indent: int | None = 4) -> str:
+    """json.MarshalIndent(value, "", "    ") (json.Marshal with `indent` None): Go's escapes (`<`, `>`, `&`,
+    U+2028/9 as \\u; other text as is)."""
+    separators = (",", ": ") if indent is not None else (",", ":")
+    text = json.dumps(value, indent=indent, separators=separators, ensure_ascii=False)
     return "".join(_HTML_ESCAPES.get(char, char) for char in text)
 
 

@@ -24,6 +24,7 @@ import yaml
 
 from clm.errors import RenderError
 from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
+from clm.render.account_clusters import template_cluster
 from clm.render.bounded_roles import unbounded_roles
 from clm.render.cfn_yaml import load_template
 from clm.render.config_items import (
@@ -211,6 +212,7 @@ class Renderer:
         effective = propagate_to_node_pools(unpropagated)
         # What templates see: registry text as RegistryStr, pools completed with the cluster's items as marked.
         view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items, encrypted))
+        view = template_cluster(view, self.inputs.list_clusters)  # with CLM's methods (clm.render.account_clusters)
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         warnings: list[str] = []
