@@ -74,7 +74,12 @@ def etcd_values(
     Encrypt names it by its alias, as the run function's grant does: kms:RequestAlias); CLM's Taupage-era values
     fail with the reason when read (see the module's docstring)."""
     from clm.render.network_values import Unavailable
+    from clm.stacks.etcd import etcd_stack_name
 
+    try:
+        etcd_stack_name(context["cluster"].config_items)  # a bad name fails the render, before any AWS call
+    except ValueError as exc:
+        raise RenderError(str(exc), cluster_id=context["cluster"].id) from None
     values = {key: value for key, value in context["values"].items() if key != OUTPUTS_VALUE}
     values.update({name: Unavailable(TAUPAGE_REASON.format(name=name)) for name in TAUPAGE_VALUES})
     if ETCD_FILES in files:
