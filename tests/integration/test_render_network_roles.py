@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox.iam import record
-from tests.integration.deployment import Deployment, register_example_cluster
+from tests.integration.deployment import Deployment, first_run_config_map
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -54,18 +54,9 @@ def test_each_role_tag_chooses_its_subnets(deployment: Deployment, nodes: object
         tagged[role] = subnet["SubnetId"]
     node_ipv6 = vpc_ipv6.replace("::/56", "::/64")
     ec2.associate_subnet_cidr_block(SubnetId=tagged["node"], Ipv6CidrBlock=node_ipv6)
-    s3 = deployment.session.client("s3")
-    bucket = deployment.outputs["ConfigBucketName"]
-    s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.encode())
-    deployment.settle()
-    core = k8s.CoreV1Api(kube_api)
-    try:
-        register_example_cluster(deployment)
-        runs = deployment.settle(known=0)
-        assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
-        data = core.read_namespaced_config_map("network-test", "default").data
-        trust, sibling = json.loads(data.pop("trust")), data.pop("sibling")
-        data = {name: value if name == "subnet_ipv6_cidrs" else json.loads(value) for name, value in data.items()}
+    with first_run_config_map(deployment, kube_api, COMPONENT_KEY, CONFIGMAP, "network-test") as rendered:
+        trust, sibling = json.loads(rendered.pop("trust")), rendered.pop("sibling")
+        data = {name: value if name == "subnet_ipv6_cidrs" else json.loads(value) for name, value in rendered.items()}
         # In the other zones each role falls back to the zone's one subnet (none is tagged there).
         assert data == {
             "subnets": _by_zone({**default, zone: tagged["node"]}),
@@ -83,6 +74,3 @@ def test_each_role_tag_chooses_its_subnets(deployment: Deployment, nodes: object
         assert sibling == "True"
         looked_up = {j.action for j in record.judged() if not j.refused}
         assert {"ec2:DescribeVpcs", "ec2:DescribeSubnets", "dynamodb:Scan"} <= looked_up
-    finally:
-        s3.delete_object(Bucket=bucket, Key=COMPONENT_KEY)
-        core.delete_namespaced_config_map("network-test", "default")
