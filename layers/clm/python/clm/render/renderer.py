@@ -24,6 +24,7 @@ import yaml
 
 from clm.errors import RenderError
 from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
+from clm.render.account_clusters import template_cluster
 from clm.render.bounded_roles import unbounded_roles
 from clm.render.cfn_yaml import load_template
 from clm.render.config_items import (
@@ -211,6 +212,7 @@ class Renderer:
         effective = propagate_to_node_pools(unpropagated)
         # What templates see: registry text as RegistryStr, pools completed with the cluster's items as marked.
         view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items, encrypted))
+        view = template_cluster(view, self.inputs.list_clusters)  # with CLM's methods (clm.render.account_clusters)
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         warnings: list[str] = []
@@ -262,10 +264,11 @@ class Renderer:
 
     def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
-        CLM's fills: `hosted_zone` from the API URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and
-        `availability_zones` it chooses, and the items `vpc_id` (the default VPC's) and `subnets` (all chosen)
-        where the cluster has none. What cannot be computed fails the templates that read it, with the reason."""
-        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, az_info, hosted_zone
+        CLM's fills: `hosted_zone` from the API URL; with lookups, the network values (clm.render.network_values:
+        the VPC's CIDRs, the subnets it chooses per role) and the items `vpc_id` (the default VPC's) and `subnets`
+        (the nodes' subnets) where the cluster has none. What cannot be computed fails the templates that read it,
+        with the reason."""
+        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, hosted_zone, network_values
 
         computed: dict[str, Any] = {}
         try:
@@ -279,13 +282,13 @@ class Renderer:
         if self.inputs.lookups is None:
             return computed, items
         try:
-            vpc_id, cidr, subnets = self.inputs.lookups.network(items.get("vpc_id"))
-            zones = az_info(subnets, items).values()
+            vpc, subnets = self.inputs.lookups.network(items.get("vpc_id"))
+            network = network_values(subnets, vpc, items)
         except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
             computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
             return computed, items
-        computed.update(zones, vpc_ipv4_cidr=cidr)
-        fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
+        computed.update(network)
+        fills = {"vpc_id": vpc["VpcId"], "subnets": network["subnets"].get(ALL_ZONES, "")}
         return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
 
     def _names(self, name: str) -> bool:
@@ -304,12 +307,11 @@ class Renderer:
 
             zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
             added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
-        if self.inputs.lookups is not None:
-            from clm.render.lookups import PoolInstanceInfo
+        if (lookups := self.inputs.lookups) is not None:
+            from clm.render.lookups import LazyInstanceInfo
 
-            types = {name for other in cluster.node_pools for name in other.instance_types}
-            types.discard(KARPENTER_DEFAULT_TYPES)
-            added["InstanceInfo"] = PoolInstanceInfo(self.inputs.lookups, pool.name, list(pool.instance_types), types)
+            types = {name for other in cluster.node_pools for name in other.instance_types} - {KARPENTER_DEFAULT_TYPES}
+            added["InstanceInfo"] = LazyInstanceInfo(lookups, f"node pool {pool.name!r}", pool.instance_types, types)
         return {**values, **added}
 
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
@@ -360,7 +362,7 @@ class Renderer:
         def render(path: str, context: dict[str, Any]) -> str:
             return self._env.render(path, context, cluster.id)
 
-        context = {"cluster": cluster, "values": values}
+        context = {"cluster": cluster, "values": {**values, **etcd.instance_values(self.inputs.lookups, cluster)}}
         values = etcd.etcd_values(render, self.tree.files, context, self.inputs.etcd_store, cluster.local_id)
         return self._stack(etcd.ETCD_STACK, {**context, "values": values}, cluster.id)
 

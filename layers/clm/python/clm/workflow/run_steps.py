@@ -134,15 +134,17 @@ def etcd_files(event: dict[str, Any]) -> dict[str, Any]:
 
 def _render_inputs(where: target_aws.TargetAws, **stores: Any) -> Any:
     """What templates may ask AWS at render (clm.render.inputs): decrypted config items (the hub's KMS, only with the
-    keys the deployment names), EC2 (amiID, instance types, the network) and ACM/KMS of the cluster's target, each
-    asked only if a template needs it; `stores`: where node files go (files_store, etcd_store)."""
+    keys the deployment names), EC2 (amiID, instance types, the network) and ACM/KMS of the cluster's target, the
+    registry's clusters, each asked only if a template needs it; `stores`: where node files go (files_store,
+    etcd_store)."""
     import dataclasses
 
     from clm.render.inputs import RenderInputs
     from clm.render.secrets import keys_from_env
 
     inputs = RenderInputs.from_aws(where.client, keys_from_env(os.environ), decrypt_client=client)
-    return dataclasses.replace(inputs, **stores)
+    registry = _registry(Settings.from_env())  # the account's clusters, for CLM's cluster methods (read if used)
+    return dataclasses.replace(inputs, list_clusters=registry.list_clusters, **stores)
 
 
 def _cluster_outputs(where: target_aws.TargetAws, cluster: Any) -> dict[str, str] | None:
