@@ -36,6 +36,12 @@ class EksClusterUnavailable(ClmError):
     asl_name = "EksClusterUnavailable"
 
 
+class AliasNotUnique(ClmError):
+    """A zalando-eks cluster's alias is another registry cluster's name in the same account and region."""
+
+    asl_name = "AliasNotUnique"
+
+
 @dataclass(frozen=True)
 class EksDetails:
     """What CLM reads from EKS after the cluster stack (provisioner/aws.go EKSClusterDetails)."""
@@ -131,3 +137,22 @@ def ensure_alias_owned(eks: Any, cluster: Cluster) -> str:
     except KubeAuthError as exc:
         raise ClusterNotManaged(cluster.id, exc.message) from None
     return f"EKS cluster {cluster.alias} is the cluster's"
+
+
+def ensure_name_unique(others: list[Cluster], cluster: Cluster) -> None:
+    """Raise AliasNotUnique when another registry cluster of the same account and region has `cluster`'s name as its
+    name (an alias, or a zalando-aws cluster's id): the tag `kubernetes.io/cluster/<name>` would be both's, so CLM
+    would roll, terminate or delete the other's resources as this one's."""
+    same = [
+        other.id
+        for other in others
+        if other.id != cluster.id
+        and (other.infrastructure_account, other.region) == (cluster.infrastructure_account, cluster.region)
+        and cluster.name in (other.name, other.id)
+    ]
+    if same:
+        raise AliasNotUnique(
+            f"cluster {cluster.id}: its alias {cluster.name} is also the name of cluster {', '.join(same)} in the "
+            f"registry, so the tag kubernetes.io/cluster/{cluster.name} does not tell their resources apart: nothing "
+            "tagged with it is touched; give the cluster an alias of its own"
+        )

@@ -94,8 +94,9 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
 def node_pools(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering}` -> `{rendering}`: after the cluster stack, the key of the run's rendering whose node
     pools' stacks were rendered with its outputs and whose bootstrap archives are uploaded (idempotent). For a
-    zalando-eks cluster first CLM's ZalandoEKSCreationHook (provisioner/zalando_eks.go: clm.workflow.eks_hook): the
-    EKS cluster's details written back into the registry, the rendering's API URL switched to its endpoint."""
+    zalando-eks cluster first its alias proved its own (AliasNotUnique, KubeAuthError), then CLM's
+    ZalandoEKSCreationHook (provisioner/zalando_eks.go: clm.workflow.eks_hook): the EKS cluster's details written
+    back into the registry, the rendering's API URL switched to its endpoint."""
     from clm.render.renderer import Renderer
     from clm.version import desired_version
     from clm.workflow import eks_hook
@@ -106,8 +107,10 @@ def node_pools(event: dict[str, Any]) -> dict[str, Any]:
     cluster = registry.get(event["cluster_id"])
     where = target_aws.of_event(event)
     outputs = _cluster_outputs(where, cluster) or {}
-    details = eks_hook.describe(where.client("eks"), cluster) if cluster.is_eks else None
-    if details is not None:
+    details = None
+    if cluster.is_eks:
+        eks_hook.ensure_name_unique(registry.list_clusters(), cluster)
+        details = eks_hook.describe(where.client("eks"), cluster)
         cluster = eks_hook.write_back(registry, cluster, details)
 
     def rendered(files_store: Any, values: dict[str, Any], first: Any) -> Any:

@@ -155,16 +155,18 @@ def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
 def verify_provisioned(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> decommission, before anything else: `{proof}` that CLM provisioned the cluster (its cluster
     stack with CLM's ownership tags, alive or deleted) and, for a zalando-eks cluster, that its alias (the name its
-    resources are tagged with) is not another cluster's EKS cluster's; ClusterNotManaged otherwise
-    (clm.stacks.provenance, clm.workflow.eks_hook)."""
+    resources are tagged with) is no other registry cluster's name (AliasNotUnique) nor another cluster's EKS
+    cluster's; ClusterNotManaged otherwise (clm.stacks.provenance, clm.workflow.eks_hook)."""
     from clm.stacks.provenance import ensure_provisioned
 
     cluster = _cluster(event)
     where = target_aws.of_event(event)
     proof = ensure_provisioned(where.client("cloudformation"), cluster)
     if cluster.is_eks:
-        from clm.workflow.eks_hook import ensure_alias_owned
+        from clm.workflow.eks_hook import ensure_alias_owned, ensure_name_unique
 
+        registry = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table)
+        ensure_name_unique(registry.list_clusters(), cluster)
         proof = f"{proof}; {ensure_alias_owned(where.client('eks'), cluster)}"
     return {"proof": proof}
 
