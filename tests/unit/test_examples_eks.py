@@ -115,10 +115,12 @@ def test_clm_roles_get_cluster_admin_access_entries(rendered):
 
 
 def test_clm_reaches_the_cluster_it_creates(rendered):
-    """clm.kube.connect asks EKS for the endpoint of config item eks_cluster_name, which the stack creates."""
+    """clm.kube.connect asks EKS for the endpoint of the EKS cluster named by a zalando-eks cluster's alias (CLM's
+    api/cluster.go Name()), which the stack creates."""
     eks = resources_of_type(rendered.cluster_stack.template, "AWS::EKS::Cluster")["Cluster"]
     assert rendered.cluster.api_server_url == ""
-    assert eks["Name"] == rendered.cluster.config_items["eks_cluster_name"] == "eks-dev-1"
+    assert rendered.cluster.provider == "zalando-eks"
+    assert eks["Name"] == rendered.cluster.config_items["eks_cluster_name"] == rendered.cluster.name == "eks-dev"
 
 
 def test_node_pools_join_the_cluster_with_nodeadm(rendered):
@@ -151,7 +153,7 @@ def test_spot_and_on_demand_profiles(rendered):
         overrides = [o["InstanceType"] for o in policy["LaunchTemplate"]["Overrides"]]
         assert overrides == pool.instance_types
         tags = {t["Key"]: t["Value"] for t in group["AutoScalingGroup"]["Tags"]}
-        assert tags["kubernetes.io/cluster/eks-dev-1"] == "owned"
+        assert tags["kubernetes.io/cluster/eks-dev"] == "owned"
         assert tags["kubernetes.io/node-pool"] == pool.name
     assert markets == {"worker-default": 100, "worker-spot": 0}
 

@@ -18,6 +18,7 @@ LIFECYCLE_STATUSES = ("requested", "creating", "ready", "decommission-requested"
 NEW_CLUSTER_STATUSES = ("requested", "creating")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
+EKS_PROVIDER = "zalando-eks"  # CLM's api.ZalandoEKSProvider: an EKS cluster, named by its alias
 # CLM's api.NodePool.IsKarpenter: a pool of this profile has no auto scaling group; Karpenter launches its nodes.
 KARPENTER_PROFILE = "worker-karpenter"
 # CLM's instance type that asks provisioners.yaml for its default instance families.
@@ -194,6 +195,17 @@ class Cluster:
     def account_id(self) -> str:
         """The 12-digit AWS account id of `infrastructure_account`."""
         return self.infrastructure_account.split(":", 1)[1]
+
+    @property
+    def name(self) -> str:
+        """CLM's cluster name (api/cluster.go Name()): the alias of a zalando-eks cluster, else the id. It names the
+        EKS cluster and the tag `kubernetes.io/cluster/<name>` of the cluster's pools, instances and volumes."""
+        return self.alias if self.provider == EKS_PROVIDER else self.id
+
+    @property
+    def is_eks(self) -> bool:
+        """Whether the cluster is a zalando-eks one (CLM's ZalandoEKSProvisioner)."""
+        return self.provider == EKS_PROVIDER
 
     @property
     def is_new(self) -> bool:

@@ -190,14 +190,18 @@ class Renderer:
                 defaults.update(parse_defaults(text, cluster.id, source.prefix + DEFAULTS))
         return with_defaults(cluster.config_items, defaults)
 
-    def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
+    def render(
+        self, cluster: Cluster, values: Mapping[str, Any] | None = None, *, zone_url: str | None = None
+    ) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied. Decrypted
         config items show in no error or warning, not even in part (clm.scrub); the objects that hold them record
-        where (clm.sealed)."""
+        where (clm.sealed). `zone_url`: the URL `hosted_zone` and the load balancer certificate are computed from
+        (default: the cluster's API URL; a zalando-eks cluster's registry URL after CLM switched its API URL to the
+        EKS endpoint: clm.workflow.eks_hook)."""
         items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster)
         scrub = Scrubber(items[name] for name in encrypted)
         try:
-            computed, items = self._cluster_values(cluster, items)
+            computed, items = self._cluster_values(cluster, items, zone_url or cluster.api_server_url)
             rendered = self._render(cluster, items, encrypted, {**computed, **(values or {})})
         except RenderError as exc:
             if not scrub:
@@ -262,23 +266,25 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
-    def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    def _cluster_values(
+        self, cluster: Cluster, items: dict[str, str], url: str
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
-        CLM's fills: `hosted_zone` from the API URL; with lookups, the network values (clm.render.network_values:
-        the VPC's CIDRs, the subnets it chooses per role) and the items `vpc_id` (the default VPC's) and `subnets`
-        (the nodes' subnets) where the cluster has none. What cannot be computed fails the templates that read it,
-        with the reason."""
+        CLM's fills: `hosted_zone` from `url` (the API URL); with lookups, the network values
+        (clm.render.network_values: the VPC's CIDRs, the subnets it chooses per role) and the items `vpc_id` (the
+        default VPC's) and `subnets` (the nodes' subnets) where the cluster has none. What cannot be computed fails
+        the templates that read it, with the reason."""
         from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, hosted_zone, network_values
 
         computed: dict[str, Any] = {}
         try:
-            computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
+            computed["hosted_zone"] = hosted_zone(url)
         except ValueError as exc:
             computed["hosted_zone"] = Unavailable(str(exc))
         if self.inputs.account is not None:
             from clm.render.account_lookups import account_values
 
-            computed.update(account_values(self.inputs.account, cluster.api_server_url, self._names))
+            computed.update(account_values(self.inputs.account, url, self._names))
         if self.inputs.lookups is None:
             return computed, items
         try:

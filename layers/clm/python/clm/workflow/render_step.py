@@ -43,13 +43,16 @@ def render_to_s3(
     Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order and
     `render_karpenter_pools`: whether a Karpenter pool's objects need the cluster stack (its files' archive,
     uploaded with the workers' key, or its outputs), so that the workflow renders again (:func:`render_node_pools`)
-    before applying them.
+    before applying them; for a zalando-eks cluster always (and its node-pool stages always render again): CLM's
+    hook after its cluster stack changes what its manifests and node pools see (clm.workflow.eks_hook).
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
     rendered = Renderer(tree, inputs).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    rerender = needs_cluster_outputs(tree, cluster.asg_pools)
+    # A zalando-eks cluster's node pools and manifests see what CLM's hook learns after the cluster stack (its API
+    # URL switched to the EKS endpoint, the items it writes back: clm.workflow.eks_hook): rendered again then.
+    rerender = cluster.is_eks or needs_cluster_outputs(tree, cluster.asg_pools)
     return {
         "rendering": key,
         **summary(rendered),
@@ -57,7 +60,7 @@ def render_to_s3(
             cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender, etcd=rendered.etcd_stack is not None
         ),
         "apply_phases": list(APPLY_PHASES),
-        "render_karpenter_pools": needs_cluster_outputs(tree, cluster.karpenter_pools),
+        "render_karpenter_pools": cluster.is_eks or needs_cluster_outputs(tree, cluster.karpenter_pools),
     }
 
 
@@ -101,9 +104,10 @@ def needs_cluster_outputs(tree: ConfigTree, pools: list[NodePool]) -> bool:
     return False
 
 
-def node_pools_key(rendering: str, outputs: dict[str, str]) -> str:
-    """The key of a run's node-pool rendering: its first rendering's with the cluster stack's outputs."""
-    text = json.dumps([rendering, outputs], sort_keys=True)
+def node_pools_key(rendering: str, outputs: dict[str, str], learnt: dict[str, str] | None = None) -> str:
+    """The key of a run's node-pool rendering: its first rendering's with the cluster stack's outputs (and what CLM's
+    EKS hook learnt, `learnt`)."""
+    text = json.dumps([rendering, outputs, *([learnt] if learnt else [])], sort_keys=True)
     return f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
 
 
@@ -112,14 +116,15 @@ def render_node_pools(
     bucket: str,
     rendering: str,
     outputs: dict[str, str],
-    render: Callable[[FilesStore | None, dict[str, Any]], RenderedCluster],
+    render: Callable[[FilesStore | None, dict[str, Any], RenderedCluster], RenderedCluster],
     files_store: FilesStore,
+    learnt: dict[str, str] | None = None,
 ) -> str:
     """After the cluster stack: the run's rendering again with the stack's `outputs`, node pools' archives stored
     through `files_store`, under :func:`node_pools_key` (an existing one is reused: the step is idempotent).
-    `render(files_store, values)` renders the cluster; its version must be the first rendering's (else the
-    configuration or the registry changed during the run: ConfigChanged)."""
-    key = node_pools_key(rendering, outputs)
+    `render(files_store, values, first)` renders the cluster (`first`: the run's first rendering); its version must
+    be the first rendering's (else the configuration or the registry changed during the run: ConfigChanged)."""
+    key = node_pools_key(rendering, outputs, learnt)
     try:
         s3.head_object(Bucket=bucket, Key=key)
         return key
@@ -127,7 +132,7 @@ def render_node_pools(
         if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
             raise
     first = load_rendering(s3, bucket, rendering)
-    rendered = render(files_store, {OUTPUTS_VALUE: outputs})
+    rendered = render(files_store, {OUTPUTS_VALUE: outputs}, first)
     _ensure_unchanged(first, rendered)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     return key

@@ -22,7 +22,7 @@ from clm.rolling.settings import roll_settings
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
-from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.cluster_access import kube_client, registry_cluster, rendering
 from clm.workflow.maintenance import fleet_freezes, hold_disruption
 from clm.workflow.node_events import announce_replaced
 from clm.workflow.roll_budget import steps_per_execution, within_budget
@@ -70,7 +70,8 @@ def resume_all(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> resume every node pool of the cluster (after a failure; errors are reported, not raised)."""
     resumed, failed = [], []
     where = of_event(event)
-    for stack in node_pool_stacks(where.client("cloudformation"), event["cluster_id"]):
+    cluster = registry_cluster(event["cluster_id"])
+    for stack in node_pool_stacks(where.client("cloudformation"), cluster.id, cluster.name):
         try:
             resumed.append(_resume(where, stack.stack_name))
         except Exception as exc:  # one pool's trouble must not keep the others suspended
@@ -152,7 +153,7 @@ def _karpenter_pool(kube: Any, where: TargetAws, rendering_key: str, pool: str) 
     manifests = rendered.node_pool_manifests.get(pool, [])
     desired = desired_config(manifests, pool)
     inventory = karpenter_pool_inventory(
-        where.client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube)
+        where.client("ec2"), rendered.cluster.name, pool, desired, drifted_instances(kube)
     )
     return inventory, disruption_budget(manifests, pool, len(inventory.instances))
 
@@ -231,16 +232,16 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, replacement}` -> terminate the instance through its group, or through EC2 for a Karpenter
-    pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
+    """`{cluster_id, rendering, replacement}` -> terminate the instance through its group, or through EC2 for a
+    Karpenter pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
     replacement = event["replacement"]
     where = of_event(event)
     if replacement.get("karpenter_pool"):
         from clm.stacks.karpenter_pool import terminate_pool_instance
 
-        state = terminate_pool_instance(
-            where.client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
-        )
+        name = rendering(event["rendering"]).cluster.name  # the tag's name (Cluster.name)
+        pool, instance = replacement["karpenter_pool"], replacement["instance_id"]
+        state = terminate_pool_instance(where.client("ec2"), name, pool, instance)
         return {"instance_id": replacement["instance_id"], "terminated": state}
     try:
         activity = where.client("autoscaling").terminate_instance_in_auto_scaling_group(
