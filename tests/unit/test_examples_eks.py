@@ -187,3 +187,49 @@ def test_missing_clm_role_arns_names_the_template(tree, cluster):
         Renderer(tree).render(dataclasses.replace(cluster, config_items=items))
     assert info.value.file == "cluster/stack.yaml"
     assert "clm_role_arns" in str(info.value)
+
+
+def with_example_karpenter_pool(text: str) -> str:
+    """clusters.yaml with its commented-out Karpenter pool taken in, as a user would uncomment it."""
+    lines = text.splitlines()
+    start = lines.index("  # - name: flex")
+    taken = [line.replace("  # ", "  ", 1) for line in lines[start:]]
+    return "\n".join(lines[:start] + taken) + "\n"
+
+
+def test_the_karpenter_pool_example_renders_a_nodepool_and_its_class_from_the_cluster_stack(tree):
+    """The worker-karpenter profile (issue 29 item 7: CLM applies Karpenter pools whatever karpenter_pools_enabled
+    says, provisioner/clusterpy.go since 66f2c05): its NodePool and EC2NodeClass, named after the pool, use the
+    cluster stack's instance profile, subnets and security group, which the stack outputs; CLM finds the instances
+    Karpenter tags with the alias (kubernetes.io/cluster/eks-dev), the NodePool's class is the one it judges."""
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
+    from clm.stacks.karpenter_pool import desired_config
+
+    text = with_example_karpenter_pool((EKS / "clusters.yaml").read_text())
+    [cluster] = load_clusters(text, source="examples/eks/clusters.yaml")
+    pool = cluster.node_pool("flex")
+    assert pool.is_karpenter and pool.is_spot
+    outputs = {"Subnets": "subnet-a,subnet-b", "NodeSecurityGroup": "sg-1", "NodeInstanceProfileName": "eks-dev-1-np"}
+    rendered = Renderer(tree).render(cluster, {OUTPUTS_VALUE: outputs})
+    assert "flex" not in rendered.node_pool_stacks and rendered.warnings == []
+    objects = {m.kind: m.body for m in rendered.node_pool_manifests["flex"]}
+    node_class, node_pool = objects["EC2NodeClass"]["spec"], objects["NodePool"]["spec"]
+    assert node_class["instanceProfile"] == "eks-dev-1-np"
+    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-a"}, {"id": "subnet-b"}]
+    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-1"}]
+    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert node_pool["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.k8s.aws",
+        "kind": "EC2NodeClass",
+        "name": "flex",
+    }
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]} in node_pool["template"]["spec"][
+        "requirements"
+    ]
+    assert node_pool["limits"] == {"cpu": "64"}
+    assert desired_config(rendered.node_pool_manifests["flex"], "flex").node_class == "flex"
+    pinned = dataclasses.replace(cluster, config_items={**cluster.config_items, "node_ami": "ami-0123456789abcdef0"})
+    again = Renderer(tree).render(pinned, {OUTPUTS_VALUE: outputs}).node_pool_manifests["flex"]
+    assert desired_config(again, "flex").image_ids == ("ami-0123456789abcdef0",)  # CLM judges a pinned image
+    stack = load_template(Renderer(tree).render(cluster, {OUTPUTS_VALUE: PendingOutputs()}).cluster_stack.body)
+    assert stack["Outputs"]["NodeInstanceProfileName"] == {"Value": {"Ref": "NodeInstanceProfile"}}

@@ -64,7 +64,10 @@ def plan(
     from clm.config.channels import ConfigSources
     from clm.kube.connect import SECRET_ITEM
     from clm.render.inputs import RenderInputs
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
     from clm.render.renderer import Renderer
+    from clm.stacks.cfn import stack_outputs
+    from clm.stacks.names import cluster_stack_name
     from clm.stacks.plan import plan_stacks
     from clm.workflow.placement import of_cluster
 
@@ -74,7 +77,11 @@ def plan(
     where = functools.cache(lambda: in_target(cli, cluster.id, of_cluster(cluster), target_profile, target_role))
     lookups = RenderInputs.from_aws(lambda service: where().client(service), None)  # the target reached on first use
     inputs, etcd_warning = settings.inputs(lookups, cluster, tree.files)
-    rendered = Renderer(tree, inputs).render(cluster)  # a template error is shown before any call in the target
+    renderer = Renderer(tree, inputs)
+    rendered = renderer.render(cluster, {OUTPUTS_VALUE: PendingOutputs()})  # template errors before any AWS call
+    outputs = stack_outputs(where().client("cloudformation"), cluster_stack_name(cluster))
+    if outputs is not None:  # what the run renders with, once the cluster stack exists
+        rendered = renderer.render(cluster, {OUTPUTS_VALUE: outputs})
     kube = cli if cluster.config_items.get(SECRET_ITEM) else where()  # a kubeconfig secret is the hub's
     drifted, drift_warning = karpenter_drift(kube, rendered.cluster)
     aws = where()

@@ -166,11 +166,10 @@ def _render_inputs(where: target_aws.TargetAws, **stores: Any) -> Any:
 
 def _cluster_outputs(where: target_aws.TargetAws, cluster: Any) -> dict[str, str] | None:
     """The cluster stack's outputs (OutputKey -> OutputValue), None when it does not exist."""
-    from clm.stacks.cfn import describe_stack
+    from clm.stacks.cfn import stack_outputs
     from clm.stacks.names import cluster_stack_name
 
-    stack = describe_stack(where.client("cloudformation"), cluster_stack_name(cluster))
-    return None if stack is None else {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
+    return stack_outputs(where.client("cloudformation"), cluster_stack_name(cluster))
 
 
 def _files_store(where: target_aws.TargetAws, upload: bool) -> Any:
