@@ -1,0 +1,164 @@
+"""A node pool of one auto scaling group per zone (a test profile modelled on Zalando's worker-splitaz) on moto with
+the sandbox's patches: the inventory reads every group of the pool's stack, as CLM gets every group of a pool
+(pkg/updatestrategy/aws_asg.go getNodePoolASGs), and judges each instance against its own group; a group its tags
+give to another cluster or pool is refused, a group outside the stack is not the pool's."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clm.config.local import LocalSource
+from clm.model import Cluster
+from clm.render.renderer import RenderedCluster, Renderer
+from clm.stacks.deploy import check, start
+from clm.stacks.errors import NodePoolInventoryError
+from clm.stacks.inventory import node_pool_inventory
+from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
+from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, stacks_aws
+
+__all__ = ["clients", "stacks_aws"]  # fixtures
+
+SPLIT_PROFILE = Path(__file__).parents[1] / "fixtures" / "splitaz" / "node-pools" / "worker-splitaz"
+KUBE1 = "aws:123456789012:eu-central-1:kube-1"
+SPLIT_STACK = "nodepool-split-aws-123456789012-eu-central-1-kube-1"
+
+
+def split_config(root: Path) -> Path:
+    """examples/config with the split test profile added as cluster/node-pools/worker-splitaz."""
+    shutil.copytree(EXAMPLES / "config", root / "config")
+    shutil.copytree(SPLIT_PROFILE, root / "config" / "cluster" / "node-pools" / "worker-splitaz")
+    return root / "config"
+
+
+def split_cluster() -> Cluster:
+    """kube-1 with one pool `split` of the split profile: 3 nodes, one per zone of the cluster's three."""
+    cluster = example_cluster("kube-1")
+    pool = dataclasses.replace(cluster.node_pools[0], name="split", profile="worker-splitaz", min_size=3, max_size=6)
+    return dataclasses.replace(cluster, node_pools=[pool])
+
+
+def render(config: Path, cluster: Cluster, **items: str) -> RenderedCluster:
+    cluster = dataclasses.replace(cluster, config_items={**cluster.config_items, **items})
+    return Renderer(LocalSource(config).fetch()).render(cluster)
+
+
+def deploy(clients: Clients, spec: StackSpec) -> None:
+    start(clients["cloudformation"], clients["s3"], spec)
+    assert check(clients["cloudformation"], spec.name).state == "complete"
+
+
+def inventory(clients: Clients, stack: str = SPLIT_STACK, cluster_id: str = KUBE1, pool: str = "split"):
+    return node_pool_inventory(
+        clients["cloudformation"], clients["autoscaling"], clients["ec2"], stack, cluster_id=cluster_id, pool=pool
+    )
+
+
+@pytest.fixture
+def split(clients: Clients, tmp_path: Path) -> Path:
+    """The split pool of kube-1 deployed (its cluster stack first); the config it was rendered from."""
+    config = split_config(tmp_path)
+    rendered = render(config, split_cluster())
+    deploy(clients, cluster_stack_spec(rendered))
+    deploy(clients, node_pool_stack_spec(rendered, "split"))
+    return config
+
+
+def test_every_group_of_the_split_pool_with_its_zone_sizes_and_instances(clients: Clients, split: Path) -> None:
+    found = inventory(clients)
+    assert [group.zones for group in found.groups] == [["eu-central-1a"], ["eu-central-1b"], ["eu-central-1c"]]
+    assert [(g.desired, g.min, g.max) for g in found.groups] == [(1, 1, 2)] * 3
+    assert (found.desired, found.min, found.max) == (3, 3, 6)  # the pool's, as CLM sums them
+    assert found.asg_name == ", ".join(found.group_names)
+    by_group = {i.group: i.az for i in found.instances}
+    assert by_group == {g.name: g.zones[0] for g in found.groups}  # one instance per group, in the group's zone
+    assert found.outdated == []
+
+
+def test_a_new_ami_makes_every_instance_of_every_group_outdated(clients: Clients, split: Path) -> None:
+    before = inventory(clients)
+    update = node_pool_stack_spec(render(split, split_cluster(), worker_ami="ami-0123456789abcdef0"), "split")
+    assert start(clients["cloudformation"], clients["s3"], update).action == "update_started"
+    after = inventory(clients)
+    assert after.group_names == before.group_names
+    assert sorted(i.id for i in after.outdated) == sorted(i.id for i in before.instances)
+    assert [g.launch_template_version for g in after.groups] == ["2"] * 3
+
+
+TWO_GROUPS = """\
+Resources:
+  Vpc:
+    Type: AWS::EC2::VPC
+    Properties: {{CidrBlock: 10.1.0.0/16}}
+  Subnet:
+    Type: AWS::EC2::Subnet
+    Properties: {{VpcId: !Ref Vpc, CidrBlock: 10.1.0.0/24, AvailabilityZone: eu-central-1a}}
+  LaunchTemplate:
+    Type: AWS::EC2::LaunchTemplate
+    Properties:
+      LaunchTemplateName: pool
+      LaunchTemplateData: {{ImageId: ami-00000001, InstanceType: m5.large}}
+  Mine:
+    Type: AWS::AutoScaling::AutoScalingGroup
+    Properties:
+      MinSize: "1"
+      MaxSize: "2"
+      VPCZoneIdentifier: [!Ref Subnet]
+      LaunchTemplate: {{LaunchTemplateId: !Ref LaunchTemplate, Version: !GetAtt LaunchTemplate.LatestVersionNumber}}
+      Tags: [{{Key: kubernetes.io/cluster/c1, Value: owned, PropagateAtLaunch: true}}]
+  Theirs:
+    Type: AWS::AutoScaling::AutoScalingGroup
+    Properties:
+      MinSize: "1"
+      MaxSize: "2"
+      VPCZoneIdentifier: [!Ref Subnet]
+      LaunchTemplate: {{LaunchTemplateId: !Ref LaunchTemplate, Version: !GetAtt LaunchTemplate.LatestVersionNumber}}
+      Tags: [{{Key: {key}, Value: {value}, PropagateAtLaunch: true}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("NodePool", "other", "tag NodePool=other (node pool pool expected)"),
+        ("kubernetes.io/node-pool", "other", "tag kubernetes.io/node-pool=other (node pool pool expected)"),
+        ("kubernetes.io/cluster/c2", "owned", "tag kubernetes.io/cluster/c2 (another cluster's)"),
+        ("kubernetes.io/cluster/c1", "shared", "tag kubernetes.io/cluster/c1=shared (not owned)"),
+    ],
+)
+def test_a_pool_stack_declaring_a_group_tagged_for_another_pool_or_cluster_is_refused(
+    clients: Clients, key: str, value: str, why: str
+) -> None:
+    """The attack of a config writer: the pool's stack creates a group that names another pool or cluster. Refused
+    with the cluster, stack, group and tag named, before any change to any group."""
+    body = TWO_GROUPS.format(key=key, value=value)
+    deploy(clients, StackSpec(cluster_id="c1", name="pool", body=body, template={}, tags={}, parameters={}))
+    with pytest.raises(NodePoolInventoryError) as refused:
+        inventory(clients, "pool", "c1", "pool")
+    message = str(refused.value)
+    assert message.startswith("cluster c1: stack pool: auto scaling group pool-Theirs-") and why in message
+    assert "tagged for another owner" in message and "CLM does not touch it" in message
+
+
+def test_a_group_tagged_for_the_pool_outside_its_stack_is_not_the_pools(clients: Clients, split: Path) -> None:
+    """CLM finds a pool's groups by tag; here by its stack: a group anyone tagged for the pool is not rolled."""
+    found = inventory(clients)
+    subnet = clients["ec2"].describe_subnets()["Subnets"][0]["SubnetId"]
+    clients["autoscaling"].create_auto_scaling_group(
+        AutoScalingGroupName="intruder",
+        MinSize=1,
+        MaxSize=1,
+        LaunchTemplate={"LaunchTemplateName": "kube-1-split", "Version": "1"},
+        VPCZoneIdentifier=subnet,
+        Tags=[
+            {"Key": f"kubernetes.io/cluster/{KUBE1}", "Value": "owned", "PropagateAtLaunch": True},
+            {"Key": "NodePool", "Value": "split", "PropagateAtLaunch": True},
+            {"Key": "kubernetes.io/node-pool", "Value": "split", "PropagateAtLaunch": True},
+        ],
+    )
+    again = inventory(clients)
+    assert again.group_names == found.group_names and "intruder" not in again.asg_name
+    assert sorted(i.id for i in again.instances) == sorted(i.id for i in found.instances)
