@@ -6,13 +6,18 @@ give to another cluster or pool is refused, a group outside the stack is not the
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from clm.cli.main import cli
 from clm.config.local import LocalSource
 from clm.model import Cluster
+from clm.registry.clusters_yaml import dump_clusters
 from clm.render.renderer import RenderedCluster, Renderer
 from clm.stacks.deploy import check, start
 from clm.stacks.errors import NodePoolInventoryError
@@ -162,3 +167,34 @@ def test_a_group_tagged_for_the_pool_outside_its_stack_is_not_the_pools(clients:
     again = inventory(clients)
     assert again.group_names == found.group_names and "intruder" not in again.asg_name
     assert sorted(i.id for i in again.instances) == sorted(i.id for i in found.instances)
+
+
+def test_clm_plan_lists_each_group_of_the_split_pool_and_every_instance_to_replace(
+    clients: Clients, split: Path, tmp_path: Path
+) -> None:
+    defaults = split / "cluster" / "config-defaults.yaml"
+    defaults.write_text(defaults.read_text().replace("ami-0c1a7f89451184c8b", "ami-0123456789abcdef0"))
+    registry = tmp_path / "clusters.yaml"
+    registry.write_text(dump_clusters([split_cluster()], with_status=False))
+    args = ["plan", KUBE1, "--config", str(split), "--registry-file", str(registry)]
+    data = json.loads(_clm("-o", "json", *args).stdout)
+    [pool] = data["node_pools"]
+    assert [(g["zones"], g["desired"], g["launch_template_version"]) for g in pool["groups"]] == [
+        (["eu-central-1a"], 1, "1"),
+        (["eu-central-1b"], 1, "1"),
+        (["eu-central-1c"], 1, "1"),
+    ]
+    assert (pool["desired"], pool["outdated"]) == (3, 3)
+    assert sorted((i["az"], i["group"]) for i in pool["instances"]) == [
+        (g["zones"][0], g["name"]) for g in pool["groups"]
+    ]
+    text = _clm(*args).stdout
+    assert "node pool split, 3 groups: 3 instances, 3 to replace" in text
+    for group in pool["groups"]:
+        assert f"group {group['name']} in {group['zones'][0]}: desired 1 (min 1, max 2)" in text
+
+
+def _clm(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=True)
+    assert result.exit_code == 0, (result.output, result.stderr, result.exception)
+    return result
