@@ -150,7 +150,8 @@ class SimulatedSplitPool:
         for zone, desired in self.desired.items():
             while len([n for n in self.nodes if n.zone == zone]) < desired:
                 self.nodes.append(Node(next(self.ids), zone, False, self.now + self.BOOT))
-        self.most_extra = max(self.most_extra, len(self.nodes) - sum(self.baseline.get(z, d) for z, d in self.desired.items()))
+        capacity = sum(self.baseline.get(zone, desired) for zone, desired in self.desired.items())
+        self.most_extra = max(self.most_extra, len(self.nodes) - capacity)
 
 
 @settings(max_examples=60, deadline=None)

@@ -252,7 +252,6 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     )
 
 
-
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
     """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them (in a
     Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods). AZ by AZ in turn, so a

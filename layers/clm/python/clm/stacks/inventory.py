@@ -3,7 +3,8 @@
 A pool's groups are the AWS::AutoScaling::AutoScalingGroup resources of its stack: one, or one per zone (Zalando's
 `worker-splitaz` profile; CLM gets, scales and rolls across all of a pool's groups: pkg/updatestrategy/aws_asg.go).
 A group whose tags name another cluster or another pool is refused, never touched. An instance is outdated when its
-launch template, launch template version, instance type or spot-ness differs from what its group launches now. The version an instance was launched with is read from the tags EC2 puts
+launch template, launch template version, instance type or spot-ness differs from what its group launches now.
+The version an instance was launched with is read from the tags EC2 puts
 on it (`aws:ec2launchtemplate:id`, `aws:ec2launchtemplate:version`), falling back to the group's instance record.
 """
 
@@ -126,7 +127,7 @@ def node_pool_inventory(
     instances = []
     for group, target in judged:
         described = _ec2_instances(ec2, group["AutoScalingGroupName"])
-        instances += [_instance(record, described.get(record["InstanceId"]), target, group) for record in group["Instances"]]
+        instances += [_instance(r, described.get(r["InstanceId"]), target, group) for r in group["Instances"]]
     first = judged[0][1]
     return NodePoolInventory(
         stack_name=stack_name,

@@ -83,9 +83,9 @@ def _resume(where: TargetAws, pool: str) -> list[str]:
     """Resume every group of the pool and delete its baseline tag; the groups' names."""
     autoscaling = where.client("autoscaling")
     groups = _inventory(where, pool).group_names
-    for group in groups:
+    for group in groups:  # one call per group, as CLM deletes tags (aws_asg.go deleteTags): IAM judges each group
         autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
-    autoscaling.delete_tags(Tags=[_tag(group, "") for group in groups])
+        autoscaling.delete_tags(Tags=[_tag(group, "")])
     return groups
 
 
@@ -265,8 +265,10 @@ def terminate(event: dict[str, Any]) -> dict[str, Any]:
 
 def _baselines(where: TargetAws, groups: list[str]) -> dict[str, int]:
     """The surge baseline of each surged group of `groups`, by name."""
-    pages = where.client("autoscaling").get_paginator("describe_tags").paginate(
-        Filters=[{"Name": "auto-scaling-group", "Values": groups}, {"Name": "key", "Values": [BASELINE_TAG]}]
+    pages = (
+        where.client("autoscaling")
+        .get_paginator("describe_tags")
+        .paginate(Filters=[{"Name": "auto-scaling-group", "Values": groups}, {"Name": "key", "Values": [BASELINE_TAG]}])
     )
     return {tag["ResourceId"]: int(tag["Value"]) for page in pages for tag in page["Tags"] if tag["Value"]}
 
