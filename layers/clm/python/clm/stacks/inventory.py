@@ -4,8 +4,8 @@ A pool's groups are the AWS::AutoScaling::AutoScalingGroup resources of its stac
 `worker-splitaz` profile; CLM gets, scales and rolls across all of a pool's groups: pkg/updatestrategy/aws_asg.go).
 A group whose tags name another cluster or another pool is refused, never touched. An instance is outdated when its
 launch template, launch template version, instance type or spot-ness differs from what its group launches now.
-The version an instance was launched with is read from the tags EC2 puts
-on it (`aws:ec2launchtemplate:id`, `aws:ec2launchtemplate:version`), falling back to the group's instance record.
+The version an instance was launched with is read from the tags EC2 puts on it (`aws:ec2launchtemplate:id`,
+`aws:ec2launchtemplate:version`), falling back to the group's instance record.
 """
 
 from __future__ import annotations
