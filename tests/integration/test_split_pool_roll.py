@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import (
@@ -46,8 +47,9 @@ MIN_AVAILABLE = 2  # the example app's PodDisruptionBudget
 ROLL_PROCESSES = {"AZRebalance", "ReplaceUnhealthy"}
 
 
-def _register_split_pool(deployment: Deployment) -> None:
-    """Upload the split profile, then put kube-1 with its one pool on it (3 nodes, one per zone; surge 1)."""
+def _register_split_pool(deployment: Deployment, *, beside_default: bool = False) -> Cluster:
+    """Upload the split profile, then put kube-1 with a pool on it (3 nodes, one per zone; surge 1), its only pool
+    or `beside_default` its example pool; returns the cluster as registered."""
     deployment.session.client("s3").put_object(
         Bucket=deployment.outputs["ConfigBucketName"],
         Key="config/cluster/node-pools/worker-splitaz/stack.yaml",
@@ -59,7 +61,9 @@ def _register_split_pool(deployment: Deployment) -> None:
     pool = dataclasses.replace(
         cluster.node_pools[0], name=POOL, profile="worker-splitaz", config_items={"surge": "1", "max_unavailable": "1"}
     )
-    deployment.registry.put(dataclasses.replace(cluster, node_pools=[pool]))
+    registered = dataclasses.replace(cluster, node_pools=[*cluster.node_pools, pool] if beside_default else [pool])
+    deployment.registry.put(registered)
+    return registered
 
 
 def _groups(deployment: Deployment) -> list[dict[str, Any]]:
@@ -165,3 +169,33 @@ def test_a_group_tagged_for_the_pool_outside_its_stack_is_never_touched(
     pool_groups = sorted(g["AutoScalingGroupName"] for g in _groups(deployment))
     suspended = [sorted(out["asgs"]) for out in _roll_outputs(deployment) if "suspended" in out]
     assert suspended and all(names == pool_groups for names in suspended)  # every group of the pool, no other
+
+
+def test_a_removed_split_pool_is_drained_from_every_group_and_deleted_then_the_cluster_decommissioned(
+    deployment: Deployment, nodes: NodeSimulator
+) -> None:
+    """A pool gone from the registry: every group may shrink to zero, each node drained and terminated with decrement,
+    then the stack deleted (CLM: MarkForDecommission sets every group's min size to 0, aws_asg.go)."""
+    cluster = _register_split_pool(deployment, beside_default=True)
+    the_run(deployment.settle(known=0))
+    assert len(nodes.wait_for_ready_nodes(6, timeout=30)) == 6
+    split_instances = {i["InstanceId"] for g in _groups(deployment) for i in g["Instances"]}
+    known = len(deployment.executions(deployment.provision))
+    deployment.registry.put(dataclasses.replace(cluster, node_pools=cluster.node_pools[:1]))  # the split pool goes
+    the_run(deployment.settle(known))
+    cloudformation = deployment.session.client("cloudformation")
+    stacks = {s["StackName"] for s in cloudformation.describe_stacks()["Stacks"]}
+    assert stacks == {"Clm", "kube-1", "nodepool-default-worker-aws-123456789012-eu-central-1-kube-1"}
+    assert not split_instances & instances(deployment.session)
+    shrunk = [out for out in _roll_outputs(deployment) if "groups" in out]
+    assert [sorted(g["MinSize"] for g in out["groups"]) for out in shrunk] == [[0, 0, 0]]  # every group, one call
+    assert deployment.roll_states().count("Terminate") == 3
+    assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
+    known = len(deployment.executions(deployment.provision))
+    remaining = cluster.node_pools[:1]
+    deployment.registry.put(
+        dataclasses.replace(cluster, node_pools=remaining, lifecycle_status="decommission-requested")
+    )
+    the_run(deployment.settle(known))
+    assert {s["StackName"] for s in cloudformation.describe_stacks()["Stacks"]} == {"Clm"}
+    assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommissioned"

@@ -190,3 +190,14 @@ def test_simulated_split_rolls_keep_each_zones_size_and_the_pools_budget(
     assert {z: len([n for n in sim.nodes if n.zone == z]) for z in before} == before
     assert all(not n.outdated and n.ready_at <= sim.now for n in sim.nodes)
     assert sim.most_extra <= max(surge, 1 if any(volumes) else 0)  # the pool's surge (or one node for volumes)
+
+
+def test_the_scale_step_line_names_each_group_of_a_split_pool() -> None:
+    """`clm provision --follow`: one group's scale as before, several groups each with its size."""
+    from clm.cli.run_history import STEP_LINES
+
+    one = {"groups": [{"asg": "asg-a", "DesiredCapacity": 4}]}
+    several = {"groups": [{"asg": "asg-a", "DesiredCapacity": 2}, {"asg": "asg-c", "DesiredCapacity": 1}]}
+    assert STEP_LINES["Scale"]({}, one) == ("Scale: desired capacity 4", "")
+    assert STEP_LINES["Scale"]({}, several) == ("Scale: desired capacity 2 of asg-a, 1 of asg-c", "")
+    assert STEP_LINES["Scale"]({}, {"asg": "asg-a", "DesiredCapacity": 3}) == ("Scale: desired capacity 3", "")
