@@ -5,14 +5,15 @@ group of the nodes it is for, so that every successor comes up in its predecesso
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clm.rolling.planner import Decision, PoolBlocked, plan
-from clm.rolling.pool import LIFECYCLE_DRAINING, GroupState, Member, NodeState, PoolState, RollSettings
+from clm.rolling.pool import GroupState, Member, NodeState, PoolState, RollSettings
+from tests.unit.test_rolling_planner import Node, drive, simulated_members
 
 ZONES = ("a", "b", "c")
 
@@ -79,16 +80,6 @@ def test_removing_lets_every_group_with_a_min_size_shrink() -> None:
     assert decision.to_dict()["sizes"][0] == {"group": "asg-a", "desired": 1, "min_size": 0, "baseline": None}
 
 
-@dataclass
-class Node:
-    id: int
-    zone: str
-    outdated: bool
-    ready_at: float
-    volumes: bool = False
-    draining: bool = False
-
-
 class SimulatedSplitPool:
     """Toy per-zone groups applying the planner's decisions: each launches in its own zone only."""
 
@@ -107,25 +98,9 @@ class SimulatedSplitPool:
         self.now, self.replaced, self.most_extra = 0.0, 0, 0
 
     def state(self) -> PoolState:
-        members = [
-            Member(
-                f"i-{n.id}",
-                n.zone,
-                "InService",
-                n.outdated,
-                self.now - n.ready_at + self.BOOT,
-                NodeState(
-                    f"node-{n.id}",
-                    n.ready_at <= self.now,
-                    n.draining,
-                    LIFECYCLE_DRAINING if n.draining else "ready",
-                    n.volumes,
-                ),
-                group=f"asg-{n.zone}",
-            )
-            for n in self.nodes
-        ]
-        return split_pool(members, {z: (d, self.max_size[z]) for z, d in self.desired.items()}, self.baseline)
+        members = [replace(m, group=f"asg-{m.az}") for m in simulated_members(self.nodes, self.now, self.BOOT)]
+        sizes = {zone: (desired, self.max_size[zone]) for zone, desired in self.desired.items()}
+        return split_pool(members, sizes, self.baseline)
 
     def serving(self) -> int:
         return len([n for n in self.nodes if n.ready_at <= self.now and not n.draining])
@@ -146,9 +121,9 @@ class SimulatedSplitPool:
                 self.now += 1.0  # the drain
                 self.nodes.remove(node)
                 self.replaced += 1
-                self.desired[node.zone] -= int(item.decrement)
+                self.desired[node.az] -= int(item.decrement)
         for zone, desired in self.desired.items():
-            while len([n for n in self.nodes if n.zone == zone]) < desired:
+            while len([n for n in self.nodes if n.az == zone]) < desired:
                 self.nodes.append(Node(next(self.ids), zone, False, self.now + self.BOOT))
         capacity = sum(self.baseline.get(zone, desired) for zone, desired in self.desired.items())
         self.most_extra = max(self.most_extra, len(self.nodes) - capacity)
@@ -171,23 +146,13 @@ def test_simulated_split_rolls_keep_each_zones_size_and_the_pools_budget(
     roll = RollSettings(surge=surge, max_unavailable=max_unavailable, node_startup_timeout=1e9)
     sim = SimulatedSplitPool(per_zone, volumes, headroom)
     before = {zone: count for zone, count in zip(ZONES, per_zone, strict=False)}
-    try:
-        for _ in range(500):
-            decision = plan(sim.state(), roll)
-            if decision.action == "done":
-                break
-            assert sim.serving() >= size - max_unavailable, decision
-            sim.apply(decision)
-        else:
-            pytest.fail("the roll did not converge in 500 decisions")
-    except PoolBlocked as blocked:
-        assert ("volumes attached" in str(blocked) and any(volumes)) or (
-            "cannot surge" in str(blocked) and max_unavailable == 0
-        )
+    blocked = drive(sim, roll, size)
+    if blocked:
+        assert ("volumes attached" in blocked and any(volumes)) or ("cannot surge" in blocked and max_unavailable == 0)
         return
     assert sim.replaced == size
     assert sim.desired == before  # every group back to its size: each successor came up in its zone
-    assert {z: len([n for n in sim.nodes if n.zone == z]) for z in before} == before
+    assert {z: len([n for n in sim.nodes if n.az == z]) for z in before} == before
     assert all(not n.outdated and n.ready_at <= sim.now for n in sim.nodes)
     assert sim.most_extra <= max(surge, 1 if any(volumes) else 0)  # the pool's surge (or one node for volumes)
 

@@ -23,6 +23,7 @@ from clm.stacks.deploy import check, start
 from clm.stacks.errors import NodePoolInventoryError
 from clm.stacks.inventory import node_pool_inventory
 from clm.stacks.spec import StackSpec, cluster_stack_spec, node_pool_stack_spec
+from tests.unit.test_stacks_inventory import LATEST_VERSION, pool_spec
 from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, stacks_aws
 
 __all__ = ["clients", "stacks_aws"]  # fixtures
@@ -93,26 +94,8 @@ def test_a_new_ami_makes_every_instance_of_every_group_outdated(clients: Clients
     assert [g.launch_template_version for g in after.groups] == ["2"] * 3
 
 
-TWO_GROUPS = """\
-Resources:
-  Vpc:
-    Type: AWS::EC2::VPC
-    Properties: {{CidrBlock: 10.1.0.0/16}}
-  Subnet:
-    Type: AWS::EC2::Subnet
-    Properties: {{VpcId: !Ref Vpc, CidrBlock: 10.1.0.0/24, AvailabilityZone: eu-central-1a}}
-  LaunchTemplate:
-    Type: AWS::EC2::LaunchTemplate
-    Properties:
-      LaunchTemplateName: pool
-      LaunchTemplateData: {{ImageId: ami-00000001, InstanceType: m5.large}}
-  Mine:
-    Type: AWS::AutoScaling::AutoScalingGroup
-    Properties:
-      MinSize: "1"
-      MaxSize: "2"
-      VPCZoneIdentifier: [!Ref Subnet]
-      LaunchTemplate: {{LaunchTemplateId: !Ref LaunchTemplate, Version: !GetAtt LaunchTemplate.LatestVersionNumber}}
+# A second group beside the pool's own (tests.unit.test_stacks_inventory's pool stack), tagged `{key}={value}`.
+THEIRS = """
       Tags: [{{Key: kubernetes.io/cluster/c1, Value: owned, PropagateAtLaunch: true}}]
   Theirs:
     Type: AWS::AutoScaling::AutoScalingGroup
@@ -120,9 +103,8 @@ Resources:
       MinSize: "1"
       MaxSize: "2"
       VPCZoneIdentifier: [!Ref Subnet]
-      LaunchTemplate: {{LaunchTemplateId: !Ref LaunchTemplate, Version: !GetAtt LaunchTemplate.LatestVersionNumber}}
-      Tags: [{{Key: {key}, Value: {value}, PropagateAtLaunch: true}}]
-"""
+{version}
+      Tags: [{{Key: {key}, Value: {value}, PropagateAtLaunch: true}}]"""
 
 
 @pytest.mark.parametrize(
@@ -139,8 +121,8 @@ def test_a_pool_stack_declaring_a_group_tagged_for_another_pool_or_cluster_is_re
 ) -> None:
     """The attack of a config writer: the pool's stack creates a group that names another pool or cluster. Refused
     with the cluster, stack, group and tag named, before any change to any group."""
-    body = TWO_GROUPS.format(key=key, value=value)
-    deploy(clients, StackSpec(cluster_id="c1", name="pool", body=body, template={}, tags={}, parameters={}))
+    theirs = THEIRS.format(version=LATEST_VERSION, key=key, value=value)
+    deploy(clients, pool_spec(LATEST_VERSION + theirs, ImageId="ami-00000001"))
     with pytest.raises(NodePoolInventoryError) as refused:
         inventory(clients, "pool", "c1", "pool")
     message = str(refused.value)
