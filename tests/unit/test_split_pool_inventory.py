@@ -180,3 +180,40 @@ def _clm(*args: str) -> Any:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=True)
     assert result.exit_code == 0, (result.output, result.stderr, result.exception)
     return result
+
+
+def test_the_roll_steps_act_on_every_group_of_the_pool_and_refuse_a_group_that_is_not_its(
+    clients: Clients, split: Path
+) -> None:
+    """Suspend, scale and resume over the pool's groups, one call per group (as CLM, aws_asg.go), each surged group
+    with its own baseline; a scale naming any other group changes nothing."""
+    from clm.rolling.planner import PoolBlocked
+    from clm.workflow import roll_steps
+
+    autoscaling = clients["autoscaling"]
+    event = {"cluster_id": KUBE1, "node_pool": "split", "pool": {"node_pool": "split"}}
+    names = inventory(clients).group_names
+
+    def baselines() -> dict[str, str]:
+        tags = autoscaling.describe_tags(Filters=[{"Name": "key", "Values": [roll_steps.BASELINE_TAG]}])["Tags"]
+        return {tag["ResourceId"]: tag["Value"] for tag in tags}
+
+    def groups() -> list[dict[str, Any]]:
+        described = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names)["AutoScalingGroups"]
+        return sorted(described, key=lambda g: names.index(g["AutoScalingGroupName"]))
+
+    assert roll_steps.suspend(event) == {"asgs": names, "suspended": roll_steps.ROLL_SUSPENDED}
+    assert [sorted(p["ProcessName"] for p in g["SuspendedProcesses"]) for g in groups()] == [
+        ["AZRebalance", "ReplaceUnhealthy"]
+    ] * 3
+    surge = {"action": "scale", "sizes": [{"group": names[1], "desired": 2, "baseline": 1}]}
+    assert roll_steps.scale({**event, "decision": surge}) == {"groups": [{"asg": names[1], "DesiredCapacity": 2}]}
+    assert [g["DesiredCapacity"] for g in groups()] == [1, 2, 1]
+    assert baselines() == {names[1]: "1"}
+    stranger = {"action": "scale", "sizes": [{"group": names[0], "desired": 2}, {"group": "intruder", "desired": 9}]}
+    with pytest.raises(PoolBlocked, match="intruder is not a group of the pool"):
+        roll_steps.scale({**event, "decision": stranger})
+    assert [g["DesiredCapacity"] for g in groups()] == [1, 2, 1]  # nothing changed, not even the pool's own group
+    assert roll_steps.resume(event) == {"asgs": names}
+    assert [g["SuspendedProcesses"] for g in groups()] == [[]] * 3
+    assert baselines() == {}
