@@ -1,7 +1,8 @@
 """A node pool of one auto scaling group per zone (a test profile modelled on Zalando's worker-splitaz) on moto with
 the sandbox's patches: the inventory reads every group of the pool's stack, as CLM gets every group of a pool
 (pkg/updatestrategy/aws_asg.go getNodePoolASGs), and judges each instance against its own group; a group its tags
-give to another cluster or pool is refused, a group outside the stack is not the pool's."""
+give to another cluster or pool is refused, a group outside the stack is not the pool's; `clm plan` lists each group;
+the roll steps suspend, scale and resume each group."""
 
 from __future__ import annotations
 
