@@ -202,7 +202,10 @@ def _show_pool(pool: dict[str, Any], fmt: str) -> None:
     if not pool["asg_name"] and not pool["karpenter"]:
         _say((title, "bold"), ": no instances yet (its stack is created)")
         return
+    groups = pool.get("groups") or []
     where = "Karpenter's instances" if pool["karpenter"] else f"group {pool['asg_name']}"
+    if len(groups) > 1:
+        where = f"{len(groups)} groups"
     keys = ["instance", "az", "type", "state", "replace", "why"]
     rows = [
         dict(
@@ -227,6 +230,10 @@ def _show_pool(pool: dict[str, Any], fmt: str) -> None:
         fmt,
         title=f"{title}, {where}: {len(rows)} instances, {pool['outdated']} to replace",
     )
+    for group in groups if len(groups) > 1 else []:
+        sizes = f"desired {group['desired']} (min {group['min']}, max {group['max']})"
+        version = f"launch template version {group['launch_template_version']}"
+        _say("  group ", group["name"], f" in {', '.join(group['zones']) or '?'}: {sizes}, {version}")
 
 
 def _show_drains(drains: dict[str, Any]) -> None:

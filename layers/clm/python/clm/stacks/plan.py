@@ -17,7 +17,7 @@ from clm.render.renderer import RenderedCluster
 from clm.stacks.diff import StackDiff, stack_diff
 from clm.stacks.errors import NodePoolInventoryError
 from clm.stacks.etcd import etcd_stack_spec
-from clm.stacks.inventory import InstanceInfo, NodePoolInventory, node_pool_inventory
+from clm.stacks.inventory import GroupInventory, InstanceInfo, NodePoolInventory, node_pool_inventory
 from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
 from clm.stacks.removed import removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
@@ -36,6 +36,7 @@ class PlannedInstance:
     instance_type: str
     launch_template_version: str
     reasons: list[str] = field(default_factory=list)
+    group: str = ""  # its auto scaling group ("" for Karpenter's)
 
     @property
     def outdated(self) -> bool:
@@ -49,8 +50,9 @@ class PlannedInstance:
 
 @dataclass(frozen=True)
 class PoolPlan:
-    """A node pool's group and instances as a run would find them; `error` when the group cannot be read;
-    `karpenter` for a Karpenter pool (no stack nor group: its instances are Karpenter's)."""
+    """A node pool's groups and instances as a run would find them (`asg_name` names every group, `groups` has each
+    one's zones and sizes); `error` when a group cannot be read; `karpenter` for a Karpenter pool (no stack nor group:
+    its instances are Karpenter's)."""
 
     node_pool: str
     stack_name: str
@@ -60,6 +62,7 @@ class PoolPlan:
     instances: list[PlannedInstance] = field(default_factory=list)
     error: str = ""
     karpenter: bool = False
+    groups: list[GroupInventory] = field(default_factory=list)
 
     @property
     def outdated(self) -> list[PlannedInstance]:
@@ -99,10 +102,11 @@ def plan_stacks(
     then the Karpenter pools' instances (`drifted`: instance id -> why Karpenter calls
     its NodeClaim drifted), then the pools a run would remove."""
 
-    def inventory(stack_name: str) -> NodePoolInventory:
-        return node_pool_inventory(cfn, autoscaling, ec2, stack_name)
-
     cluster = rendered.cluster
+
+    def inventory(stack_name: str, pool: str) -> NodePoolInventory:
+        return node_pool_inventory(cfn, autoscaling, ec2, stack_name, cluster_id=cluster.id, pool=pool)
+
     first = [etcd_stack_spec(rendered)] if rendered.etcd_stack is not None else []
     stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered))]
     pools = []
@@ -126,7 +130,7 @@ def plan_stacks(
 
 
 def _pool_plan(
-    inventory: Callable[[str], NodePoolInventory],
+    inventory: Callable[[str, str], NodePoolInventory],
     name: str,
     stack_name: str,
     extra_reasons: list[str],
@@ -135,7 +139,7 @@ def _pool_plan(
 ) -> PoolPlan:
     """The pool's instances, each with the inventory's reasons and `extra_reasons`."""
     try:
-        found = inventory(stack_name)
+        found = inventory(stack_name, name)
     except NodePoolInventoryError as exc:
         return PoolPlan(name, stack_name, removed, error=str(exc))
     return PoolPlan(
@@ -145,6 +149,7 @@ def _pool_plan(
         asg_name=found.asg_name,
         desired=found.desired,
         instances=[_planned(instance, extra_reasons) for instance in found.instances],
+        groups=found.groups,
     )
 
 
@@ -156,4 +161,5 @@ def _planned(instance: InstanceInfo, extra_reasons: list[str]) -> PlannedInstanc
         instance_type=instance.instance_type,
         launch_template_version=instance.launch_template_version,
         reasons=[*instance.outdated_reasons, *extra_reasons],
+        group=instance.group,
     )
