@@ -10,6 +10,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -60,7 +61,13 @@ def deploy(clients: Clients, spec: StackSpec) -> None:
 
 def inventory(clients: Clients, stack: str = SPLIT_STACK, cluster_id: str = KUBE1, pool: str = "split"):
     return node_pool_inventory(
-        clients["cloudformation"], clients["autoscaling"], clients["ec2"], stack, cluster_id=cluster_id, pool=pool
+        clients["cloudformation"],
+        clients["autoscaling"],
+        clients["ec2"],
+        stack,
+        cluster_id=cluster_id,
+        name=cluster_id,
+        pool=pool,
     )
 
 
@@ -184,7 +191,7 @@ def _clm(*args: str) -> Any:
 
 
 def test_the_roll_steps_act_on_every_group_of_the_pool_and_refuse_a_group_that_is_not_its(
-    clients: Clients, split: Path
+    clients: Clients, split: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Suspend, scale and resume over the pool's groups, one call per group (as CLM, aws_asg.go), each surged group
     with its own baseline; a scale naming any other group changes nothing."""
@@ -192,7 +199,8 @@ def test_the_roll_steps_act_on_every_group_of_the_pool_and_refuse_a_group_that_i
     from clm.workflow import roll_steps
 
     autoscaling = clients["autoscaling"]
-    event = {"cluster_id": KUBE1, "node_pool": "split", "pool": {"node_pool": "split"}}
+    event = {"cluster_id": KUBE1, "rendering": "r", "node_pool": "split", "pool": {"node_pool": "split"}}
+    monkeypatch.setattr(roll_steps, "rendering", lambda key: SimpleNamespace(cluster=SimpleNamespace(name=KUBE1)))
     names = inventory(clients).group_names
 
     def baselines() -> dict[str, str]:

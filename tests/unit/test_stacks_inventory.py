@@ -85,7 +85,13 @@ OWNERS = {
 def inventory(clients, stack_name: str = "pool"):
     cluster_id, pool = OWNERS.get(stack_name, ("c1", "pool"))
     return node_pool_inventory(
-        clients["cloudformation"], clients["autoscaling"], clients["ec2"], stack_name, cluster_id=cluster_id, pool=pool
+        clients["cloudformation"],
+        clients["autoscaling"],
+        clients["ec2"],
+        stack_name,
+        cluster_id=cluster_id,
+        name=cluster_id,
+        pool=pool,
     )
 
 

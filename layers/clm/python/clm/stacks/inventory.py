@@ -113,16 +113,17 @@ class _Target:
 
 
 def node_pool_inventory(
-    cfn: Any, autoscaling: Any, ec2: Any, stack_name: str, *, cluster_id: str, pool: str
+    cfn: Any, autoscaling: Any, ec2: Any, stack_name: str, *, cluster_id: str, name: str, pool: str
 ) -> NodePoolInventory:
     """Read every auto scaling group of the node-pool stack and judge every instance against its own group.
 
     Raises NodePoolInventoryError (naming the cluster and stack) when the stack has no group, or a group is tagged
-    for another cluster or pool (`kubernetes.io/cluster/<id>`, `kubernetes.io/node-pool`, `NodePool`).
+    for another cluster or pool (`kubernetes.io/cluster/<name>`, the cluster's Cluster.name, `kubernetes.io/node-pool`,
+    `NodePool`).
     """
     groups = _groups(cfn, autoscaling, stack_name, cluster_id)
     for group in groups:
-        _check_owner(group, stack_name, cluster_id, pool)
+        _check_owner(group, stack_name, (cluster_id, name), pool)
     judged = [(group, _target(ec2, group, stack_name, cluster_id)) for group in groups]
     instances = []
     for group, target in judged:
@@ -184,10 +185,13 @@ def _groups(cfn: Any, autoscaling: Any, stack_name: str, cluster_id: str) -> lis
     return [by_name[name] for name in names]
 
 
-def _check_owner(group: dict[str, Any], stack_name: str, cluster_id: str, pool: str) -> None:
-    """Refuse a group whose tags give it to another cluster or another pool (a group without them is the stack's)."""
+def _check_owner(group: dict[str, Any], stack_name: str, cluster: tuple[str, str], pool: str) -> None:
+    """Refuse a group whose tags give it to another cluster or another pool (a group without them is the stack's);
+    `cluster`: the cluster's id and name."""
     tags = {tag["Key"]: tag["Value"] for tag in group.get("Tags", [])}
-    name, own_cluster = group["AutoScalingGroupName"], cluster_tag_key(cluster_id)
+    cluster_id, name = cluster
+    own_cluster = cluster_tag_key(name)
+    name = group["AutoScalingGroupName"]
     others = [key for key in tags if key.startswith(CLUSTER_TAG_PREFIX) and key != own_cluster]
     problems = [f"tag {key} (another cluster's)" for key in sorted(others)]
     if own_cluster in tags and tags[own_cluster] != OWNED:

@@ -105,7 +105,9 @@ def plan_stacks(
     cluster = rendered.cluster
 
     def inventory(stack_name: str, pool: str) -> NodePoolInventory:
-        return node_pool_inventory(cfn, autoscaling, ec2, stack_name, cluster_id=cluster.id, pool=pool)
+        return node_pool_inventory(
+            cfn, autoscaling, ec2, stack_name, cluster_id=cluster.id, name=cluster.name, pool=pool
+        )
 
     first = [etcd_stack_spec(rendered)] if rendered.etcd_stack is not None else []
     stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered))]

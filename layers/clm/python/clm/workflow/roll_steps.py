@@ -35,11 +35,17 @@ BASELINE_TAG = "clm:roll-baseline-desired"
 SIZE_KEYS = {"desired": "DesiredCapacity", "min_size": "MinSize"}  # a scale decision's sizes, as the API names them
 
 
-def _inventory(where: TargetAws, pool: str) -> NodePoolInventory:
-    """The pool's groups (every one its stack has, none tagged for another cluster or pool) and instances."""
+def _inventory(where: TargetAws, pool: str, name: str) -> NodePoolInventory:
+    """The pool's groups (every one its stack has, none tagged for another cluster or pool; `name`: the cluster's,
+    Cluster.name, which its tags carry) and instances."""
     stack_name = node_pool_stack_name(where.cluster_id, pool)
     clients = (where.client("cloudformation"), where.client("autoscaling"), where.client("ec2"))
-    return node_pool_inventory(*clients, stack_name, cluster_id=where.cluster_id, pool=pool)
+    return node_pool_inventory(*clients, stack_name, cluster_id=where.cluster_id, name=name, pool=pool)
+
+
+def _name(event: dict[str, Any]) -> str:
+    """The cluster's name (Cluster.name: its tags' key) in the run's rendering."""
+    return rendering(event["rendering"]).cluster.name
 
 
 def suspend(event: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +54,7 @@ def suspend(event: dict[str, Any]) -> dict[str, Any]:
     if _karpenter(event):
         return {"asgs": [], "suspended": []}
     where = of_event(event)
-    groups = _inventory(where, event["node_pool"]).group_names
+    groups = _inventory(where, event["node_pool"], _name(event)).group_names
     for group in groups:
         where.client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
     return {"asgs": groups, "suspended": ROLL_SUSPENDED}
@@ -59,7 +65,7 @@ def resume(event: dict[str, Any]) -> dict[str, Any]:
     group of the pool."""
     if _karpenter(event):
         return {"asgs": []}
-    return {"asgs": _resume(of_event(event), event["node_pool"])}
+    return {"asgs": _resume(of_event(event), event["node_pool"], _name(event))}
 
 
 def _karpenter(event: dict[str, Any]) -> bool:
@@ -74,16 +80,16 @@ def resume_all(event: dict[str, Any]) -> dict[str, Any]:
     cluster = registry_cluster(event["cluster_id"])
     for stack in node_pool_stacks(where.client("cloudformation"), cluster.id, cluster.name):
         try:
-            resumed.extend(_resume(where, stack.node_pool))
+            resumed.extend(_resume(where, stack.node_pool, cluster.name))
         except Exception as exc:  # one pool's trouble must not keep the others suspended
             failed.append(f"{stack.node_pool}: {type(exc).__name__}: {exc}"[:300])
     return {"resumed": resumed, "failed": failed}
 
 
-def _resume(where: TargetAws, pool: str) -> list[str]:
+def _resume(where: TargetAws, pool: str, name: str) -> list[str]:
     """Resume every group of the pool and delete its baseline tag; the groups' names."""
     autoscaling = where.client("autoscaling")
-    groups = _inventory(where, pool).group_names
+    groups = _inventory(where, pool, name).group_names
     for group in groups:  # one call per group, as CLM deletes tags (aws_asg.go deleteTags): IAM judges each group
         autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
         autoscaling.delete_tags(Tags=[_tag(group, "")])
@@ -127,7 +133,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         if karpenter:
             inventory, disruptions = _karpenter_pool(kube, where, event["rendering"], pool)
         else:
-            inventory, disruptions = _inventory(where, pool), None
+            inventory, disruptions = _inventory(where, pool, cluster.name), None
         baselines = {} if karpenter else _baselines(where, inventory.group_names)
         size = sum(baselines.get(group.name, group.desired) for group in inventory.groups) or inventory.desired
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
@@ -203,7 +209,7 @@ def scale(event: dict[str, Any]) -> dict[str, Any]:
     before any change."""
     where = of_event(event)
     pool = event["node_pool"]
-    groups = set(_inventory(where, pool).group_names)
+    groups = set(_inventory(where, pool, _name(event)).group_names)
     sizes = event["decision"].get("sizes") or []
     strangers = sorted({size["group"] for size in sizes} - groups)
     if strangers:
