@@ -51,6 +51,8 @@ SPLIT_PROFILE = "worker-splitaz"
 SPLIT_KEY = f"cluster/node-pools/{SPLIT_PROFILE}/stack.yaml"
 SPLIT_TEMPLATE = ROOT / "tests" / "fixtures" / "splitaz" / "node-pools" / SPLIT_PROFILE / "stack.yaml"
 ZONES = 3  # the example cluster's (config-defaults.yaml availability_zones)
+# The roll alone is measured: one wave, no health gate after the run (the built-in one watches for minutes).
+ROLLOUT = {"cluster/rollout.yaml": "waves:\n  - {name: bench, concurrency: 100%}\nhealth: false\n"}
 RUN_TIMEOUT = 1800.0
 SECONDS_PER_NODE = 20.0  # more time for a run (and the set-up) per node of the pool
 SERVER_START_TIMEOUT = 120.0
@@ -246,7 +248,7 @@ def start(
     upload_config(s3, bucket, EXAMPLES / "config")
     if split:
         upload_config(s3, bucket, EXAMPLES / "config", {SPLIT_KEY: SPLIT_TEMPLATE.read_text()})
-    upload_config(s3, bucket, EXAMPLES / "config", {WORKLOAD: workload_with_grace(simulation.grace)})
+    upload_config(s3, bucket, EXAMPLES / "config", {WORKLOAD: workload_with_grace(simulation.grace), **ROLLOUT})
     store_secret(sandbox.client("secretsmanager"), SECRET, plane.kubeconfig_path.read_text(), sandbox.cluster.id)
     simulator = NodeSimulator(
         kube_api,
