@@ -7,7 +7,8 @@ would block its deletion. Here the workflow deletes the node-pool stacks, then t
 
 Only the controller's stacks (tagged also `kubernetes:application=kube-ingress-aws-controller`) are deleted: they are
 the only stacks CLM did not create that the stacks function's IAM lets it delete. Any other stack tagged with the
-cluster and not CLM's is left as it is and reported (`left`).
+cluster and not CLM's is left as it is and reported (`left`). The same sweep deletes the cluster's extra stacks
+(cluster/cf-manifests/, clm.stacks.extra), which CLM's Decommission deletes with the others tagged with the cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from clm.stacks.delete import start_delete
 from clm.stacks.errors import StackFailed
 from clm.stacks.events import first_failure
+from clm.stacks.extra import ensure_extra, extra_stack_tags
 from clm.stacks.names import MANAGED_BY, MANAGED_BY_TAG, OWNED, cluster_tag_key, ingress_tags
 from clm.stacks.ownership import ensure_ingress, has_tags
 from clm.stacks.status import DELETED, is_in_progress
@@ -54,20 +56,23 @@ def cluster_stacks(cfn: Any, cluster_id: str) -> list[dict[str, Any]]:
 
 
 def sweep_ingress_stacks(cfn: Any, cluster_id: str, role_arn: str | None, *, check: bool) -> IngressSweep:
-    """Start deleting every controller's stack of the cluster not being deleted (with the ClusterStackRole, as CLM's
-    own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its resource (without
-    `check`, a failed deletion is started again)."""
+    """Start deleting every controller's stack and every extra stack of the cluster not being deleted (with the
+    ClusterStackRole, as CLM's own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its
+    resource (without `check`, a failed deletion is started again)."""
     deleting, left = [], []
     for stack in cluster_stacks(cfn, cluster_id):
         name, status = stack["StackName"], stack["StackStatus"]
+        ensure = ensure_ingress
         if has_tags(stack, {MANAGED_BY_TAG: MANAGED_BY}):
-            continue  # CLM's own stacks: deleted by their own steps
-        if not has_tags(stack, ingress_tags(cluster_id)):
+            if not has_tags(stack, extra_stack_tags(cluster_id)):
+                continue  # CLM's cluster and node-pool stacks: deleted by their own steps
+            ensure = ensure_extra
+        elif not has_tags(stack, ingress_tags(cluster_id)):
             left.append(name)
             continue
         if check and status == DELETE_FAILED:
             raise StackFailed(cluster_id, name, status, first_failure(cfn, stack), stack.get("StackStatusReason", ""))
         busy = is_in_progress(status)  # e.g. an update of the controller's: deleted once it settles
-        if busy or start_delete(cfn, name, cluster_id, role_arn, ensure=ensure_ingress).action != "absent":
+        if busy or start_delete(cfn, name, cluster_id, role_arn, ensure=ensure).action != "absent":
             deleting.append(name)
     return IngressSweep(sorted(deleting), sorted(left))

@@ -26,17 +26,22 @@ from clm.workflow.update_block import ensure_not_blocked
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool?, stack?}` -> create or update the node pool's stack, CLM's etcd stack
-    (`stack.etcd`), or else the cluster stack (a StartResult: follow its `next_step`). An update that may replace
-    instances waits for the cluster's maintenance window (MaintenanceWindowClosed: clm.workflow.maintenance)."""
+    (`stack.etcd`), an extra stack of cluster/cf-manifests/ (`stack.cf_manifest`: its name), or else the cluster
+    stack (a StartResult: follow its `next_step`). An update that may replace instances waits for the cluster's
+    maintenance window (MaintenanceWindowClosed: clm.workflow.maintenance)."""
     from clm.workflow.render_step import load_rendering  # YAML and the renderer's types: this step's alone
 
     settings = Settings.from_env()
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
-    pool = event.get("node_pool")
-    if (event.get("stack") or {}).get("etcd"):
+    pool, stack = event.get("node_pool"), event.get("stack") or {}
+    if stack.get("etcd"):
         from clm.stacks.etcd import etcd_stack_spec
 
         spec = etcd_stack_spec(rendered)
+    elif stack.get("cf_manifest"):
+        from clm.stacks.extra import extra_stack_spec
+
+        spec = extra_stack_spec(rendered, stack["cf_manifest"])
     else:
         spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
     where = target_aws.of_event(event)
@@ -52,6 +57,24 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
         before_update=lambda updated: hold(updated, now=datetime.now(UTC)),
     )
     return result.to_dict()
+
+
+def cf_deletions(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, phase, retried}` -> one step of the phase's deletions of cf-deletions.yaml (`phase`
+    `cf_pre_apply` or `cf_post_apply`), each stack deleted in turn with CloudFormation's service role, only if it is
+    an extra stack CLM made for the cluster (clm.stacks.extra); `done` once none is left."""
+    from clm.stacks.extra import delete_in_order
+    from clm.workflow.render_step import CF_PHASES, load_rendering
+
+    phase = event["phase"]
+    if phase not in CF_PHASES:
+        raise ValueError(f"unknown cf-deletions phase {phase!r} (expected one of {', '.join(CF_PHASES)})")
+    rendered = load_rendering(client("s3"), Settings.from_env().artefact_bucket, event["rendering"])
+    names = getattr(rendered.cf_deletions, phase.removeprefix("cf_"))
+    where = target_aws.of_event(event)
+    cfn = where.client("cloudformation")
+    progress = delete_in_order(cfn, event["cluster_id"], names, where.stack_role, event.get("retried") or ())
+    return {"phase": phase, **progress.to_dict()}
 
 
 def check_stack(event: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +204,7 @@ def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
 STEPS = {
     "start_stack": start_stack,
     "check_stack": check_stack,
+    "cf_deletions": cf_deletions,
     "pools": pools,
     "delete_stack": delete_stack,
     "ingress_stacks": ingress_stacks,
