@@ -270,7 +270,16 @@ def _tag(group: str, value: str) -> dict[str, Any]:
     }
 
 
+def left_outdated(event: dict[str, Any]) -> dict[str, int]:
+    """`{cluster_id, pools: [{node_pool}]}` -> an apply-only run (clm.workflow.apply_only), after the pools' stacks:
+    pool -> its outdated instances, for the pools that have some (none is touched)."""
+    where = of_event(event)
+    counts = {pool["node_pool"]: len(_inventory(where, pool["node_pool"]).outdated) for pool in event["pools"]}
+    return {pool: count for pool, count in counts.items() if count}
+
+
 STEPS = {
+    "left_outdated": left_outdated,
     "suspend": suspend,
     "plan": plan,
     "scale": scale,

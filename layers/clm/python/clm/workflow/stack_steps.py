@@ -85,8 +85,9 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def pools(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, decommission}` -> the pools to work on, in order, as
-    `{node_pool, stack_name, removing, drain, karpenter}`.
+    """`{cluster_id, decommission, apply_only?}` -> the pools to work on, in order, as
+    `{node_pool, stack_name, removing, drain, karpenter}`; with `apply_only` (clm.workflow.apply_only) none is rolled,
+    `not_rolled` names the auto scaling group pools whose outdated instances the run counts (none in a new cluster).
 
     Provision: every registry pool is rolled (pools_to_roll), then the stacks of removed pools are drained and
     deleted, then the nodes of removed Karpenter pools are drained and their objects deleted.
@@ -101,14 +102,19 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
         return {"pools": items, "cluster_stack": cluster_stack_name(cluster)}
     ensure_not_blocked(cluster, "before rolling the node pools")
+    removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
+    if event.get("apply_only"):  # CLM's provisionNodePoolGroup skips the update; removed pools go as always
+        pools_of = cluster.asg_pools
+        kept = [{"node_pool": p.name, "stack_name": node_pool_stack_name(cluster.id, p.name)} for p in pools_of]
+        gone = _removed_karpenter_pools(cluster, where)
+        return {"pools": removed + gone, "apply_only": True, "not_rolled": [] if cluster.is_new else kept}
     rolled = [
         _pool(pool.name, "", False, True, karpenter=True)
         if pool.is_karpenter
         else _pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True)
         for pool in pools_to_roll(cluster)
     ]
-    removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
-    return {"pools": rolled + removed + _removed_karpenter_pools(cluster, where)}
+    return {"pools": rolled + removed + _removed_karpenter_pools(cluster, where), "apply_only": False}
 
 
 def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> list[dict[str, Any]]:
