@@ -118,7 +118,11 @@ def test_extra_stacks_follow_the_cluster_stack_are_deleted_by_cf_deletions_and_b
     upload(deployment, {"20-old.yaml": None, "cf-deletions.yaml": "post_apply:\n- stackName: kube-1-old\n"})
     planned = [(s["stack_name"], s["action"], s["file"]) for s in plan(deployment)]
     assert ("kube-1-old", "delete", "cluster/cf-manifests/cf-deletions.yaml") in planned, planned
-    run = the_run(set_items(deployment, cluster_update_block=None))
+    set_items(deployment, cluster_update_block=None)  # held by the new configuration's rollout: an operator's run
+    known = len(deployment.executions(deployment.provision))
+    start = {"cluster_id": deployment.cluster_id, "reason": "test", "override_rollout": True}
+    deployment.sfn.start_execution(stateMachineArn=deployment.provision, input=json.dumps(start))
+    run = the_run(deployment.settle(known))
     assert stack(cfn, "kube-1-old") is None and stack(cfn, "kube-1-extra")
     states = deployment.states(run["executionArn"])
     assert states.index("CFDeletions") > states.index("ApplyPhase")  # post_apply: after the manifests
