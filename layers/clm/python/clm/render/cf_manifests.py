@@ -20,11 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from clm.errors import RenderError
+from clm.render.deletions import PHASES, phase_entries
 from clm.stacks.names import NODE_POOL_STACK_PREFIX
-from clm.yamlutil import error_line, error_reason, load_with_lines
 
 if TYPE_CHECKING:
     from clm.render.renderer import RenderedStack
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
 CF_MANIFESTS = "cluster/cf-manifests/"
 CF_DELETIONS = CF_MANIFESTS + "cf-deletions.yaml"
 SUFFIXES = (".yaml", ".yml")
-PHASES = ("pre_apply", "post_apply")
 ETCD_STACK_NAME = "etcd-cluster-etcd"  # CLM's etcdStackNameDefault (clm.stacks.etcd)
 STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
 _STACK_NAME_LINE = re.compile(r"^\s*StackName\s*:", re.MULTILINE)
@@ -125,25 +122,9 @@ def reserved_names(local_id: str, items: Mapping[str, str]) -> dict[str, str]:
 
 def parse_cf_deletions(text: str, file: str, cluster_id: str | None = None) -> tuple[CFDeletions, dict[str, int]]:
     """Parse rendered cf-deletions.yaml: the deletions and the line of each name; every problem names file and line."""
-    try:
-        data = load_with_lines(text)
-    except yaml.YAMLError as exc:
-        raise RenderError(f"not valid YAML: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
-    if data is None:
-        return CFDeletions(), {}
-    if not isinstance(data, dict):
-        raise RenderError("expected a mapping with pre_apply and post_apply", file, 1, cluster_id)
-    unknown = sorted(set(map(str, data)) - set(PHASES))
-    if unknown:
-        raise RenderError(
-            f"unknown key {unknown[0]!r} (expected pre_apply, post_apply)", file, data.line_of(unknown[0]), cluster_id
-        )
     phases: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
-    for phase in PHASES:
-        entries = data.get(phase) or []
-        if not isinstance(entries, list):
-            raise RenderError(f"{phase} must be a list", file, data.line_of(phase), cluster_id)
+    for phase, entries in phase_entries(text, file, cluster_id).items():
         for index, entry in enumerate(entries):
             problem = _entry_problem(entry)
             if problem:

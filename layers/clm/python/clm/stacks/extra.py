@@ -12,6 +12,7 @@ ClusterStackRole like the cluster's, so the roles they make are held to CLM's pa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from clm.stacks.errors import StackFailed
 from clm.stacks.events import first_failure
 from clm.stacks.names import owned_tags
 from clm.stacks.ownership import ensure_owned
-from clm.stacks.spec import StackSpec, explicit_parameters, template_tags
+from clm.stacks.spec import StackSpec, stack_spec
 
 if TYPE_CHECKING:
     from clm.render.renderer import RenderedCluster
@@ -49,17 +50,8 @@ def extra_stack_spec(rendered: RenderedCluster, name: str) -> StackSpec:
     stack = next((stack for stack in rendered.extra_stacks if stack_name(stack.template) == name), None)
     if stack is None:
         raise KeyError(f"cluster {rendered.cluster.id}: the rendering has no cf-manifests stack {name!r}")
-    cluster_id, tags = rendered.cluster.id, extra_stack_tags(rendered.cluster.id)
-    return StackSpec(
-        cluster_id=cluster_id,
-        name=name,
-        body=stack.body,
-        template=stack.template,
-        tags={**template_tags(stack.template), **tags},
-        parameters=explicit_parameters(stack.template, {}, cluster_id, name),
-        file=stack.file,
-        owner_tags=tags,
-    )
+    tags = extra_stack_tags(rendered.cluster.id)
+    return dataclasses.replace(stack_spec(stack, rendered.cluster.id, name, tags), owner_tags=tags)
 
 
 @dataclass(frozen=True)
