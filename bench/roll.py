@@ -1,7 +1,7 @@
 """Roll benchmark: a pool of N nodes rolled by CLM on the sandbox, against the physical limit, and its cost per node.
 
     .venv/bin/python bench/roll.py [--nodes 20] [--max-unavailable 1] [--boot-delay 5] [--grace 3] [--pod-ready 1]
-                                   [--replicas 2N] [--blocked 60,600]
+                                   [--replicas 2N] [--blocked 60,600] [--split]
 
 The sandbox (roll_sandbox): the CDK app deployed into moto's server, run as a process of its own with the Lambda
 handlers in-process (warm containers, as Lambda keeps them; a fresh interpreter per call would time Python's
@@ -10,7 +10,8 @@ process's node simulator and watcher (the kubelets' side); the real Kubernetes c
 (new Nodes Ready `--boot-delay` s after launch, pods Ready `--pod-ready` s after binding, grace periods in real
 time). Time is scaled only through these delays (seconds where AWS and kubelets take minutes); Wait states and the
 roll's own timing run in real time. kube-1 gets one pool of exactly N nodes (`--max-unavailable`: a count or a
-percentage of the pool, its config item) and `--replicas` web pods with a `--grace` s grace period behind their
+percentage of the pool, its config item; `--split`: one auto scaling group per zone, the test profile modelled on
+Zalando's worker-splitaz, N a multiple of 3) and `--replicas` web pods with a `--grace` s grace period behind their
 PodDisruptionBudget (minAvailable = replicas - 1). A new worker AMI uploaded to the config bucket triggers the roll
 (S3 event, reconcile, provision), timed from the upload to the end of the run:
 
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--pod-ready", type=float, default=1.0, help="seconds from binding to a Ready pod (1)")
     parser.add_argument("--replicas", type=int, default=None, help="web pods (default: 2 per node)")
     parser.add_argument("--blocked", default="60,600", help="blocked drain durations, s, comma-separated ('' skips)")
+    parser.add_argument("--split", action="store_true", help="one auto scaling group per zone (N a multiple of 3)")
     return parser
 
 
@@ -175,12 +177,13 @@ def main(argv: list[str] | None = None) -> None:
     logs = Path(tempfile.mkdtemp(prefix="clm-roll-bench-"))
     started = time.monotonic()
     console.print(
-        f"roll benchmark: {simulation} (max_unavailable {args.max_unavailable!r}); logs in {logs}\n"
+        f"roll benchmark: {simulation} (max_unavailable {args.max_unavailable!r}"
+        f"{', one group per zone' if args.split else ''}); logs in {logs}\n"
         f"at the start: {load()}"
     )
     try:
         with ExitStack() as stack:
-            sandbox = start(stack, simulation, logs, _say, args.max_unavailable)
+            sandbox = start(stack, simulation, logs, _say, args.max_unavailable, split=args.split)
             console.print(f"[dim]setup done after {time.monotonic() - started:.0f} s; rolling ({load()})[/]")
             offset = log_offset(logs)
             result = measure_roll(sandbox, logs)

@@ -52,7 +52,12 @@ class BlockedDrain:
 def add_hold_pool(sandbox: RollSandbox) -> None:
     """Add the one-node pool `hold` (a registry write: one provision run) and its never-evictable pod."""
     pool = dataclasses.replace(
-        sandbox.cluster.node_pools[0], name=POOL, min_size=1, max_size=1, config_items={"max_unavailable": "1"}
+        sandbox.cluster.node_pools[0],
+        name=POOL,
+        profile="worker-default",  # one group, whatever the rolled pool's (`--split`)
+        min_size=1,
+        max_size=1,
+        config_items={"max_unavailable": "1"},
     )
     cluster = dataclasses.replace(sandbox.cluster, node_pools=[*sandbox.cluster.node_pools, pool])
     sandbox.run(lambda: sandbox.put_cluster(cluster))

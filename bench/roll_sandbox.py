@@ -46,6 +46,11 @@ DEFAULTS = "cluster/config-defaults.yaml"
 WEB_GRACE = "      terminationGracePeriodSeconds: 2\n"  # the web Deployment's, in WORKLOAD
 OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
 SECRET = "clm/kube-1"
+# The split pool (`--split`): the test profile modelled on Zalando's worker-splitaz, one group per zone.
+SPLIT_PROFILE = "worker-splitaz"
+SPLIT_KEY = f"cluster/node-pools/{SPLIT_PROFILE}/stack.yaml"
+SPLIT_TEMPLATE = ROOT / "tests" / "fixtures" / "splitaz" / "node-pools" / SPLIT_PROFILE / "stack.yaml"
+ZONES = 3  # the example cluster's (config-defaults.yaml availability_zones)
 RUN_TIMEOUT = 1800.0
 SECONDS_PER_NODE = 20.0  # more time for a run (and the set-up) per node of the pool
 SERVER_START_TIMEOUT = 120.0
@@ -160,12 +165,16 @@ def _epoch(value: datetime | float) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
-def bench_cluster(simulation: Simulation, max_unavailable: str = "1") -> Cluster:
+def bench_cluster(simulation: Simulation, max_unavailable: str = "1", *, split: bool = False) -> Cluster:
     """kube-1 of examples/clusters.yaml: one pool of exactly N nodes (`max_unavailable`: its config item, a count or
-    a percentage), `replicas` web pods, already `ready`."""
+    a percentage; `split`: one group per zone, N a multiple of ZONES), `replicas` web pods, already `ready`."""
+    if split and simulation.nodes % ZONES:
+        raise BenchError(f"a split pool has one group per zone: --nodes must be a multiple of {ZONES}")
     [cluster] = [c for c in load_clusters((EXAMPLES / "clusters.yaml").read_text()) if c.local_id == "kube-1"]
     pool: NodePool = dataclasses.replace(
         cluster.node_pools[0],
+        name="split" if split else cluster.node_pools[0].name,
+        profile=SPLIT_PROFILE if split else cluster.node_pools[0].profile,
         min_size=simulation.nodes,
         max_size=simulation.nodes,
         config_items={"max_unavailable": max_unavailable},
@@ -213,10 +222,16 @@ def _endpoint_from(log: Path, server: subprocess.Popen[str]) -> str:
 
 
 def start(
-    stack: ExitStack, simulation: Simulation, logs: Path, say: Callable[[str], None], max_unavailable: str = "1"
+    stack: ExitStack,
+    simulation: Simulation,
+    logs: Path,
+    say: Callable[[str], None],
+    max_unavailable: str = "1",
+    *,
+    split: bool = False,
 ) -> RollSandbox:
-    """Start everything, provision the bench cluster (its pool's `max_unavailable`) and wait for N Ready nodes and
-    the Ready web pods."""
+    """Start everything, provision the bench cluster (its pool's `max_unavailable`; `split`: one group per zone) and
+    wait for N Ready nodes and the Ready web pods."""
     ensure_built()
     os.environ.update(SANDBOX_ENV)
     plane = stack.enter_context(ControlPlane(log_dir=logs / "control-plane"))
@@ -225,11 +240,12 @@ def start(
     outputs = cli.bootstrap_and_deploy(endpoint, logs / "cdk.out")
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
-    sandbox = RollSandbox(
-        endpoint, server_pid, plane, kube_api, session, outputs, simulation, bench_cluster(simulation, max_unavailable)
-    )
+    cluster = bench_cluster(simulation, max_unavailable, split=split)
+    sandbox = RollSandbox(endpoint, server_pid, plane, kube_api, session, outputs, simulation, cluster)
     s3, bucket = sandbox.client("s3"), outputs["ConfigBucketName"]
     upload_config(s3, bucket, EXAMPLES / "config")
+    if split:
+        upload_config(s3, bucket, EXAMPLES / "config", {SPLIT_KEY: SPLIT_TEMPLATE.read_text()})
     upload_config(s3, bucket, EXAMPLES / "config", {WORKLOAD: workload_with_grace(simulation.grace)})
     store_secret(sandbox.client("secretsmanager"), SECRET, plane.kubeconfig_path.read_text(), sandbox.cluster.id)
     simulator = NodeSimulator(

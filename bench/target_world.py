@@ -42,13 +42,15 @@ STACK_BODY = "Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n"
 LAMBDA_TRUST = {
     "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
 }
-# The calls the benchmark's steps make (check_stack, pools) and the assumption of the target roles.
+# The calls the benchmark's steps make (check_stack, pools: its stacks and Karpenter's instances) and the assumption
+# of the target roles.
+READS = ["cloudformation:DescribeStacks", "cloudformation:ListStacks", "ec2:DescribeInstances"]
 FUNCTION_GRANTS = [
     {"Action": "sts:AssumeRole", "Resource": "arn:aws:iam::*:role/clm-target-*-stacks"},
-    {"Action": ["cloudformation:DescribeStacks", "cloudformation:ListStacks"], "Resource": "*"},
+    {"Action": READS, "Resource": "*"},
     {"Action": "dynamodb:GetItem", "Resource": f"arn:aws:dynamodb:{HUB.region}:{HUB.account}:table/{TABLE}"},
 ]
-TARGET_GRANTS = [{"Action": ["cloudformation:DescribeStacks", "cloudformation:ListStacks"], "Resource": "*"}]
+TARGET_GRANTS = [{"Action": READS, "Resource": "*"}]
 
 
 @dataclass

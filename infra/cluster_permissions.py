@@ -81,7 +81,9 @@ def grant_cluster_side(
     grant_lookups(run)
     grant_account_lookups(run)
     grant_node_files(run, node_files)
+    grant_eks_describe(run)  # CLM's EKS hook after the cluster stack (clm.workflow.eks_hook)
     grant_stacks(stacks, cloudformation_role)
+    grant_eks_describe(stacks)  # a decommission proves a zalando-eks cluster's alias its own
     if etcd:
         grant_etcd_encrypt(run)
         grant_etcd_stack_policy(stacks)
@@ -212,12 +214,17 @@ def _grant_leftovers(grantee: Grantee) -> None:
 def grant_kube(grantee: Grantee) -> None:
     """Reach an EKS cluster's API server: its endpoint and CA (DescribeCluster), an IAM token (a presigned
     GetCallerIdentity, which is also how a session's account is checked)."""
+    grant_eks_describe(grantee)
+    grantee.allow(["sts:GetCallerIdentity"], ["*"], reason="sts:GetCallerIdentity supports no resource scoping")
+
+
+def grant_eks_describe(grantee: Grantee) -> None:
+    """Read EKS clusters (DescribeCluster only): their endpoint, CA, OIDC issuer, service range and tags."""
     grantee.allow(
         ["eks:DescribeCluster"],
         [Stack.of(grantee).format_arn(service="eks", resource="cluster", resource_name="*")],
-        reason="the EKS cluster is named by each cluster's config (eks_cluster_name)",
+        reason="the EKS cluster is named by each cluster's alias (zalando-eks) or config (eks_cluster_name)",
     )
-    grantee.allow(["sts:GetCallerIdentity"], ["*"], reason="sts:GetCallerIdentity supports no resource scoping")
 
 
 def grant_alarm_reads(grantee: Grantee) -> None:

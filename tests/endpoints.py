@@ -5,8 +5,6 @@ secret bound to its cluster."""
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import ssl
 import tempfile
 import threading
@@ -17,35 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from clm_sandbox.tls import self_signed
 
 KUBE_1 = "aws:123456789012:eu-central-1:kube-1"  # examples/clusters.yaml's kube-1, the tests' cluster
-
-
-def self_signed(host: str = "127.0.0.1") -> tuple[bytes, bytes]:
-    """(certificate PEM, key PEM) of a self-signed certificate for `host` (an IP address), valid one day."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
 
 
 def create_eks_cluster(session: Any, name: str, ca_pem: bytes, owner: str | None = KUBE_1) -> str:

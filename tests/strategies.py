@@ -54,6 +54,7 @@ def node_pools(draw: st.DrawFn) -> list[NodePool]:
     return pools
 
 
+eks_aliases = st.from_regex(r"[a-z][a-z0-9-]{0,20}[a-z0-9]", fullmatch=True)
 problems = st.builds(Problem, title=text, detail=text, status=st.integers(0, 599))
 statuses = st.builds(
     ClusterStatus, current_version=text, last_version=text, next_version=text, problems=st.lists(problems, max_size=3)
@@ -65,18 +66,24 @@ def clusters(draw: st.DrawFn) -> Cluster:
     account = f"{draw(st.integers(0, 10**12 - 1)):012d}"
     region = draw(st.sampled_from(["eu-central-1", "us-east-1", "ap-southeast-2", "us-gov-west-1"]))
     local_id = draw(slug)
+    provider = draw(st.sampled_from(["zalando-aws", "zalando-eks"]))
+    # A zalando-eks cluster's alias names its EKS cluster (clm.validation: the Cluster Registry's pattern).
+    alias = draw(eks_aliases if provider == "zalando-eks" else text)
+    items = draw(config_items)
+    if provider == "zalando-eks":
+        items.pop("eks_cluster_name", None)
     return Cluster(
         id=f"aws:{account}:{region}:{local_id}",
         local_id=local_id,
         infrastructure_account=f"aws:{account}",
         region=region,
-        provider=draw(st.sampled_from(["zalando-aws", "zalando-eks"])),
+        provider=provider,
         lifecycle_status=draw(st.sampled_from(LIFECYCLE_STATUSES)),
-        alias=draw(text),
+        alias=alias,
         api_server_url=draw(st.sampled_from(["", "https://api.example.org", "https://10.0.0.1:6443/x"])),
         environment=draw(st.sampled_from(["", "test", "production"])),
         criticality_level=draw(st.integers(0, 3)),
-        config_items=draw(config_items),
+        config_items=items,
         node_pools=draw(node_pools()),
         channel=draw(st.none() | st.sampled_from(["stable", "beta"])),
         owner=draw(st.none() | slug),

@@ -31,6 +31,7 @@ PATCHES = (
     "cfn_elbv2",
     "cfn_codecommit",
     "cfn_sns_topic_policy",
+    "cfn_eks_cluster",
     "sfn_child_workflows",
     "sfn_map_errors",
     "sfn_parser_scopes",

@@ -9,7 +9,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,26 @@ def register_example_cluster(deployment: Deployment) -> None:
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     cluster.config_items["kube_auth_secret"] = "clm/kube-1"
     deployment.registry.put(cluster)
+
+
+@contextlib.contextmanager
+def first_run_config_map(
+    deployment: Deployment, kube_api: k8s.ApiClient, key: str, body: str, name: str
+) -> Iterator[dict[str, str]]:
+    """Upload a component (S3 `key`: a ConfigMap `name` in namespace default), register kube-1 and let its first run
+    succeed; yields the ConfigMap's data as the API server has it. Removes the component and the ConfigMap after."""
+    s3, bucket = deployment.session.client("s3"), deployment.outputs["ConfigBucketName"]
+    s3.put_object(Bucket=bucket, Key=key, Body=body.encode())
+    deployment.settle()
+    core = k8s.CoreV1Api(kube_api)
+    try:
+        register_example_cluster(deployment)
+        runs = deployment.settle(known=0)
+        assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
+        yield core.read_namespaced_config_map(name, "default").data
+    finally:
+        s3.delete_object(Bucket=bucket, Key=key)
+        core.delete_namespaced_config_map(name, "default")
 
 
 class HealthyPods(threading.Thread):

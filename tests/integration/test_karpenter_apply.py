@@ -1,6 +1,7 @@
-"""Karpenter pools through the deployed provision workflow: with `karpenter_pools_enabled` "true", a Karpenter pool's
-NodePool and EC2NodeClass are applied after the cluster's manifests (labelled with the pool, field manager clm), and
-deleted once the pool leaves the registry; a NodePool CLM did not apply is left alone."""
+"""Karpenter pools through the deployed provision workflow: a Karpenter pool's NodePool and EC2NodeClass are applied
+after the cluster's manifests (labelled with the pool, field manager clm), and deleted once the pool leaves the
+registry, at every run and without any `karpenter_pools_enabled` item (CLM: provisioner/clusterpy.go provision and
+provisioner/node_pools.go Reconcile, the gate removed in 66f2c05); a NodePool CLM did not apply is left alone."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from clm_sandbox.nodesim import NodeSimulator
 from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import ROOT, Deployment, the_run
 from tests.unit.test_render_karpenter import KARPENTER, PROVISIONERS, USERDATA
+
+UNGATED = PROVISIONERS.replace('{% if cluster.config_items.karpenter_pools_enabled == "true" %}\n', "", 1).removesuffix(
+    "{% endif %}\n"
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -54,12 +59,13 @@ def test_karpenter_pool_objects_are_applied_and_removed_with_the_pool(
     deployment: Deployment, nodes: NodeSimulator, custom: k8s.CustomObjectsApi
 ) -> None:
     s3 = deployment.session.client("s3")
-    for name, body in (("provisioners.yaml", PROVISIONERS), ("userdata.yaml", USERDATA)):
+    for name, body in (("provisioners.yaml", UNGATED), ("userdata.yaml", USERDATA)):
         key = f"config/cluster/node-pools/worker-karpenter/{name}"
         s3.put_object(Bucket=deployment.outputs["ConfigBucketName"], Key=key, Body=body.encode())
     deployment.settle()  # the uploads' reconciles (no cluster yet)
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
-    cluster.config_items.update(kube_auth_secret="clm/kube-1", karpenter_pools_enabled="true")
+    cluster.config_items.update(kube_auth_secret="clm/kube-1")
+    assert "karpenter_pools_enabled" not in cluster.config_items
     cluster = dataclasses.replace(cluster, node_pools=[*cluster.node_pools, KARPENTER])
     deployment.registry.put(cluster)
 

@@ -41,7 +41,7 @@ def test_masters_first_then_the_api_server_then_workers_and_a_new_cluster_rolls_
         "StartStack",  # the master pool's
         "WaitForApiServer",
         "StartStack",  # the worker pool's
-        *["ApplyPhase"] * 3,
+        *["ApplyPhase"] * 4,  # pre_apply, manifests, post_apply, karpenter_pools (reconciled at every run)
         "Succeed",
     ]
     assert deployment.executions(deployment.roll_node_pool) == []  # creating: every node is new

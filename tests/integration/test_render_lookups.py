@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from clm_sandbox.iam import record
-from tests.integration.deployment import Deployment, register_example_cluster
+from tests.integration.deployment import Deployment, first_run_config_map
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -47,16 +47,7 @@ def test_the_run_function_looks_up_what_templates_ask_aws(
     certificate = acm.request_certificate(DomainName="*.sandbox.example.org", CertificateAuthorityArn=PRIVATE_CA)
     etcd_key = kms.create_key()["KeyMetadata"]
     kms.create_alias(AliasName="alias/etcd-cluster", TargetKeyId=etcd_key["KeyId"])
-    s3 = deployment.session.client("s3")
-    bucket = deployment.outputs["ConfigBucketName"]
-    s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.encode())
-    deployment.settle()
-    core = k8s.CoreV1Api(kube_api)
-    try:
-        register_example_cluster(deployment)
-        runs = deployment.settle(known=0)
-        assert all(e["status"] == "SUCCEEDED" for e in runs), [(e["status"], e.get("error")) for e in runs]
-        data = core.read_namespaced_config_map("lookup-test", "default").data
+    with first_run_config_map(deployment, kube_api, COMPONENT_KEY, CONFIGMAP, "lookup-test") as data:
         [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]  # no vpc_id item
         zones = {
             s["AvailabilityZone"]
@@ -83,12 +74,10 @@ def test_the_run_function_looks_up_what_templates_ask_aws(
         } <= looked_up
 
         known = len(deployment.executions(deployment.provision))
+        s3, bucket = deployment.session.client("s3"), deployment.outputs["ConfigBucketName"]
         s3.put_object(Bucket=bucket, Key=COMPONENT_KEY, Body=CONFIGMAP.replace(IMAGE, "no-such-image").encode())
         failed = [e for e in deployment.settle(known=known) if e["status"] == "FAILED"]
         assert failed, "the run naming an unknown image did not fail"
         problem = deployment.registry.get(deployment.cluster_id).status.problems[-1].title
         assert "cluster/manifests/lookup-test/configmap.yaml:7" in problem, problem
         assert f"no image found with name: no-such-image and owner: {ACCOUNT}" in problem, problem
-    finally:
-        s3.delete_object(Bucket=bucket, Key=COMPONENT_KEY)
-        core.delete_namespaced_config_map("lookup-test", "default")

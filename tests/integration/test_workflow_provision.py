@@ -45,6 +45,7 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
         "ApplyPhase",
         "ApplyPhase",
         "ApplyPhase",
+        "ApplyPhase",  # karpenter_pools: reconciled at every run, as CLM's since 66f2c05
         "Succeed",
     ]  # a new cluster's first run rolls nothing: every node is new (CLM provisioner/clusterpy.go)
     output = json.loads(execution["output"])

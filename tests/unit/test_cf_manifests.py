@@ -144,8 +144,8 @@ def test_the_extra_stacks_are_stages_after_the_cluster_stack_and_cf_deletions_ph
         [{"node_pool": "", "cf_manifest": "b"}],
     ]
     assert stages[1]["render_node_pools"] is True and stages[3]["stacks"] == [{"node_pool": "default-worker"}]
-    assert apply_phases(False, [], []) == ["pre_apply", "manifests", "post_apply"]
-    assert apply_phases(True, ["x"], ["y"]) == [
+    assert apply_phases([], []) == ["pre_apply", "manifests", "post_apply", "karpenter_pools"]
+    assert apply_phases(["x"], ["y"]) == [
         "pre_apply",
         "cf_pre_apply",
         "manifests",
@@ -186,14 +186,14 @@ def test_an_extra_stack_is_created_with_its_tags_and_a_stack_of_that_name_not_ma
         assert tags_of(cfn, name) == tags
 
 
-def test_cf_deletions_delete_only_the_clusters_extra_stacks_one_after_the_other(clients):
-    cfn = clients["cloudformation"]
+def test_cf_deletions_delete_only_the_clusters_extra_stacks_one_after_the_other(clients, example_clusters):
+    cfn, cluster = clients["cloudformation"], example_clusters[0]
     put_stack(cfn, "mine-1", extra_stack_tags(CLUSTER_ID))
     put_stack(cfn, "mine-2", extra_stack_tags(CLUSTER_ID))
-    progress = delete_in_order(cfn, CLUSTER_ID, ["gone", "mine-1", "mine-2"], None)
+    progress = delete_in_order(cfn, cluster, ["gone", "mine-1", "mine-2"], None)
     assert progress.deleting in ("mine-1", "")  # moto deletes at once; CloudFormation would be DELETE_IN_PROGRESS
     while not progress.done:
-        progress = delete_in_order(cfn, CLUSTER_ID, ["gone", "mine-1", "mine-2"], None)
+        progress = delete_in_order(cfn, cluster, ["gone", "mine-1", "mine-2"], None)
     assert not [s for s in cfn.describe_stacks()["Stacks"] if s["StackName"].startswith("mine")]
     for name, tags in {
         "cluster-stack": cluster_stack_tags(CLUSTER_ID),
@@ -202,32 +202,32 @@ def test_cf_deletions_delete_only_the_clusters_extra_stacks_one_after_the_other(
     }.items():
         put_stack(cfn, name, tags)
         with pytest.raises(StackNotOwned, match=name):
-            delete_in_order(cfn, CLUSTER_ID, [name], None)
+            delete_in_order(cfn, cluster, [name], None)
         assert cfn.describe_stacks(StackName=name)["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
-    plan = cf_deletion_diffs(cfn, CLUSTER_ID, ["absent", "foreign"])
+    plan = cf_deletion_diffs(cfn, cluster, ["absent", "foreign"])
     assert [(d.stack_name, d.action) for d in plan] == [("foreign", "attention")] and "clm:managed-by" in plan[
         0
     ].problem
 
 
-def test_a_failed_deletion_is_retried_once_then_names_the_stack(clients, monkeypatch):
-    cfn = clients["cloudformation"]
+def test_a_failed_deletion_is_retried_once_then_names_the_stack(clients, monkeypatch, example_clusters):
+    cfn, cluster = clients["cloudformation"], example_clusters[0]
     put_stack(cfn, "mine", extra_stack_tags(CLUSTER_ID))
     failed = {**cfn.describe_stacks(StackName="mine")["Stacks"][0], "StackStatus": "DELETE_FAILED"}
     monkeypatch.setattr("clm.stacks.extra.describe_stack", lambda _cfn, name: failed)
     monkeypatch.setattr("clm.stacks.extra.start_delete", lambda *a, **k: type("R", (), {"action": "delete_started"}))
-    first = delete_in_order(cfn, CLUSTER_ID, ["mine"], None)
+    first = delete_in_order(cfn, cluster, ["mine"], None)
     assert (first.deleting, first.retried) == ("mine", ("mine",))
     with pytest.raises(StackFailed, match="mine"):
-        delete_in_order(cfn, CLUSTER_ID, ["mine"], None, first.retried)
+        delete_in_order(cfn, cluster, ["mine"], None, first.retried)
 
 
-def test_decommission_deletes_the_clusters_extra_stacks_with_the_ingress_controllers(clients):
+def test_decommission_deletes_the_clusters_extra_stacks_with_the_ingress_controllers(clients, example_clusters):
     cfn = clients["cloudformation"]
     put_stack(cfn, "mine", extra_stack_tags(CLUSTER_ID))
     put_stack(cfn, "kube-1", cluster_stack_tags(CLUSTER_ID))
     put_stack(cfn, "others", extra_stack_tags(OTHER_ID))
-    sweep = sweep_ingress_stacks(cfn, CLUSTER_ID, None, check=False)
+    sweep = sweep_ingress_stacks(cfn, example_clusters[0], None, check=False)
     assert sweep.left == []
     live = {s["StackName"] for s in cfn.describe_stacks()["Stacks"] if s["StackStatus"] != "DELETE_COMPLETE"}
     assert {"kube-1", "others"} <= live and "mine" not in live

@@ -16,8 +16,11 @@ import yaml
 from click.testing import CliRunner
 
 from clm.cli.main import cli, main
+from clm.config.local import LocalSource
 from clm.registry.clusters_yaml import dump_clusters
 from clm.registry.dynamodb import DynamoRegistry, create_table
+from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
+from clm.render.renderer import Renderer
 from clm.stacks.deploy import check, start
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from tests.unit.test_stacks_support import EXAMPLES, Clients, clients, example_cluster, moto_stack, render, stacks_aws
@@ -241,3 +244,35 @@ def test_broken_template_is_one_line_with_file_and_line_before_any_aws_call(tmp_
     [line] = captured.err.splitlines()
     assert line.startswith(f"error: cluster {KUBE1}: cluster/node-pools/worker-default/stack.yaml:{line_number}: ")
     assert "no_such_field" in line
+
+
+def test_a_pool_reading_the_cluster_stacks_outputs_is_planned_with_them(clients, stacks_aws, tmp_path):
+    """A node-pool template reading `values.ClusterStackOutputs` (CLM's provisioner/node_pools.go hands them to every
+    pool): the plan renders it with the live stack's outputs, as the run does, so an unchanged pool is no change
+    (not a diff against placeholders); with no cluster stack yet the outputs are placeholders, and `clm render`,
+    which reads no stack, renders it too."""
+    config = tmp_path / "config"
+    shutil.copytree(EXAMPLES / "config", config)
+    pool_stack = config / "cluster" / "node-pools" / "worker-default" / "stack.yaml"
+    old = "Description: {{ ('CLM node pool ' ~ node_pool.name ~ ' of ' ~ cluster.id) | yaml }}"
+    reading = "Description: {{ ('security group ' ~ values.ClusterStackOutputs.NodeSecurityGroup) | yaml }}"
+    pool_stack.write_text(pool_stack.read_text().replace(old, reading))
+    cluster = example_cluster("kube-1")
+    plain = Renderer(LocalSource(config).fetch()).render(cluster, {OUTPUTS_VALUE: PendingOutputs()})
+    assert (
+        plain.node_pool_stacks["default-worker"].template["Description"] == "security group pending-NodeSecurityGroup"
+    )
+    cfn = clients["cloudformation"]
+    start(cfn, clients["s3"], cluster_stack_spec(plain))
+    outputs = {
+        o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName="kube-1")["Stacks"][0]["Outputs"]
+    }
+    live = Renderer(LocalSource(config).fetch()).render(cluster, {OUTPUTS_VALUE: outputs})
+    start(cfn, clients["s3"], node_pool_stack_spec(live, "default-worker"))
+    data = plan_json(config=str(config))
+    assert [(s["node_pool"], s["action"]) for s in data["stacks"]] == [
+        (None, "no change"),
+        ("default-worker", "no change"),
+    ]
+    rendered = CliRunner().invoke(cli, ["render", "all", "--config", str(config), "--registry-file", REGISTRY_FILE])
+    assert rendered.exit_code == 0, rendered.output

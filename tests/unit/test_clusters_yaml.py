@@ -103,3 +103,17 @@ def test_one_bad_cluster_is_named_among_good_ones():
 def test_wrong_top_level_shape():
     assert "expected a mapping with one key, 'clusters'" in error_of("- id: x\n")
     assert load_clusters("") == []
+
+
+def test_a_provider_clm_does_not_provision_is_refused_naming_cluster_and_line():
+    """CLM provisions zalando-aws and zalando-eks clusters (api/cluster.go; config/config.go `--provider` takes only
+    those): any other provider is a registry error naming the cluster and line, not a cluster left silently alone."""
+    text = (EXAMPLES / "clusters.yaml").read_text()
+    assert text.count("provider: zalando-aws") == 2
+    message = error_of(text.replace("provider: zalando-aws", "provider: zalando-gke", 1))
+    assert (
+        "cluster aws:123456789012:eu-central-1:kube-1: provider (line 15): 'zalando-gke' is not provisioned by CLM "
+        "(it provisions zalando-aws and zalando-eks clusters)"
+    ) in message, message
+    assert "kube-2" not in message
+    load_clusters(text.replace("provider: zalando-aws", "provider: zalando-eks"))

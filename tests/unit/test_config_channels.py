@@ -45,6 +45,18 @@ def test_s3_prefix_per_channel_and_the_default_sees_no_channel(s3):
     assert beta.fetch().read("cluster/stack.yaml") == b"Resources: {X: 1}\n"
 
 
+def test_an_s3_channel_without_objects_does_not_exist_as_a_missing_git_branch(s3):
+    """CLM's channel/git.go: `git rev-parse <channel>` fails for a branch that does not exist; a channel is a folder
+    here, and one without objects is refused the same way (the default channel may be empty: nothing uploaded)."""
+    gamma = S3Source(s3, BUCKET, "config/", "gamma")
+    for read in (gamma.version, gamma.fetch):
+        with pytest.raises(
+            ConfigSourceError, match=r"config/gamma/cluster/: no objects: channel 'gamma' does not exist"
+        ):
+            read()
+    assert S3Source(s3, BUCKET, "empty/").fetch().files == {}
+
+
 @pytest.mark.parametrize("channel", ["cluster", "cluster/x", "../x", "a//b", "/a", "a b"])
 def test_s3_channel_must_be_a_folder_of_its_own(channel):
     with pytest.raises(ConfigSourceError, match="is not a folder name"):
@@ -144,6 +156,9 @@ def test_reconcile_reads_versions_of_concerned_clusters_and_reports_bad_channels
     sources = ConfigSources(f"s3://{BUCKET}/config/,team=s3://{BUCKET}/team/", lambda _: s3)
     kube1, kube2 = example_clusters
     clusters = [on(kube1, "beta"), on(kube2), dataclasses.replace(on(kube2, override_channel="x"), id="bad")]
+    versions, errors = _versions(sources, clusters, ChangeScope("main", "beta"))
+    assert list(versions) == [] and "team/beta/cluster/: no objects" in dict(errors)[kube1.id]  # every source
+    s3.put_object(Bucket=BUCKET, Key="team/beta/cluster/stack.yaml", Body=STACK)
     versions, errors = _versions(sources, clusters, ChangeScope("main", "beta"))
     assert list(versions) == [kube1.id] and [cluster_id for cluster_id, _ in errors] == ["bad"]
     versions, errors = _versions(sources, clusters, None)

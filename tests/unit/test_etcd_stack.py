@@ -16,6 +16,7 @@ import pytest
 from clm.errors import RenderError
 from clm.render import stored
 from clm.render.inputs import RenderInputs
+from clm.render.lookups import Ec2Lookups
 from clm.render.node_files import NodeFile, PlannedFiles
 from clm.render.renderer import Renderer
 from clm.stacks.deploy import start
@@ -142,3 +143,26 @@ def test_on_cloudformation_the_policy_is_set_at_create_and_on_a_stack_lacking_it
     other = dataclasses.replace(example_clusters[0], id="aws:123456789012:eu-central-1:kube-2", local_id="kube-2")
     with pytest.raises(StackNotOwned, match="clm:etcd-cluster=aws:123456789012:eu-central-1:kube-2"):
         start(cfn, s3, etcd_spec(example_tree, other))  # another cluster's etcd stack is left alone
+
+
+def test_the_etcd_stack_sees_the_etcd_instance_types_info(example_tree, example_clusters, aws: boto3.Session) -> None:
+    """clusterpy.go createOrUpdateEtcdStack: `values.etcd_instance_type_info` is InstanceInfo of the config item
+    `etcd_instance_type` (moto's EC2 describes it); without the item, reading it fails naming the item."""
+    stack = STACK.replace(
+        "{{ values.S3GeneratedFilesPath }}",
+        "{{ values.etcd_instance_type_info.VCPU }}/{{ values.etcd_instance_type_info.Memory }}",
+    )
+    tree = etcd_tree(example_tree, **{"cluster/etcd/stack.yaml": stack.encode()})
+    inputs = RenderInputs(lookups=Ec2Lookups(lambda: aws.client("ec2")), etcd_store=PlannedFiles("b"))
+    cluster = example_clusters[0]
+    typed = dataclasses.replace(cluster, config_items={**cluster.config_items, "etcd_instance_type": "m5.large"})
+    rendered = Renderer(tree, inputs).render(typed).etcd_stack
+    assert rendered is not None
+    assert rendered.template["Resources"]["Group"]["Properties"]["GroupDescription"] == f"2/{8 * 2**30} none"
+    untyped = dataclasses.replace(cluster, config_items={k: v for k, v in cluster.config_items.items()
+                                                         if k != "etcd_instance_type"})  # fmt: skip
+    with pytest.raises(RenderError, match=r"cluster/etcd/stack\.yaml:7: .*no config item etcd_instance_type"):
+        Renderer(tree, inputs).render(untyped)
+    unknown = dataclasses.replace(cluster, config_items={**cluster.config_items, "etcd_instance_type": "x9.huge"})
+    with pytest.raises(RenderError, match=r"etcd_instance_type 'x9\.huge': unknown instance type: x9\.huge"):
+        Renderer(tree, inputs).render(unknown)

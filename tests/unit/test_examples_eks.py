@@ -115,10 +115,12 @@ def test_clm_roles_get_cluster_admin_access_entries(rendered):
 
 
 def test_clm_reaches_the_cluster_it_creates(rendered):
-    """clm.kube.connect asks EKS for the endpoint of config item eks_cluster_name, which the stack creates."""
+    """clm.kube.connect asks EKS for the endpoint of the EKS cluster named by a zalando-eks cluster's alias (CLM's
+    api/cluster.go Name()), which the stack creates."""
     eks = resources_of_type(rendered.cluster_stack.template, "AWS::EKS::Cluster")["Cluster"]
     assert rendered.cluster.api_server_url == ""
-    assert eks["Name"] == rendered.cluster.config_items["eks_cluster_name"] == "eks-dev-1"
+    assert rendered.cluster.provider == "zalando-eks"
+    assert eks["Name"] == rendered.cluster.config_items["eks_cluster_name"] == rendered.cluster.name == "eks-dev"
 
 
 def test_node_pools_join_the_cluster_with_nodeadm(rendered):
@@ -151,7 +153,7 @@ def test_spot_and_on_demand_profiles(rendered):
         overrides = [o["InstanceType"] for o in policy["LaunchTemplate"]["Overrides"]]
         assert overrides == pool.instance_types
         tags = {t["Key"]: t["Value"] for t in group["AutoScalingGroup"]["Tags"]}
-        assert tags["kubernetes.io/cluster/eks-dev-1"] == "owned"
+        assert tags["kubernetes.io/cluster/eks-dev"] == "owned"
         assert tags["kubernetes.io/node-pool"] == pool.name
     assert markets == {"worker-default": 100, "worker-spot": 0}
 
@@ -185,3 +187,49 @@ def test_missing_clm_role_arns_names_the_template(tree, cluster):
         Renderer(tree).render(dataclasses.replace(cluster, config_items=items))
     assert info.value.file == "cluster/stack.yaml"
     assert "clm_role_arns" in str(info.value)
+
+
+def with_example_karpenter_pool(text: str) -> str:
+    """clusters.yaml with its commented-out Karpenter pool taken in, as a user would uncomment it."""
+    lines = text.splitlines()
+    start = lines.index("  # - name: flex")
+    taken = [line.replace("  # ", "  ", 1) for line in lines[start:]]
+    return "\n".join(lines[:start] + taken) + "\n"
+
+
+def test_the_karpenter_pool_example_renders_a_nodepool_and_its_class_from_the_cluster_stack(tree):
+    """The worker-karpenter profile (issue 29 item 7: CLM applies Karpenter pools whatever karpenter_pools_enabled
+    says, provisioner/clusterpy.go since 66f2c05): its NodePool and EC2NodeClass, named after the pool, use the
+    cluster stack's instance profile, subnets and security group, which the stack outputs; CLM finds the instances
+    Karpenter tags with the alias (kubernetes.io/cluster/eks-dev), the NodePool's class is the one it judges."""
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
+    from clm.stacks.karpenter_pool import desired_config
+
+    text = with_example_karpenter_pool((EKS / "clusters.yaml").read_text())
+    [cluster] = load_clusters(text, source="examples/eks/clusters.yaml")
+    pool = cluster.node_pool("flex")
+    assert pool.is_karpenter and pool.is_spot
+    outputs = {"Subnets": "subnet-a,subnet-b", "NodeSecurityGroup": "sg-1", "NodeInstanceProfileName": "eks-dev-1-np"}
+    rendered = Renderer(tree).render(cluster, {OUTPUTS_VALUE: outputs})
+    assert "flex" not in rendered.node_pool_stacks and rendered.warnings == []
+    objects = {m.kind: m.body for m in rendered.node_pool_manifests["flex"]}
+    node_class, node_pool = objects["EC2NodeClass"]["spec"], objects["NodePool"]["spec"]
+    assert node_class["instanceProfile"] == "eks-dev-1-np"
+    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-a"}, {"id": "subnet-b"}]
+    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-1"}]
+    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert node_pool["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.k8s.aws",
+        "kind": "EC2NodeClass",
+        "name": "flex",
+    }
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]} in node_pool["template"]["spec"][
+        "requirements"
+    ]
+    assert node_pool["limits"] == {"cpu": "64"}
+    assert desired_config(rendered.node_pool_manifests["flex"], "flex").node_class == "flex"
+    pinned = dataclasses.replace(cluster, config_items={**cluster.config_items, "node_ami": "ami-0123456789abcdef0"})
+    again = Renderer(tree).render(pinned, {OUTPUTS_VALUE: outputs}).node_pool_manifests["flex"]
+    assert desired_config(again, "flex").image_ids == ("ami-0123456789abcdef0",)  # CLM judges a pinned image
+    stack = load_template(Renderer(tree).render(cluster, {OUTPUTS_VALUE: PendingOutputs()}).cluster_stack.body)
+    assert stack["Outputs"]["NodeInstanceProfileName"] == {"Value": {"Ref": "NodeInstanceProfile"}}

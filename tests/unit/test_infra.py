@@ -473,6 +473,19 @@ def test_kube_and_roll_reach_clusters_through_prefixed_secrets_and_eks(default, 
             assert statement_for(statements, "sts:GetCallerIdentity")["Resource"] == "*"
 
 
+def test_run_and_stacks_only_describe_eks_clusters(default):
+    """The run function's EKS hook (clm.workflow.eks_hook, CLM's zalando_eks.go) and the decommission's proof of a
+    zalando-eks cluster's alias read EKS clusters: DescribeCluster only, on clusters of the stack's account and
+    region, and nothing else of EKS."""
+    _, raw, _ = default
+    for role in ("RunFunctionRole", "StacksFunctionRole"):
+        statements = policy_statements(raw, role)
+        describe = statement_for(statements, "eks:DescribeCluster")
+        assert actions_of([describe]) == {"eks:DescribeCluster"}
+        assert describe["Resource"]["Fn::Join"][1][-1] == ":cluster/*"
+        assert {a for a in actions_of(statements) if a.startswith("eks:")} == {"eks:DescribeCluster"}
+
+
 def test_roll_changes_only_node_pool_groups(default):
     _, raw, _ = default
     statements = policy_statements(raw, "RollFunctionRole")

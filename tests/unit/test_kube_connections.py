@@ -43,9 +43,9 @@ def describes(monkeypatch) -> list[str]:
     calls: list[str] = []
     original = connect._describe_eks
 
-    def describe(session, name, cluster_id):
+    def describe(session, name, source, cluster_id):
         calls.append(name)
-        return original(session, name, cluster_id)
+        return original(session, name, source, cluster_id)
 
     monkeypatch.setattr(connect, "_describe_eks", describe)
     return calls

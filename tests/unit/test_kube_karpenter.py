@@ -182,10 +182,8 @@ def test_prune_skips_kinds_the_cluster_does_not_serve():
     assert transport.paths("DELETE") == []
 
 
-def rendered(enabled: bool, pools: dict[str, list[Manifest]]) -> SimpleNamespace:
-    cluster = SimpleNamespace(
-        karpenter_pools_enabled=enabled, karpenter_pools=[SimpleNamespace(name=name) for name in pools]
-    )
+def rendered(pools: dict[str, list[Manifest]]) -> SimpleNamespace:
+    cluster = SimpleNamespace(karpenter_pools=[SimpleNamespace(name=name) for name in pools])
     return SimpleNamespace(cluster=cluster, node_pool_manifests=pools)
 
 
@@ -194,19 +192,12 @@ def test_the_karpenter_phase_comes_after_the_cluster_manifests():
     assert APPLY_PHASES.index("manifests") < APPLY_PHASES.index("karpenter_pools")
 
 
-def test_the_phase_does_nothing_unless_enabled(monkeypatch):
-    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(False, {"p1": objects("p1")}))
-    monkeypatch.setattr(
-        kube_steps, "kube_client", lambda cluster, where=None: pytest.fail("no cluster access when disabled")
-    )
-    result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
-    assert result["done"] and result["wait_seconds"] == 0 and result["skipped"]
-
-
-def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
+@pytest.mark.parametrize("pools", [{"p1": objects("p1"), "p2": []}, {}])
+def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch, pools):
+    """At every run, with or without Karpenter pools in the registry, as CLM's Reconcile since 66f2c05."""
     calls: list[tuple[str, Any]] = []
     kube = object()
-    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1"), "p2": []}))
+    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(pools))
     monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: nullcontext(kube))
 
     def fake_apply(client, pools):
@@ -221,12 +212,12 @@ def test_the_phase_applies_then_prunes_the_registry_pools(monkeypatch):
     )
     result = kube_steps.apply({"phase": "karpenter_pools", "rendering": "r"})
     assert [name for name, _ in calls] == ["apply", "prune"]
-    assert list(calls[0][1]) == ["p1", "p2"] and calls[1][1] == {"p1", "p2"}
+    assert list(calls[0][1]) == list(pools) and calls[1][1] == set(pools)
     assert result["done"] and result["deleted"] == [] and result["limited"] == []
 
 
 def test_nothing_is_deleted_while_the_pools_wait_for_a_crd(monkeypatch):
-    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered(True, {"p1": objects("p1")}))
+    monkeypatch.setattr(kube_steps, "rendering", lambda key: rendered({"p1": objects("p1")}))
     monkeypatch.setattr(kube_steps, "kube_client", lambda cluster, where=None: nullcontext(object()))
     from clm.kube.apply import ApplyReport
 

@@ -1,5 +1,6 @@
 """A Karpenter pool's bootstrap files and user data, as CLM's KarpenterNodePoolProvisioner makes them: files.yaml's
-archive stored with the workers' key (only when CLM applies Karpenter pools), userdata.yaml naming it handed to
+archive stored with the workers' key (for every Karpenter pool of the registry: CLM dropped the
+`karpenter_pools_enabled` gate in 66f2c05), userdata.yaml naming it handed to
 provisioners.yaml in plain text; the workflow renders again with the cluster stack's outputs before applying them."""
 
 from __future__ import annotations
@@ -75,18 +76,21 @@ def test_karpenter_user_data_is_plain_text_naming_the_archive_stored_with_the_wo
     )
 
 
-def test_karpenter_files_are_not_stored_when_clm_does_not_apply_karpenter_pools(files_tree, example_clusters):
+def test_karpenter_files_are_stored_whatever_karpenter_pools_enabled_says(files_tree, example_clusters):
+    """provisioner/node_pools.go generateNodePoolTemplate uploads the files before rendering provisioners.yaml, which
+    here renders nothing (Zalando's wraps itself in the item)."""
     store = RecordingStore()
     cluster = with_karpenter(example_clusters[0], KARPENTER, enabled="false")
-    rendered = Renderer(files_tree, RenderInputs(files_store=store)).render(cluster)
-    assert store.stored == [] and rendered.node_pool_manifests == {"kp": []}
+    outputs = {"ClusterStackOutputs": {"WorkerFilesEncryptionKey": WORKER_KEY}}
+    rendered = Renderer(files_tree, RenderInputs(files_store=store)).render(cluster, outputs)
+    assert [kms_key for _, _, kms_key in store.stored] == [WORKER_KEY] and rendered.node_pool_manifests == {"kp": []}
 
 
 @pytest.mark.parametrize(
     "enabled, with_files, rerender",
-    [("true", True, True), ("false", True, False), ("true", False, False)],
+    [("true", True, True), ("false", True, True), ("true", False, False)],
 )
-def test_the_workflow_renders_karpenter_pools_again_only_when_applied_and_reading_the_cluster_stack(
+def test_the_workflow_renders_karpenter_pools_again_only_when_reading_the_cluster_stack(
     files_tree, example_tree, example_clusters, stacks_aws, enabled, with_files, rerender
 ):
     s3 = stacks_aws.client("s3")

@@ -11,7 +11,7 @@ from clm.errors import RenderError
 from clm.model import Cluster, NodePool
 from clm.render.inputs import RenderInputs
 from clm.render.lookups import Ec2Lookups
-from clm.render.network_values import AzInfo, az_info, hosted_zone, select_subnets
+from clm.render.network_values import AzInfo, az_info, hosted_zone, network_values, select_subnets
 from clm.render.renderer import Renderer
 
 INFO = AzInfo({"eu-central-1a": "subnet-1a", "eu-central-1b": "subnet-1b", "eu-central-1c": "subnet-1c"})
@@ -35,14 +35,25 @@ def _subnet(ident: str, zone: str, *tags: str) -> dict:
     return {"SubnetId": ident, "AvailabilityZone": zone, "Tags": [{"Key": tag, "Value": "1"} for tag in tags]}
 
 
-def test_one_subnet_per_zone_the_elb_tagged_one_else_the_first_by_id() -> None:
+def _ids(chosen: dict) -> dict[str, str]:
+    return {zone: subnet["SubnetId"] for zone, subnet in chosen.items()}
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["kubernetes.io/role/node", "kubernetes.io/role/elb", "kubernetes.io/role/internal-node", "kubernetes.io/role/pod"],
+)
+def test_one_subnet_per_zone_the_role_tagged_one_else_the_first_by_id(tag: str) -> None:
+    """selectSubnetIDs, for each role tag of clusterpy.go (`values.subnets`: the node tag since CLM 8fa036f,
+    2024-10; the elb tag before)."""
     subnets = [
         _subnet("subnet-b", "zone-a"),
         _subnet("subnet-a", "zone-a"),
-        _subnet("subnet-y", "zone-b", "kubernetes.io/role/elb"),
+        _subnet("subnet-y", "zone-b", tag),
         _subnet("subnet-x", "zone-b"),
     ]
-    assert select_subnets(subnets) == {"zone-a": "subnet-a", "zone-b": "subnet-y"}
+    assert _ids(select_subnets(subnets, tag)) == {"zone-a": "subnet-a", "zone-b": "subnet-y"}
+    assert _ids(select_subnets(subnets, "other")) == {"zone-a": "subnet-a", "zone-b": "subnet-x"}
 
 
 def test_custom_subnets_are_left_out_and_the_config_items_filter() -> None:
@@ -111,7 +122,8 @@ def test_the_default_vpc_and_its_subnets_fill_the_config_items_the_cluster_lacks
     [vpc] = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
     renderer = Renderer(TREE, RenderInputs(lookups=Ec2Lookups(lambda: ec2)))
     items = renderer.render(_cluster()).cluster.config_items
-    subnets = select_subnets(ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"])
+    described = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"]
+    subnets = _ids(select_subnets(described))
     assert items["vpc_id"] == vpc["VpcId"]
     assert items["subnets"] == ",".join(subnets[zone] for zone in sorted(subnets))
     first = subnets[sorted(subnets)[0]]
@@ -125,3 +137,35 @@ def test_a_network_ec2_cannot_describe_fails_only_the_templates_that_read_it(aws
     with pytest.raises(RenderError, match=r"cluster/stack\.yaml:2: error: cannot read the cluster's network: .*vpc-0"):
         renderer.render(_cluster(vpc_id="vpc-0"))
     Renderer(PLAIN, RenderInputs(lookups=Ec2Lookups(lambda: aws.client("ec2")))).render(_cluster(vpc_id="vpc-0"))
+
+
+def test_each_role_gets_its_subnets_and_pods_ignore_the_zones_item() -> None:
+    """clusterpy.go Provision: `subnets`, `availability_zones` and `subnet_ipv6_cidrs` by the node tag; `lb_subnets`,
+    `internal_node_subnets` by theirs, restricted to the `availability_zones` item as the nodes'; `pod_subnets`
+    not restricted (CLM restricts the other three only); `vpc_ipv6_cidrs` the VPC's."""
+    subnets = [
+        {**_subnet("subnet-n1", "zone-a", "kubernetes.io/role/node"), "Ipv6CidrBlockAssociationSet": [
+            {"Ipv6CidrBlock": "2a05:d014::/64"}, {"Ipv6CidrBlock": "2a05:d014:0:1::/64"}]},
+        _subnet("subnet-e1", "zone-a", "kubernetes.io/role/elb"),
+        _subnet("subnet-i1", "zone-a", "kubernetes.io/role/internal-node"),
+        _subnet("subnet-p1", "zone-a", "kubernetes.io/role/pod"),
+        {**_subnet("subnet-n2", "zone-b"), "Ipv6CidrBlockAssociationSet": [{"Ipv6CidrBlock": "2a05:d014:0:2::/64"}]},
+        _subnet("subnet-p2", "zone-b", "kubernetes.io/role/pod"),
+    ]  # fmt: skip
+    vpc = {"VpcId": "vpc-1", "CidrBlock": "10.0.0.0/16"}
+    vpc["Ipv6CidrBlockAssociationSet"] = [{"Ipv6CidrBlock": "2a05::/56"}]
+    values = network_values(subnets, vpc, {})
+    assert values == {
+        "subnets": {"zone-a": "subnet-n1", "zone-b": "subnet-n2", "*": "subnet-n1,subnet-n2"},
+        "availability_zones": ["zone-a", "zone-b"],
+        "subnet_ipv6_cidrs": "2a05:d014::/64,2a05:d014:0:1::/64,2a05:d014:0:2::/64",
+        "lb_subnets": {"zone-a": "subnet-e1", "zone-b": "subnet-n2", "*": "subnet-e1,subnet-n2"},
+        "internal_node_subnets": {"zone-a": "subnet-i1", "zone-b": "subnet-n2", "*": "subnet-i1,subnet-n2"},
+        "pod_subnets": {"zone-a": "subnet-p1", "zone-b": "subnet-p2", "*": "subnet-p1,subnet-p2"},
+        "vpc_ipv4_cidr": "10.0.0.0/16",
+        "vpc_ipv6_cidrs": ["2a05::/56"],
+    }
+    one_zone = network_values(subnets, {"VpcId": "vpc-1", "CidrBlock": "10.0.0.0/16"}, {"availability_zones": "zone-b"})
+    assert (one_zone["subnets"], one_zone["lb_subnets"]) == ({"zone-b": "subnet-n2", "*": "subnet-n2"},) * 2
+    assert (one_zone["subnet_ipv6_cidrs"], one_zone["vpc_ipv6_cidrs"]) == ("2a05:d014:0:2::/64", [])
+    assert one_zone["pod_subnets"] == values["pod_subnets"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import pytest
 from hypothesis import given, settings
@@ -192,6 +193,23 @@ class Node:
     draining: bool = False
 
 
+def simulated_members(nodes: list[Node], now: float, boot: float) -> list[Member]:
+    """The planner's view of simulated instances at `now` (each launched `boot` seconds before it is Ready)."""
+    return [
+        Member(
+            f"i-{n.id}",
+            n.az,
+            "InService",
+            n.outdated,
+            now - n.ready_at + boot,
+            NodeState(
+                f"node-{n.id}", n.ready_at <= now, n.draining, LIFECYCLE_DRAINING if n.draining else "ready", n.volumes
+            ),
+        )
+        for n in nodes
+    ]
+
+
 class SimulatedPool:
     """A toy auto scaling group that applies decisions, to check the planner's invariants over a roll."""
 
@@ -206,23 +224,7 @@ class SimulatedPool:
         self.min_size, self.now, self.replaced = 1, 0.0, 0
 
     def state(self) -> PoolState:
-        members = [
-            Member(
-                f"i-{n.id}",
-                n.az,
-                "InService",
-                n.outdated,
-                self.now - n.ready_at + self.BOOT,
-                NodeState(
-                    f"node-{n.id}",
-                    n.ready_at <= self.now,
-                    n.draining,
-                    LIFECYCLE_DRAINING if n.draining else "ready",
-                    n.volumes,
-                ),
-            )
-            for n in self.nodes
-        ]
+        members = simulated_members(self.nodes, self.now, self.BOOT)
         return PoolState(
             "workers", "asg", self.desired, self.min_size, self.max_size, members, self.baseline, self.BOOT
         )
@@ -257,6 +259,29 @@ class SimulatedPool:
             self.nodes.append(Node(next(self.ids), az, False, self.now + self.BOOT))
 
 
+class Simulated(Protocol):
+    """A toy pool the planner's decisions are applied to."""
+
+    def state(self) -> PoolState: ...
+    def serving(self) -> int: ...
+    def apply(self, decision: Decision) -> None: ...
+
+
+def drive(sim: Simulated, roll: RollSettings, size: int) -> str:
+    """Plan and apply until done, the pool never below `size - max_unavailable` serving nodes; "" when the roll
+    finished, or why the planner blocked."""
+    try:
+        for _ in range(500):
+            decision = plan(sim.state(), roll)
+            if decision.action == "done":
+                return ""
+            assert sim.serving() >= size - roll.max_unavailable, decision
+            sim.apply(decision)
+    except PoolBlocked as blocked:
+        return str(blocked)
+    pytest.fail("the roll did not converge in 500 decisions")
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     size=st.integers(1, 8),
@@ -273,19 +298,10 @@ def test_simulated_rolls_converge_and_keep_capacity(
         max_unavailable = 1
     roll = RollSettings(surge=surge, max_unavailable=max_unavailable, node_startup_timeout=1e9)
     sim = SimulatedPool(size, azs, volumes, max_size=size + headroom)
-    try:
-        for _ in range(500):
-            decision = plan(sim.state(), roll)
-            if decision.action == "done":
-                break
-            assert sim.serving() >= size - max_unavailable, decision
-            sim.apply(decision)
-        else:
-            pytest.fail("the roll did not converge in 500 decisions")
-    except PoolBlocked as blocked:
-        # Only for the two reasons a human must decide: no room to surge, or no AZ match for volumes.
-        assert ("volumes attached" in str(blocked) and any(volumes)) or (
-            "cannot surge" in str(blocked) and max_unavailable == 0 and headroom < size
+    blocked = drive(sim, roll, size)
+    if blocked:  # only for the two reasons a human must decide: no room to surge, or no AZ match for volumes
+        assert ("volumes attached" in blocked and any(volumes)) or (
+            "cannot surge" in blocked and max_unavailable == 0 and headroom < size
         )
         return
     assert sim.replaced == size

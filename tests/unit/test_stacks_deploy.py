@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from datetime import timedelta
 
 import pytest
 
@@ -57,6 +58,7 @@ def test_create_gives_complete_stacks_and_running_instances(clients):
         "state": "complete",
         "status": "CREATE_COMPLETE",
         "reason": "",
+        "wait_seconds": 0,
         "failed_resource": "",
         "failed_resource_type": "",
         "failed_reason": "",
@@ -152,6 +154,7 @@ def test_failed_update_is_reported_with_the_first_failed_resource_of_the_latest_
         "state": "failed",
         "status": "UPDATE_ROLLBACK_COMPLETE",
         "reason": "The following resource(s) failed to create: [Other]. Rollback requested by user.",
+        "wait_seconds": 0,
         "failed_resource": "Other",
         "failed_resource_type": "AWS::SQS::Queue",
         "failed_reason": 'Resource handler returned message: "The specified queue already exists." '
@@ -199,6 +202,10 @@ def test_stack_in_progress_at_start_is_waited_on(clients):
     result = start(cfn, clients["s3"], queue_spec(queue="q2"))
     assert (result.action, result.status, result.next_step) == ("waiting", "UPDATE_IN_PROGRESS", "start")
     assert check(cfn, "queues").state == "in_progress"
+    described = cfn.describe_stacks(StackName="queues")["Stacks"][0]
+    updated = described.get("LastUpdatedTime") or described["CreationTime"]
+    looks = [check(cfn, "queues", updated + timedelta(seconds=s)).wait_seconds for s in (0, 8, 20, 40, 60, 600)]
+    assert looks == [2, 2, 5, 10, 15, 15]  # a quarter of the time the update has taken, 2 to 15 s
     assert "q1" in cfn.get_template(StackName="queues")["TemplateBody"]  # nothing was submitted
     moto_stack("queues").status = "UPDATE_COMPLETE"  # the other operation ends
     assert start(cfn, clients["s3"], queue_spec(queue="q2")).action == "update_started"

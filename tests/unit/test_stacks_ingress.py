@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from clm.model import Cluster
 from clm.stacks.errors import StackFailed, StackNotOwned
 from clm.stacks.ingress import sweep_ingress_stacks
 from clm.stacks.names import cluster_stack_tags, ingress_tags
@@ -19,6 +20,8 @@ __all__ = ["clients", "stacks_aws"]  # fixtures
 
 CLUSTER_ID = "aws:123456789012:eu-central-1:kube-1"
 OTHER_ID = "aws:123456789012:eu-central-1:kube-2"
+CLUSTER = Cluster(CLUSTER_ID, "kube-1", "aws:123456789012", "eu-central-1", "zalando-aws", alias="kube-one")
+EKS = Cluster(CLUSTER_ID, "kube-1", "aws:123456789012", "eu-central-1", "zalando-eks", alias="kube-one")
 BODY = "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n"
 ROLE_BODY = """
 Resources:
@@ -64,7 +67,7 @@ def test_the_controllers_stacks_of_the_cluster_are_deleted_with_the_role_and_oth
     stack(cfn, "kube-1", cluster_stack_tags(CLUSTER_ID))  # CLM's own: deleted by its own step
     calls = calls_of(cfn)
 
-    first = sweep_ingress_stacks(cfn, CLUSTER_ID, role, check=False)
+    first = sweep_ingress_stacks(cfn, CLUSTER, role, check=False)
     assert first.to_dict() == {"deleting": ["kube-ing-a", "kube-ing-b"], "left": ["team-data"], "done": False}
     changes = [
         (name, params["StackName"].split(":stack/")[-1].split("/")[0], params.get("RoleARN"))
@@ -77,7 +80,7 @@ def test_the_controllers_stacks_of_the_cluster_are_deleted_with_the_role_and_oth
         ("DeleteStack", "kube-ing-b", role),
     ]
     assert live(cfn) == ["clm-exports", "kube-1", "kube-ing-other", "team-data"]
-    assert sweep_ingress_stacks(cfn, CLUSTER_ID, role, check=True).to_dict() == {
+    assert sweep_ingress_stacks(cfn, CLUSTER, role, check=True).to_dict() == {
         "deleting": [],
         "left": ["team-data"],
         "done": True,
@@ -89,10 +92,10 @@ def test_a_failed_deletion_is_an_error_naming_the_stack_and_its_resource(clients
     role = clients["iam"].create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
     stack(cfn, "kube-ing-a", ingress_tags(CLUSTER_ID), body=ROLE_BODY)
     # The role allows nothing: the IAM role's delete handler is refused, the stack is DELETE_FAILED.
-    assert sweep_ingress_stacks(cfn, CLUSTER_ID, role, check=False).deleting == ["kube-ing-a"]
+    assert sweep_ingress_stacks(cfn, CLUSTER, role, check=False).deleting == ["kube-ing-a"]
     assert cfn.describe_stacks(StackName="kube-ing-a")["Stacks"][0]["StackStatus"] == "DELETE_FAILED"
     with pytest.raises(StackFailed) as failed:
-        sweep_ingress_stacks(cfn, CLUSTER_ID, role, check=True)
+        sweep_ingress_stacks(cfn, CLUSTER, role, check=True)
     message = str(failed.value)
     assert message.startswith(f"cluster {CLUSTER_ID}: stack kube-ing-a: DELETE_FAILED: resource Role (AWS::IAM::Role)")
     assert "is not authorized to perform: iam:DeleteRole" in message
@@ -109,4 +112,16 @@ def test_a_failed_deletion_is_an_error_naming_the_stack_and_its_resource(clients
 def test_only_a_stack_with_both_tags_of_the_cluster_is_the_controllers(tags):
     described = {"StackName": "s", "Tags": [{"Key": key, "Value": value} for key, value in tags.items()]}
     with pytest.raises(StackNotOwned, match="not an ingress controller's stack of the cluster"):
-        ensure_ingress(described, CLUSTER_ID)
+        ensure_ingress(described, CLUSTER_ID, CLUSTER_ID)
+
+
+def test_an_eks_clusters_controller_stacks_are_those_tagged_with_its_alias(clients):
+    """CLM's listClusterStacks (provisioner/clusterpy.go) lists `kubernetes.io/cluster/<Name()>`: a zalando-eks
+    cluster's alias (api/cluster.go Name()); a controller's stack tagged with its id is not its."""
+    cfn, iam = clients["cloudformation"], clients["iam"]
+    role = iam.create_role(RoleName="cfn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+    iam.put_role_policy(RoleName="cfn", PolicyName="delete-queues", PolicyDocument=json.dumps(DELETE_QUEUES))
+    stack(cfn, "kube-ing-alias", ingress_tags("kube-one"))
+    stack(cfn, "kube-ing-id", ingress_tags(CLUSTER_ID))
+    assert sweep_ingress_stacks(cfn, EKS, role, check=False).deleting == ["kube-ing-alias"]
+    assert "kube-ing-id" in live(cfn)

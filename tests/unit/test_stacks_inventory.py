@@ -74,8 +74,25 @@ def deploy(clients, spec: StackSpec) -> None:
     assert check(clients["cloudformation"], spec.name).state == "complete"
 
 
+KUBE2_BATCH = "nodepool-batch-aws-123456789012-eu-central-1-kube-2"
+# The cluster and pool each stack is for (the example's groups are tagged with them); any other stack is c1's "pool".
+OWNERS = {
+    KUBE1_POOL: ("aws:123456789012:eu-central-1:kube-1", "default-worker"),
+    KUBE2_BATCH: ("aws:123456789012:eu-central-1:kube-2", "batch"),
+}
+
+
 def inventory(clients, stack_name: str = "pool"):
-    return node_pool_inventory(clients["cloudformation"], clients["autoscaling"], clients["ec2"], stack_name)
+    cluster_id, pool = OWNERS.get(stack_name, ("c1", "pool"))
+    return node_pool_inventory(
+        clients["cloudformation"],
+        clients["autoscaling"],
+        clients["ec2"],
+        stack_name,
+        cluster_id=cluster_id,
+        name=cluster_id,
+        pool=pool,
+    )
 
 
 def test_example_node_pool_after_create(clients):
@@ -168,7 +185,7 @@ def test_spot_pool_launches_spot_instances_that_are_up_to_date(stacks_aws):
     rendered = render(dataclasses.replace(cluster, node_pools=[batch]))
     deploy(clients, cluster_stack_spec(rendered))
     deploy(clients, node_pool_stack_spec(rendered, "batch"))
-    found = inventory(clients, "nodepool-batch-aws-123456789012-eu-central-1-kube-2")
+    found = inventory(clients, KUBE2_BATCH)
     assert (found.spot, found.instance_types) == (True, ["c5.xlarge"])
     reservations = clients["ec2"].describe_instances(InstanceIds=[i.id for i in found.instances])["Reservations"]
     assert [i["InstanceLifecycle"] for r in reservations for i in r["Instances"]] == ["spot", "spot"]
@@ -192,7 +209,7 @@ def test_stack_without_a_group_is_an_error_naming_it(clients):
     deploy(clients, StackSpec(cluster_id="c1", name="queues", body=body, template={}, tags={}, parameters={}))
     with pytest.raises(
         NodePoolInventoryError,
-        match="stack queues: a node-pool stack needs exactly one AWS::AutoScaling::AutoScalingGroup, it has 0",
+        match="cluster c1: stack queues: a node-pool stack needs an AWS::AutoScaling::AutoScalingGroup, it has none",
     ):
         inventory(clients, "queues")
     with pytest.raises(NodePoolInventoryError, match="stack missing: Stack with id missing does not exist"):

@@ -145,6 +145,16 @@ def test_decommission_terminates_every_karpenter_instance_of_the_cluster_and_not
     assert running == {other_cluster, not_karpenter}
 
 
+def test_an_eks_clusters_karpenter_instances_are_those_tagged_with_its_alias(ec2: Any) -> None:
+    """CLM (pkg/updatestrategy/aws_ec2.go) filters `kubernetes.io/cluster/<Name()>`: a zalando-eks cluster's alias
+    (api/cluster.go Name()), which callers pass as Cluster.name; instances tagged with its id are not its."""
+    ours = _launch(ec2, cluster="team-a")
+    by_id = _launch(ec2)
+    assert terminate_cluster_instances(ec2, "team-a") == [ours]
+    with pytest.raises(KarpenterInstanceRefused, match=r"kubernetes\.io/cluster/team-a=owned"):
+        terminate_pool_instance(ec2, "team-a", "kp", by_id)
+
+
 def test_the_nodepools_disruption_budgets_cap_how_many_nodes_go_at_once() -> None:
     def budget(budgets: list[dict[str, str]] | None, nodes: int) -> int | None:
         objects = _objects()

@@ -11,7 +11,7 @@ import pytest
 
 from clm.errors import ValidationError
 from clm.model import Cluster
-from clm.stacks.leftovers import VolumesInUse, cni_cluster_name, delete_leaked_interfaces, delete_volumes
+from clm.stacks.leftovers import VolumesInUse, delete_leaked_interfaces, delete_volumes
 
 CLUSTER = Cluster(
     id="aws:123456789012:eu-central-1:kube-1",
@@ -49,9 +49,10 @@ def test_only_the_clusters_available_cni_interfaces_are_deleted(aws: boto3.Sessi
     assert left == others
 
 
-def test_an_eks_clusters_interfaces_carry_its_alias() -> None:
-    assert cni_cluster_name(CLUSTER) == CLUSTER.id
-    assert cni_cluster_name(dataclasses.replace(CLUSTER, provider="zalando-eks")) == "sandbox-dev"
+def test_an_eks_clusters_name_is_its_alias() -> None:
+    """CLM's api/cluster.go Name(): the alias of a zalando-eks cluster, else the id."""
+    assert CLUSTER.name == CLUSTER.id
+    assert dataclasses.replace(CLUSTER, provider="zalando-eks").name == "sandbox-dev"
 
 
 @pytest.mark.parametrize("alias", ["*", "team-?", "a,b", ""])
@@ -75,7 +76,7 @@ def test_the_clusters_available_volumes_are_deleted_and_an_attached_one_stops_it
     other = volume(ec2, {"kubernetes.io/cluster/another": "owned", "KubernetesCluster": "another"})
     shared = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "shared", "KubernetesCluster": CLUSTER.id})
     half = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "owned"})
-    assert delete_volumes(ec2, CLUSTER.id) == ([mine], [f"{half} (no KubernetesCluster={CLUSTER.id} tag)"])
+    assert delete_volumes(ec2, CLUSTER) == ([mine], [f"{half} (no KubernetesCluster={CLUSTER.id} tag)"])
     assert {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]} == {other, shared, half}
 
     attached = volume(ec2, owned)
@@ -83,5 +84,17 @@ def test_the_clusters_available_volumes_are_deleted_and_an_attached_one_stops_it
     instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, Placement={"AvailabilityZone": "eu-central-1a"})
     ec2.attach_volume(VolumeId=attached, InstanceId=instance["Instances"][0]["InstanceId"], Device="/dev/sdf")
     with pytest.raises(VolumesInUse, match=rf"{attached} \(in-use\)"):
-        delete_volumes(ec2, CLUSTER.id)
+        delete_volumes(ec2, CLUSTER)
     assert attached in {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]}
+
+
+def test_an_eks_clusters_volumes_are_those_tagged_with_its_alias(aws: boto3.Session) -> None:
+    """CLM removeEBSVolumes filters on `kubernetes.io/cluster/<Name()>`: a zalando-eks cluster's alias. Volumes
+    tagged with its id (or another alias) are not its."""
+    ec2 = aws.client("ec2")
+    eks = dataclasses.replace(CLUSTER, provider="zalando-eks")
+    mine = volume(ec2, {"kubernetes.io/cluster/sandbox-dev": "owned", "KubernetesCluster": "sandbox-dev"})
+    by_id = volume(ec2, {f"kubernetes.io/cluster/{CLUSTER.id}": "owned", "KubernetesCluster": CLUSTER.id})
+    other = volume(ec2, {"kubernetes.io/cluster/sandbox-prod": "owned", "KubernetesCluster": "sandbox-prod"})
+    assert delete_volumes(ec2, eks) == ([mine], [])
+    assert {v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]} == {by_id, other}

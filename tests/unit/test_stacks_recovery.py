@@ -47,7 +47,8 @@ def test_node_pool_stack_rolled_back_after_a_failed_create_is_deleted_then_creat
     assert check(cfn, POOL_STACK).state == "deleted"  # termination protection was turned off first
     assert start(cfn, s3, spec).action == "created"
     assert check(cfn, POOL_STACK).status == "CREATE_COMPLETE"
-    instances = node_pool_inventory(cfn, clients["autoscaling"], ec2, POOL_STACK).instances
+    owner = {"cluster_id": rendered.cluster.id, "name": rendered.cluster.name, "pool": "default-worker"}
+    instances = node_pool_inventory(cfn, clients["autoscaling"], ec2, POOL_STACK, **owner).instances
     assert [i.lifecycle_state for i in instances] == ["InService"] * 3
 
 

@@ -128,7 +128,7 @@ def test_node_pool_stacks_are_listed_by_name_and_described_by_name_only(clients)
         "provide-client-params.cloudformation", lambda model, params, **_: calls.append((model.name, dict(params)))
     )
 
-    found = node_pool_stacks(cfn, cluster_id)
+    found = node_pool_stacks(cfn, cluster_id, cluster_id)
 
     assert found == [RemovedNodePool("nodepool-a-aws-123456789012-eu-central-1-kube-1", "a", "p", "CREATE_COMPLETE")]
     assert [name for name, _ in calls] == ["ListStacks", "DescribeStacks", "DescribeStacks"]
@@ -137,4 +137,4 @@ def test_node_pool_stacks_are_listed_by_name_and_described_by_name_only(clients)
         {"StackName": "nodepool-a-aws-123456789012-eu-central-1-kube-1"},
         {"StackName": "nodepool-x-z-aws-123456789012-eu-central-1-kube-1"},
     ]
-    assert node_pool_stacks(cfn, foreign_id)[0].node_pool == "x"
+    assert node_pool_stacks(cfn, foreign_id, foreign_id)[0].node_pool == "x"

@@ -9,10 +9,20 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from clm.model import Cluster, ClusterStatus
+from clm.model import Cluster, ClusterStatus, Problem
+from clm.registry.problems import configuration_problem
 from clm.version import desired_version
 from clm.workflow.follow_up import FOLLOW_SECONDS, LOOP_SECONDS, follow_up, loop_state, state_machine_of
-from clm.workflow.reconcile import DECOMMISSION, INTERRUPTED, OUTDATED, execution_name, select, start_runs
+from clm.workflow.reconcile import (
+    DECOMMISSION,
+    INTERRUPTED,
+    OUTDATED,
+    UNRESOLVABLE,
+    execution_name,
+    select,
+    select_unresolvable,
+    start_runs,
+)
 
 NOW = 1_790_000_000.0
 
@@ -68,6 +78,35 @@ def test_priority_within_a_reason_is_criticality_then_id_and_decommission_beats_
         ("c-high", OUTDATED),
         ("a-low", OUTDATED),
     ]
+
+
+def test_a_cluster_whose_configuration_cannot_be_resolved_gets_a_run_until_its_problem_says_so(
+    example_clusters,
+) -> None:
+    """CLM's controller takes a cluster whose channel cannot be resolved at every pass and records the error on it
+    (controller/cluster_list.go updatePriority: NextError is updatePriorityNormal; controller.go processCluster): here
+    its run records it (clm.workflow.run.begin), and a cluster whose last problem already says so needs no new run.
+    A decommission goes on without configuration; decommissioned and blocked clusters get nothing, as in CLM."""
+    base = example_clusters[0]
+    why = "cluster x (channel 'gamma'): s3://config/gamma/: no such prefix"
+    recorded = ClusterStatus(problems=[Problem(title="other"), Problem(title=configuration_problem(why), instance="e")])
+    clusters = [
+        variant(base, "a-bad", criticality_level=1),
+        variant(base, "b-recorded", status=recorded),
+        variant(base, "c-decommission", lifecycle_status="decommission-requested", status=recorded),
+        variant(base, "d-gone", lifecycle_status="decommissioned"),
+        variant(base, "e-blocked", config_items={"cluster_update_block": "freeze"}),
+        variant(base, "f-fine"),
+        variant(base, "g-older-problem", status=ClusterStatus(problems=[Problem(title=configuration_problem("old"))])),
+    ]
+    errors = {cluster.id: why for cluster in clusters if not cluster.id.endswith("f-fine")}
+    chosen = select_unresolvable(clusters, errors, NOW)
+    assert [(s.cluster_id.rsplit(":", 1)[1], s.reason) for s in chosen] == [
+        ("c-decommission", DECOMMISSION),
+        ("a-bad", UNRESOLVABLE),
+        ("g-older-problem", UNRESOLVABLE),
+    ]
+    assert len({s.execution_name for s in chosen}) == 3 and all(s.desired_version == "" for s in chosen)
 
 
 def test_execution_names_collapse_within_a_window_and_are_valid(example_clusters) -> None:

@@ -57,3 +57,18 @@ def test_stack_stages_are_clms_order_masters_then_the_api_server_then_workers(ex
         },
     ]
     assert [stage["wait_for_api_server"] for stage in stack_stages(cluster, [worker.name])] == [False, False]
+
+
+def test_a_zalando_eks_clusters_pools_and_manifests_are_rendered_again_after_its_cluster_stack(
+    aws: boto3.Session, example_tree, example_clusters
+) -> None:
+    """CLM's ZalandoEKSCreationHook (provisioner/zalando_eks.go) runs after the cluster stack and changes what the node
+    pools and manifests see (the API URL, the items it writes): the workflow renders them again then."""
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    aws_cluster = example_clusters[0]
+    eks = dataclasses.replace(aws_cluster, provider="zalando-eks")
+    plain, hooked = (render_to_s3(s3, "artefacts", example_tree, c) for c in (aws_cluster, eks))
+    assert (plain["render_karpenter_pools"], hooked["render_karpenter_pools"]) == (False, True)
+    assert [stage.get("render_node_pools") for stage in plain["stack_stages"]] == [False, False]
+    assert [stage.get("render_node_pools") for stage in hooked["stack_stages"]] == [False, True]

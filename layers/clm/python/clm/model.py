@@ -11,12 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+PROVIDERS = ("zalando-aws", "zalando-eks")  # what CLM provisions, as Zalando's (config/config.go --provider)
 LIFECYCLE_STATUSES = ("requested", "creating", "ready", "decommission-requested", "decommissioned")
 # A cluster in these is new: its first provision creates every node, so nothing is rolled
 # (CLM provisioner/clusterpy.go provisionNodePoolGroup: ClusterLifecycleStatusRequested, ...StatusCreating).
 NEW_CLUSTER_STATUSES = ("requested", "creating")
 DISCOUNT_STRATEGIES = ("none", "spot", "spot_max_price")
 UPDATE_BLOCK_ITEM = "cluster_update_block"
+EKS_PROVIDER = "zalando-eks"  # CLM's api.ZalandoEKSProvider: an EKS cluster, named by its alias
 # CLM's api.NodePool.IsKarpenter: a pool of this profile has no auto scaling group; Karpenter launches its nodes.
 KARPENTER_PROFILE = "worker-karpenter"
 # CLM's instance type that asks provisioners.yaml for its default instance families.
@@ -195,6 +197,17 @@ class Cluster:
         return self.infrastructure_account.split(":", 1)[1]
 
     @property
+    def name(self) -> str:
+        """CLM's cluster name (api/cluster.go Name()): the alias of a zalando-eks cluster, else the id. It names the
+        EKS cluster and the tag `kubernetes.io/cluster/<name>` of the cluster's pools, instances and volumes."""
+        return self.alias if self.provider == EKS_PROVIDER else self.id
+
+    @property
+    def is_eks(self) -> bool:
+        """Whether the cluster is a zalando-eks one (CLM's ZalandoEKSProvisioner)."""
+        return self.provider == EKS_PROVIDER
+
+    @property
     def is_new(self) -> bool:
         """True while the cluster was never provisioned (lifecycle requested or creating): no node is rolled."""
         return self.lifecycle_status in NEW_CLUSTER_STATUSES
@@ -220,11 +233,6 @@ class Cluster:
     def karpenter_pools(self) -> list[NodePool]:
         """The pools Karpenter provisions (CLM's `KarpenterPools`), in registry order."""
         return [pool for pool in self.node_pools if pool.is_karpenter]
-
-    @property
-    def karpenter_pools_enabled(self) -> bool:
-        """Whether CLM applies the Karpenter pools' objects (config item `karpenter_pools_enabled` is "true")."""
-        return self.config_items.get("karpenter_pools_enabled") == "true"
 
     def spec_dict(self) -> dict[str, Any]:
         """The spec as a plain dict in CLM's format, without status."""

@@ -16,6 +16,7 @@ from clm.model import (
     LIFECYCLE_STATUSES,
     LOCAL_ID_RE,
     POOL_NAME_RE,
+    PROVIDERS,
     REGION_RE,
     SLUG_RE,
     URL_RE,
@@ -67,6 +68,9 @@ CONFIG_ITEM_SCALARS = (str, int, float, date, datetime)
 NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
 NOT_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufdd0-\ufdef\ufffe\uffff]")
 # AWS instance type names: m5.large, u-6tb1.metal, mac2-m2pro.metal.
+# The Cluster Registry's alias pattern (pkg/cluster-registry/models/cluster.go), within EKS's 100 characters.
+EKS_ALIAS_RE = re.compile(r"[a-z][a-z0-9-]{0,98}[a-z0-9]")
+EKS_NAME_ITEM = "eks_cluster_name"  # clm.kube.connect.EKS_NAME_ITEM
 INSTANCE_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
 
 
@@ -244,6 +248,41 @@ def _parse_status(check: _Checker, data: dict) -> ClusterStatus:
         return ClusterStatus()
 
 
+def _provider(check: _Checker, data: dict) -> str:
+    """The cluster's provider: one that CLM provisions (PROVIDERS)."""
+    value = check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws")
+    if value and value not in PROVIDERS:
+        supported = " and ".join(PROVIDERS)
+        check.fail(
+            "provider", f"{value!r} is not provisioned by CLM (it provisions {supported} clusters)", data, "provider"
+        )
+    return value
+
+
+def _check_eks(check: _Checker, data: dict, cluster: Cluster) -> None:
+    """A zalando-eks cluster's alias names its EKS cluster and tags its resources (CLM's api/cluster.go Name()): it
+    must be an EKS cluster name in the Cluster Registry's alias pattern (no `*`, `/`, `:` to reach another's tags,
+    never empty), and no `eks_cluster_name` item may name another."""
+    if not cluster.is_eks:
+        return
+    if not EKS_ALIAS_RE.fullmatch(cluster.alias):
+        check.fail(
+            "alias",
+            f"{cluster.alias!r} cannot name a zalando-eks cluster: lowercase letter first, then lowercase letters, "
+            "digits and -, not ending in -, at most 100 characters (it names the EKS cluster and the tag "
+            "kubernetes.io/cluster/<alias> of its resources)",
+            data,
+            "alias",
+        )
+    if EKS_NAME_ITEM in cluster.config_items:
+        check.fail(
+            f"config_items.{EKS_NAME_ITEM}",
+            "not for a zalando-eks cluster: its EKS cluster is named by its alias, as CLM names it",
+            data.get("config_items"),
+            EKS_NAME_ITEM,
+        )
+
+
 def parse_cluster(data: Any, source: str | None = None) -> Cluster:
     """Validate one cluster in CLM's registry format; raise ValidationError naming every culprit."""
     check = _Checker()
@@ -260,7 +299,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
             data, "infrastructure_account", "infrastructure_account", ACCOUNT_RE, "aws:<12 digits>"
         ),
         "region": lambda: check.string(data, "region", "region", REGION_RE, "e.g. eu-central-1"),
-        "provider": lambda: check.string(data, "provider", "provider", SLUG_RE, "e.g. zalando-aws"),
+        "provider": lambda: _provider(check, data),
         "alias": lambda: check.string(data, "alias", "alias"),
         "api_server_url": lambda: check.string(data, "api_server_url", "api_server_url") or "",
         "environment": lambda: check.string(data, "environment", "environment"),
@@ -283,6 +322,7 @@ def parse_cluster(data: Any, source: str | None = None) -> Cluster:
         node_pools=_parse_pools(check, data),
         status=status,
     )
+    _check_eks(check, data, cluster)
     if check.problems:
         raise ValidationError(check.problems, label, source)
     return cluster

@@ -64,7 +64,10 @@ def plan(
     from clm.config.channels import ConfigSources
     from clm.kube.connect import SECRET_ITEM
     from clm.render.inputs import RenderInputs
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
     from clm.render.renderer import Renderer
+    from clm.stacks.cfn import stack_outputs
+    from clm.stacks.names import cluster_stack_name
     from clm.stacks.plan import plan_stacks
     from clm.workflow.placement import of_cluster
 
@@ -74,7 +77,11 @@ def plan(
     where = functools.cache(lambda: in_target(cli, cluster.id, of_cluster(cluster), target_profile, target_role))
     lookups = RenderInputs.from_aws(lambda service: where().client(service), None)  # the target reached on first use
     inputs, etcd_warning = settings.inputs(lookups, cluster, tree.files)
-    rendered = Renderer(tree, inputs).render(cluster)  # a template error is shown before any call in the target
+    renderer = Renderer(tree, inputs)
+    rendered = renderer.render(cluster, {OUTPUTS_VALUE: PendingOutputs()})  # template errors before any AWS call
+    outputs = stack_outputs(where().client("cloudformation"), cluster_stack_name(cluster))
+    if outputs is not None:  # what the run renders with, once the cluster stack exists
+        rendered = renderer.render(cluster, {OUTPUTS_VALUE: outputs})
     kube = cli if cluster.config_items.get(SECRET_ITEM) else where()  # a kubeconfig secret is the hub's
     drifted, drift_warning = karpenter_drift(kube, rendered.cluster)
     aws = where()
@@ -110,7 +117,7 @@ def load_cluster(cli: CliContext, cluster_id: str, registry_file: Path | None) -
 def karpenter_drift(cli: CliContext, cluster: Cluster) -> tuple[dict[str, str], str]:
     """Karpenter's drift verdicts on the cluster's nodes (instance id -> why), and a warning when they could not be
     read (the cluster is not reachable); nothing to read without Karpenter pools."""
-    if not (cluster.karpenter_pools and cluster.karpenter_pools_enabled):
+    if not cluster.karpenter_pools:
         return {}, ""
     from clm.kube.connect import connect_cluster
     from clm.kube.errors import KubeError
@@ -195,7 +202,10 @@ def _show_pool(pool: dict[str, Any], fmt: str) -> None:
     if not pool["asg_name"] and not pool["karpenter"]:
         _say((title, "bold"), ": no instances yet (its stack is created)")
         return
+    groups = pool.get("groups") or []
     where = "Karpenter's instances" if pool["karpenter"] else f"group {pool['asg_name']}"
+    if len(groups) > 1:
+        where = f"{len(groups)} groups"
     keys = ["instance", "az", "type", "state", "replace", "why"]
     rows = [
         dict(
@@ -220,6 +230,10 @@ def _show_pool(pool: dict[str, Any], fmt: str) -> None:
         fmt,
         title=f"{title}, {where}: {len(rows)} instances, {pool['outdated']} to replace",
     )
+    for group in groups if len(groups) > 1 else []:
+        sizes = f"desired {group['desired']} (min {group['min']}, max {group['max']})"
+        version = f"launch template version {group['launch_template_version']}"
+        _say("  group ", group["name"], f" in {', '.join(group['zones']) or '?'}: {sizes}, {version}")
 
 
 def _show_drains(drains: dict[str, Any]) -> None:

@@ -80,6 +80,7 @@ def render(
     from clm.registry.clusters_yaml import load_clusters
     from clm.render.artefacts import rendered_files, summary
     from clm.render.inputs import RenderInputs
+    from clm.render.node_files import OUTPUTS_VALUE, PendingOutputs
     from clm.render.renderer import Renderer
 
     if registry_file is not None:
@@ -109,7 +110,7 @@ def render(
         if key not in renderers:
             renderers[key] = Renderer(trees[channels], deployed)
         renderer = renderers[key]
-        rendered = renderer.render(clusters[cluster_id])
+        rendered = renderer.render(clusters[cluster_id], {OUTPUTS_VALUE: PendingOutputs()})  # no stack read
         files = rendered_files(rendered)
         stacks += [(rendered.cluster.region, s.file, s.template) for s in rendered.stacks]
         if folder is not None:

@@ -108,7 +108,8 @@ def provision(cli: CliContext, cluster_id: str, reason: str, override_rollout: b
 @click.option(
     "--remove-volumes",
     is_flag=True,
-    help="Also delete the cluster's EBS volumes (tag kubernetes.io/cluster/<id>=owned) once its stacks are gone "
+    help="Also delete the cluster's EBS volumes (tag kubernetes.io/cluster/<name>=owned, <name> the alias of a "
+    "zalando-eks cluster, else the id) once its stacks are gone "
     f"(sets config item {REMOVE_VOLUMES_ITEM}=true; CLM's --remove-volumes).",
 )
 @click.option(

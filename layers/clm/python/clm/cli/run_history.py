@@ -293,7 +293,12 @@ def _plan(_: dict[str, Any], decision: dict[str, Any]) -> StepLine:
 
 
 def _scale(_: dict[str, Any], scaled: dict[str, Any]) -> StepLine:
-    return f"Scale: desired capacity {scaled.get('DesiredCapacity')}", ""
+    groups = scaled.get("groups")
+    if groups is None:  # a run of a version before pools of several groups
+        return f"Scale: desired capacity {scaled.get('DesiredCapacity')}", ""
+    if len(groups) == 1:
+        return f"Scale: desired capacity {groups[0].get('DesiredCapacity')}", ""
+    return "Scale: desired capacity " + ", ".join(f"{g.get('DesiredCapacity')} of {g.get('asg')}" for g in groups), ""
 
 
 def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:

@@ -38,6 +38,7 @@ class S3Source:
         if channel and not _folder_name(channel):
             raise ConfigSourceError(f"s3://{bucket}/{prefix}: channel {channel!r} is not a folder name (nor cluster)")
         self.prefix = prefix + channel + "/" if channel else prefix
+        self.channel = channel
 
     def describe(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}"
@@ -47,6 +48,15 @@ class S3Source:
         with self._errors():
             _, listing = self._list()
         return digest(listing.items())
+
+    def modified(self) -> dict[str, float]:
+        """Each path's last modification (epoch seconds, S3's one-second precision); reads no object."""
+        with self._errors():
+            return {
+                item["Key"][len(self.prefix) :]: item["LastModified"].timestamp()
+                for page in self._pages("list_objects_v2")
+                for item in page.get("Contents", [])
+            }
 
     def fetch(self) -> ConfigTree:
         with self._errors():
@@ -62,7 +72,8 @@ class S3Source:
         raise ConfigSourceError(f"{self.describe()}: objects kept changing while being read ({ATTEMPTS} attempts)")
 
     def _list(self) -> tuple[bool, dict[str, str]]:
-        """Whether the bucket is versioned, and each path's version id (versioned) or ETag."""
+        """Whether the bucket is versioned, and each path's version id (versioned) or ETag. A channel without
+        objects does not exist (ConfigSourceError), as a missing branch in CLM's git source (channel/git.go)."""
         versioned = self.client.get_bucket_versioning(Bucket=self.bucket).get("Status") == "Enabled"
         listing: dict[str, str] = {}
         if versioned:
@@ -74,9 +85,10 @@ class S3Source:
             for page in self._pages("list_objects_v2"):
                 for item in page.get("Contents", []):
                     listing[item["Key"]] = item["ETag"]
-        return versioned, {
-            key[len(self.prefix) :]: identity for key, identity in listing.items() if not key.endswith("/")
-        }
+        files = {key[len(self.prefix) :]: identity for key, identity in listing.items() if not key.endswith("/")}
+        if self.channel and not files:
+            raise ConfigSourceError(f"{self.describe()}{ROOT}: no objects: channel {self.channel!r} does not exist")
+        return versioned, files
 
     def _pages(self, operation: str) -> Iterator[dict[str, Any]]:
         return self.client.get_paginator(operation).paginate(Bucket=self.bucket, Prefix=self.prefix + ROOT)

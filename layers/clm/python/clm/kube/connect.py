@@ -5,12 +5,17 @@
   secret names, trusting only its CA (else the system's CAs), whatever the registry's `api_server_url` says (data
   for templates, e.g. the hosted zone, here); a registry `api_server_ca` that differs from the secret's is an error.
   So a registry value chooses neither another cluster's secret nor where a secret's token goes.
-- otherwise an EKS IAM token for the EKS cluster `eks_cluster_name` (default: the cluster's local_id), which must
-  carry the cluster's tag `kubernetes.io/cluster/<id>=owned` (CloudFormation gives it from CLM's cluster stack), so
-  an item cannot reach another cluster. That token is cluster-admin for CLM's role, so it goes only to the endpoint
-  EKS DescribeCluster names, trusting only the CA EKS names: a registry writer must not be able to send it
-  elsewhere. A registry `api_server_url` other than that endpoint is an error naming both (nothing is sent);
-  `api_server_ca` is not used on this path.
+- otherwise an EKS IAM token for the EKS cluster named by the cluster: a zalando-eks cluster's alias, as CLM names it
+  (api/cluster.go Name(); provisioner/zalando_eks.go signs its tokens for the alias), else the config item
+  `eks_cluster_name` (default: the cluster's local_id). The EKS cluster must carry the cluster's tag
+  `kubernetes.io/cluster/<id>=owned` (CloudFormation gives it from CLM's cluster stack, which CLM tags with the id:
+  provisioner/aws.go applyClusterStack), so neither an item nor an alias can reach another cluster. That token is
+  cluster-admin for CLM's role, so it goes only to the endpoint EKS DescribeCluster names, trusting only the CA EKS
+  names: a registry writer must not be able to send it elsewhere. A zalando-eks cluster's registry `api_server_url`
+  is the URL CLM derives the hosted zone and the load balancer certificate from, not the API server's (CLM switches
+  to the EKS endpoint after the cluster stack: provisioner/clusterpy.go, ZalandoEKSCreationHook), so it is not
+  used here; for any other cluster an `api_server_url` other than that endpoint is an error naming both (nothing
+  is sent). `api_server_ca` is not used on this path.
 """
 
 from __future__ import annotations
@@ -21,12 +26,12 @@ from urllib.parse import urlsplit
 from clm.kube.auth import EksTokenSource, decode_ca, read_secret_credentials
 from clm.kube.client import KubeClient
 from clm.kube.errors import KubeAuthError
+from clm.validation import EKS_NAME_ITEM
 
 if TYPE_CHECKING:
     from clm.model import Cluster
 
 SECRET_ITEM = "kube_auth_secret"
-EKS_NAME_ITEM = "eks_cluster_name"
 CA_ITEM = "api_server_ca"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
@@ -36,13 +41,13 @@ def _configured_ca(cluster: Cluster) -> bytes | None:
     return decode_ca(value, f"config item {CA_ITEM}", cluster.id) if value else None
 
 
-def _describe_eks(session: Any, name: str, cluster_id: str) -> dict[str, Any]:
+def _describe_eks(session: Any, name: str, source: str, cluster_id: str) -> dict[str, Any]:
     eks = session.client("eks")
     try:
         return eks.describe_cluster(name=name)["cluster"]
     except Exception as exc:
         raise KubeAuthError(
-            f"EKS cluster {name} (config item {EKS_NAME_ITEM}) cannot be described: {type(exc).__name__}", cluster_id
+            f"EKS cluster {name} ({source}) cannot be described: {type(exc).__name__}", cluster_id
         ) from None
 
 
@@ -62,20 +67,33 @@ def same_endpoint(first: str, second: str) -> bool:
     )
 
 
-def _eks_client(cluster: Cluster, session: Any) -> KubeClient:
-    name = cluster.config_items.get(EKS_NAME_ITEM) or cluster.local_id
-    described = _describe_eks(session, name, cluster.id)
+def eks_cluster_name(cluster: Cluster) -> tuple[str, str]:
+    """The name of the cluster's EKS cluster, and where it comes from: a zalando-eks cluster's alias (CLM's Name()),
+    else the config item eks_cluster_name, else the local_id."""
+    if cluster.is_eks:
+        return cluster.alias, "the cluster's alias"
+    return cluster.config_items.get(EKS_NAME_ITEM) or cluster.local_id, f"config item {EKS_NAME_ITEM}"
+
+
+def owned_eks_cluster(described: dict[str, Any], cluster: Cluster, name: str, source: str) -> None:
+    """Raise KubeAuthError unless the EKS cluster `described` carries `kubernetes.io/cluster/<id>=owned`."""
     owner = f"kubernetes.io/cluster/{cluster.id}"  # clm.stacks.names.cluster_tag_key
     if (described.get("tags") or {}).get(owner) != "owned":
         raise KubeAuthError(
-            f"EKS cluster {name} (config item {EKS_NAME_ITEM}) is not this cluster's: it lacks the tag {owner}=owned "
+            f"EKS cluster {name} ({source}) is not this cluster's: it lacks the tag {owner}=owned "
             "(CLM's cluster stack gives it; tag an EKS cluster made elsewhere so if it is this cluster)",
             cluster.id,
         )
+
+
+def _eks_client(cluster: Cluster, session: Any) -> KubeClient:
+    name, source = eks_cluster_name(cluster)
+    described = _describe_eks(session, name, source, cluster.id)
+    owned_eks_cluster(described, cluster, name, source)
     endpoint = described.get("endpoint") or ""
     if not endpoint:
         raise KubeAuthError(f"EKS cluster {name} has no API server endpoint yet", cluster.id)
-    if cluster.api_server_url and not same_endpoint(cluster.api_server_url, endpoint):
+    if not cluster.is_eks and cluster.api_server_url and not same_endpoint(cluster.api_server_url, endpoint):
         raise KubeAuthError(
             f"api_server_url {cluster.api_server_url} is not the endpoint EKS names for cluster {name} ({endpoint}): "
             "CLM sends EKS IAM tokens only to that endpoint; fix api_server_url or clear it",

@@ -1,12 +1,11 @@
 """Karpenter pools' objects on the cluster: apply each pool's rendered provisioners.yaml, remove those of gone pools.
 
-As CLM's `KarpenterNodePoolProvisioner` (provisioner/node_pools.go), and only when the cluster's config item
-`karpenter_pools_enabled` is "true": after the cluster's manifests, each Karpenter pool's objects are applied
-(server-side, field manager `clm`; a pool whose rendering is empty is skipped); then the NodePools and
-EC2NodeClasses of pools no longer in the registry are deleted, once their nodes are drained (prune_pools). CLM
-deletes every NodePool whose name is not a Karpenter pool of the registry, whoever made it; here every object
-applied for a pool carries the label POOL_LABEL (the pool's name), and only objects with that label are ever
-deleted.
+As CLM's `KarpenterNodePoolProvisioner` (provisioner/node_pools.go), at every run: after the cluster's manifests,
+each Karpenter pool's objects are applied (server-side, field manager `clm`; a pool whose rendering is empty is
+skipped, the rendering warns of it); then the NodePools and EC2NodeClasses of pools no longer in the registry are
+deleted, once their nodes are drained (prune_pools). CLM deletes every NodePool whose name is not a Karpenter pool
+of the registry, whoever made it; here every object applied for a pool carries the label POOL_LABEL (the pool's
+name), and only objects with that label are ever deleted.
 """
 
 from __future__ import annotations

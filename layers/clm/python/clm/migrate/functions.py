@@ -39,12 +39,13 @@ from dataclasses import dataclass
 class Type:
     """What the translation knows of a value: `kind` is str, int, bool, any, list, map, struct or record;
     `item` the type of a list's items or a map's values; `name` a struct's (root, cluster, node_pool);
-    `fields` a record's (a `dict` with literal keys)."""
+    `fields` a record's (a `dict` with literal keys); `nullable` a struct that may be nil."""
 
     kind: str
     item: Type | None = None
     name: str = ""
     fields: tuple[tuple[str, Type], ...] = ()
+    nullable: bool = False  # a struct that may be nil (`with` tests it)
 
     def field(self, key: str) -> Type:
         """The type of a record's or map's entry `key`."""
@@ -61,13 +62,22 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
     "cluster": {
         **dict.fromkeys(
             "ID Alias LocalID APIServerURL Channel Environment LifecycleStatus InfrastructureAccount Region "  # noqa: SIM905
-            "Provider Owner AccountName".split(),
+            "Provider Owner AccountName Name WorkerRoleARN OIDCProvider IAMRoleTrustRelationshipTemplate".split(),
             STR,
         ),
+        "IsOldestReadyClusterInTheRegion": BOOL,
+        "SiblingCluster": Type("struct", name="sibling", nullable=True),
         "CriticalityLevel": INT,
         "ConfigItems": STR_MAP,
         "NodePools": Type("list", NODE_POOL),
         "Outputs": STR_MAP,
+    },
+    "sibling": {  # what a template sees of another cluster (clm.render.account_clusters.AccountCluster)
+        **dict.fromkeys(
+            "ID Alias LocalID Region Provider LifecycleStatus APIServerURL InfrastructureAccount CreatedAt Name "  # noqa: SIM905
+            "WorkerRoleARN OIDCProvider".split(),
+            STR,
+        ),
     },
     "node_pool": {
         **dict.fromkeys(["Name", "Profile", "DiscountStrategy", "KarpenterInstanceTypeStrategy"], STR),
@@ -84,7 +94,17 @@ STRUCT_FIELDS: dict[str, dict[str, Type]] = {
 VALUES = Type(
     "map",
     ANY,
-    fields=(("availability_zones", STR_LIST), ("subnets", STR_MAP), ("hosted_zone", STR), ("vpc_ipv4_cidr", STR)),
+    fields=(
+        ("availability_zones", STR_LIST),
+        ("subnets", STR_MAP),
+        ("lb_subnets", STR_MAP),
+        ("internal_node_subnets", STR_MAP),
+        ("pod_subnets", STR_MAP),
+        ("subnet_ipv6_cidrs", STR),
+        ("vpc_ipv6_cidrs", STR_LIST),
+        ("hosted_zone", STR),
+        ("vpc_ipv4_cidr", STR),
+    ),
 )
 STRUCT_FIELDS["root"]["Values"] = VALUES
 ROOT_NAMES = {"Cluster": "cluster", "NodePool": "node_pool", "Values": "values"}
@@ -141,6 +161,9 @@ FUNCTIONS: dict[str, Function] = {
     "scaleQuantity": _F("scale_quantity"),
     "instanceTypeCPUQuantity": _F("instance_type_cpu_quantity"),
     "instanceTypeMemoryQuantity": _F("instance_type_memory_quantity"),
+    "hasPrefix": _F("has_prefix", BOOL),
+    "hasSuffix": _F("has_suffix", BOOL),
+    "append": _F("append", STR_LIST),
 }
 # Go's builtins that the expression translator writes as operators or helpers (clm.migrate.expressions).
 BUILTINS = frozenset(
@@ -175,7 +198,8 @@ def renderer_names() -> frozenset[str]:
 
 def model_fields(struct: str) -> frozenset[str]:
     """The snake_case names that CLM's model has on a cluster or node pool (the rest are reported missing)."""
-    from clm.model import Cluster, NodePool
+    from clm.model import NodePool
+    from clm.render.account_clusters import AccountCluster, TemplateCluster
 
-    kind = {"cluster": Cluster, "node_pool": NodePool}[struct]
+    kind = {"cluster": TemplateCluster, "node_pool": NodePool, "sibling": AccountCluster}[struct]
     return frozenset(name for name in dir(kind) if not name.startswith("_")) | frozenset(kind.__dataclass_fields__)

@@ -221,7 +221,8 @@ class _Translator:
         """The scope inside a with, its opening tags, and whether it is always taken."""
         expr, comment = self.expr(pipe, scope, tag)
         name = pipe.decl[-1] if pipe.decl else ""
-        always = (expr.text is None or expr.type.kind == "struct") and alone and not comment
+        struct = expr.type.kind == "struct" and not expr.type.nullable
+        always = (expr.text is None or struct) and alone and not comment
         if always or (expr.pure and (not name or expr.text in _GLOBALS)):  # names what is already named
             inner = Scope(scope, expr)
             if name:

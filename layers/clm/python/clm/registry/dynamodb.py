@@ -120,13 +120,27 @@ class DynamoRegistry:
     def replace_config_item(self, cluster_id: str, item: str, old: str, new: str) -> bool:
         """Set the cluster's config item `item` to `new` if it still is `old` (False, nothing written, otherwise);
         the rest of the spec is not touched."""
+        return self.replace_config_items(cluster_id, {item: old}, {item: new})
+
+    def replace_config_items(self, cluster_id: str, old: dict[str, str | None], new: dict[str, str]) -> bool:
+        """Set the config items `new` in one write if each still has its value in `old` (None: absent); False,
+        nothing written, otherwise (or when the item is gone). The rest of the spec is not touched."""
+        names = {f"#i{n}": item for n, item in enumerate(new)}
+        values = {f":n{n}": value for n, value in enumerate(new.values())}
+        conditions = ["attribute_exists(#id)"]
+        for n, item in enumerate(new):
+            if old.get(item) is None:
+                conditions.append(f"attribute_not_exists(#spec.#items.#i{n})")
+            else:
+                conditions.append(f"#spec.#items.#i{n} = :o{n}")
+                values[f":o{n}"] = old[item]
         try:
             self._update(
                 cluster_id,
-                "SET #spec.#items.#item = :new",
-                "#spec.#items.#item = :old",
-                values={":new": new, ":old": old},
-                names={"#items": "config_items", "#item": item},
+                "SET " + ", ".join(f"#spec.#items.#i{n} = :n{n}" for n in range(len(new))),
+                " AND ".join(conditions),
+                values=values,
+                names={"#items": "config_items", **names},
             )
         except ClientError as exc:
             if _condition_failed(exc):

@@ -8,6 +8,11 @@ PROBLEM_LIMIT = 25
 TOO_MANY_PROBLEMS = Problem(type=PROBLEM_TYPES + "too-many-problems", title="<multiple problems>")
 
 
+def configuration_problem(error: str) -> str:
+    """The title of the problem recorded on a cluster whose configuration cannot be read (`error` says why)."""
+    return f"configuration: {error}"
+
+
 def coalesce(problems: list[Problem]) -> list[Problem]:
     """Collapse every run of equal adjacent problems into one."""
     result: list[Problem] = []

@@ -1,4 +1,5 @@
-"""Template functions, covering the useful ones of Zalando CLM (snake_case names)."""
+"""Template functions: Zalando CLM's (provisioner/template.go, jwks.go) under snake_case names, and the helpers of
+templates that `clm migrate` translated."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clm.render.go_functions import GO_FUNCTIONS
+from clm.render.jwks import generate_jwks_document, generate_oidc_discovery_document
 from clm.render.networks import (
     extract_endpoint_hosts,
     node_cidr_max_nodes,
     node_cidr_max_nodes_pod_cidr,
     node_cidr_max_pods,
+    nth_address_from_cidr,
+    port_ranges,
     sg_ingress_ranges,
+    split_host_port,
     stups_nat_subnets,
 )
 from clm.render.pem import certificate_expiry, public_key
 from clm.render.pool_groups import node_life_cycle_provider_per_node_pool_group, zone_distributed_node_pool_groups
-from clm.render.quantities import scale_quantity, sum_quantities
+from clm.render.quantities import kubernetes_size_to_kilo_bytes, scale_quantity, sum_quantities
 
 ALL_AZS = "*"
 
@@ -88,6 +93,39 @@ def asg_size(pool_size: int, groups: int) -> int:
     return pool_size // groups
 
 
+def mount_unit_name(path: str) -> str:
+    """CLM's mountUnitName: an absolute path's `/` as `-`, without the first (`/foo/bar` -> `foo-bar`)."""
+    if not str(path).startswith("/"):
+        raise ValueError(f"not an absolute path: {path}")
+    return str(path)[1:].replace("/", "-")
+
+
+def has_prefix(text: str, prefix: str) -> bool:
+    """strings.HasPrefix (CLM's hasPrefix)."""
+    return str(text).startswith(str(prefix))
+
+
+def has_suffix(text: str, suffix: str) -> bool:
+    """strings.HasSuffix (CLM's hasSuffix)."""
+    return str(text).endswith(str(suffix))
+
+
+def append(items: list[str], item: str, *more: str) -> list[str]:
+    """CLM's `append` (strAppend): a new list of the strings of `items` and then the items given."""
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"append: the first argument must be a list of strings, got {type(items).__name__}")
+    return [*items, item, *more]
+
+
+def indexed_list(item_template: str, length: int) -> str:
+    """CLM's indexedList: `length` copies of the template, `$` replaced by 0, 1, ..., joined by `,`."""
+    if isinstance(length, bool) or not isinstance(length, int):
+        raise ValueError(f"indexedList: the length must be an integer, got {length!r}")
+    if length < 0:
+        raise ValueError(f"expecting non-negative integer, got: {length}")
+    return ",".join(str(item_template).replace("$", str(i)) for i in range(length))
+
+
 def aws_valid_id(ident: str) -> str:
     """A cluster ID with `:` as `__`, as AWS names allow (`aws__123__eu-central-1__kube-1`)."""
     return str(ident).replace(":", "__")
@@ -105,6 +143,17 @@ FUNCTIONS = {
     "parse_int": parse_int,
     "asg_size": asg_size,
     "aws_valid_id": aws_valid_id,
+    "mount_unit_name": mount_unit_name,
+    "has_prefix": has_prefix,
+    "has_suffix": has_suffix,
+    "append": append,
+    "indexed_list": indexed_list,
+    "port_ranges": port_ranges,
+    "split_host_port": split_host_port,
+    "nth_address_from_cidr": nth_address_from_cidr,
+    "kubernetes_size_to_kilo_bytes": kubernetes_size_to_kilo_bytes,
+    "generate_jwks_document": generate_jwks_document,
+    "generate_oidc_discovery_document": generate_oidc_discovery_document,
     "certificate_expiry": certificate_expiry,
     "extract_endpoint_hosts": extract_endpoint_hosts,
     "node_cidr_max_nodes": node_cidr_max_nodes,

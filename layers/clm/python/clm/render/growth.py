@@ -137,6 +137,12 @@ def _urlize_size(
     return len(str(value)) * (20 + len(target or "") + len(rel or ""))
 
 
+def _indexed_list_size(item_template: Any, length: int) -> int:
+    """CLM's indexedList: `length` copies of the template, each `$` an index, and the commas."""
+    text = str(item_template)
+    return (len(text) + text.count("$") * len(str(length)) + 1) * max(int(length), 0)
+
+
 def filter_estimates(size: TextSize) -> dict[str, Estimate]:
     """Jinja's filters (and CLM's functions as filters) that can make far more than they are given, by name."""
     return {
@@ -152,6 +158,7 @@ def filter_estimates(size: TextSize) -> dict[str, Estimate]:
         "slice": lambda value, slices, fill_with=None: len(value) + int(slices),
         "sum": lambda _env, iterable, attribute=None, start=0: size(start) + size(iterable),
         "printf": lambda template, *args: printf_size(size, template, *args),
+        "indexed_list": _indexed_list_size,
     }
 
 
@@ -162,6 +169,7 @@ def global_estimates(size: TextSize) -> dict[str, Estimate]:
         "join": lambda separator, items: _join_size(size, separator, items),
         "printf": lambda template, *args: printf_size(size, template, *args),
         "lipsum": lambda n=5, html=True, min=20, max=100: int(n) * (int(max) + 1) * 16,
+        "indexed_list": _indexed_list_size,
     }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from clm.model import Cluster
     from clm.render.account_lookups import AccountLookups
     from clm.render.lookups import Ec2Lookups
     from clm.render.node_files import FilesStore
@@ -24,13 +25,15 @@ class RenderInputs:
     `values.InstanceInfo`); `account` answers ACM and KMS (clm.render.account_lookups: the load balancer certificate,
     the etcd key); `files_store` stores node pools' bootstrap archives (clm.render.node_files; without it only their
     paths are computed); `etcd_store` stores the etcd files' archive when the deployment manages CLM's etcd stack
-    (clm.render.etcd; without it no etcd stack is rendered)."""
+    (clm.render.etcd; without it no etcd stack is rendered); `list_clusters` lists the registry's clusters, for the
+    cluster methods that read the others of its account (clm.render.account_clusters; called only if one is read)."""
 
     decrypt: Decrypter | None = None
     lookups: Ec2Lookups | None = None
     account: AccountLookups | None = None
     files_store: FilesStore | None = None
     etcd_store: FilesStore | None = None
+    list_clusters: Callable[[], list[Cluster]] | None = None
 
     @classmethod
     def from_aws(

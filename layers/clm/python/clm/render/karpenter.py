@@ -5,8 +5,9 @@ and userdata.yaml are rendered first as for any pool (clm.render.node_files: the
 workers' key, `values.S3GeneratedFilesPath`), userdata.yaml handed to provisioners.yaml as `values.UserData` in
 plain text (not gzipped or base64-encoded as for auto scaling groups); provisioners.yaml is rendered with the
 cluster, the pool and those values, and its objects (Karpenter NodePool, EC2NodeClass, ...) are applied to the
-cluster after the cluster's manifests. An empty rendering (CLM's templates wrap everything in
-`karpenter_pools_enabled`) gives no objects.
+cluster after the cluster's manifests, whatever the config item `karpenter_pools_enabled` says (CLM dropped that
+gate in 66f2c05, 2025-04). An empty rendering (Zalando's templates still wrap everything in that item) gives no
+objects, and a warning: a registered pool is never skipped silently.
 """
 
 from __future__ import annotations
@@ -42,4 +43,7 @@ def render_provisioners(
             cluster_id=cluster.id,
         )
     context = {"cluster": cluster, "node_pool": pool, "values": values}
-    return split_manifests(env.render(file, context, cluster.id), file, cluster.id, warnings)
+    manifests = split_manifests(env.render(file, context, cluster.id), file, cluster.id, warnings)
+    if not manifests and warnings is not None:
+        warnings.append(f"Karpenter node pool {pool.name!r}: {file} renders no objects, nothing is applied for it")
+    return manifests

@@ -1,9 +1,10 @@
 """The EC2 facts CLM's templates ask for, looked up for a run and cached: images by name and owner (`amiID`,
 DescribeImages), instance types (`.Values.InstanceInfo`, `instanceTypeCPUQuantity`, DescribeInstanceTypes) and the
-cluster's VPC and subnets (`.Values.subnets`, `availability_zones`, `vpc_ipv4_cidr`: DescribeVpcs, DescribeSubnets).
+cluster's VPC and subnets (`.Values.subnets`, `lb_subnets`, `vpc_ipv6_cidrs`...: DescribeVpcs, DescribeSubnets).
 
 Images and instance types are asked only when a template needs them: the first read of a pool's
-`values.InstanceInfo` describes every instance type of the cluster in one call (:class:`PoolInstanceInfo`), an
+`values.InstanceInfo` (or `etcd_instance_type_info`) describes every instance type of the cluster in one call
+(:class:`LazyInstanceInfo`), an
 image is described the first time a template names it; the network is described once per cluster before
 rendering, as CLM does. Answers are kept for the run. The run function's role may make these calls
 (infra.cluster_permissions.grant_lookups); none supports resource-level permissions.
@@ -29,7 +30,7 @@ class Ec2Lookups:
         self._images: dict[tuple[str, str], str] = {}
         self.instance_types = InstanceTypes()
         self._described: set[str] = set()
-        self._networks: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}
+        self._networks: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
 
     def _ec2(self) -> Any:
         if self._client is None:
@@ -52,8 +53,8 @@ class Ec2Lookups:
             self._images[key] = images[0]["ImageId"]
         return self._images[key]
 
-    def network(self, vpc_id: str | None) -> tuple[str, str, list[dict[str, Any]]]:
-        """The id, IPv4 CIDR and subnets of the VPC `vpc_id` (the account's default VPC if None), as CLM's
+    def network(self, vpc_id: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The VPC `vpc_id` (the account's default VPC if None) and its subnets as EC2 describes them, as CLM's
         Provision reads them (DescribeVpcs, DescribeSubnets)."""
         key = vpc_id or ""
         if key not in self._networks:
@@ -67,8 +68,7 @@ class Ec2Lookups:
             pages = ec2.get_paginator("describe_subnets").paginate(
                 Filters=[{"Name": "vpc-id", "Values": [vpcs[0]["VpcId"]]}]
             )
-            subnets = [subnet for page in pages for subnet in page["Subnets"]]
-            self._networks[key] = (vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], subnets)
+            self._networks[key] = (vpcs[0], [subnet for page in pages for subnet in page["Subnets"]])
         return self._networks[key]
 
     def prefetch(self, names: Iterable[str]) -> InstanceTypes:
@@ -97,13 +97,14 @@ class Ec2Lookups:
         self._described.update(names)
 
 
-class PoolInstanceInfo:
-    """`values.InstanceInfo` of a node pool (CLM's SyntheticInstanceInfo of its instance types), described the first
-    time a template reads it, together with every type of the cluster (one EC2 call for the run); a failure or an
-    unknown type fails the template's line, naming the pool."""
+class LazyInstanceInfo:
+    """`values.InstanceInfo` of a node pool (CLM's SyntheticInstanceInfo of its instance types) or
+    `values.etcd_instance_type_info`, described the first time a template reads it, together with every type of the
+    cluster (one EC2 call for the run); a failure or an unknown type fails the template's line, naming `what`
+    (`node pool 'x'`)."""
 
-    def __init__(self, lookups: Ec2Lookups, pool: str, types: list[str], cluster_types: Iterable[str]):
-        self._lookups, self._pool, self._types, self._cluster_types = lookups, pool, types, list(cluster_types)
+    def __init__(self, lookups: Ec2Lookups, what: str, types: list[str], cluster_types: Iterable[str]):
+        self._lookups, self._what, self._types, self._cluster_types = lookups, what, types, list(cluster_types)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -111,7 +112,7 @@ class PoolInstanceInfo:
         try:
             info = self._lookups.prefetch([*self._cluster_types, *self._types]).synthetic(self._types)
         except Exception as exc:  # an unknown type, or EC2 refused or unreachable
-            raise ValueError(f"node pool {self._pool!r}: {exc}") from None
+            raise ValueError(f"{self._what}: {exc}") from None
         return getattr(info, name)
 
 

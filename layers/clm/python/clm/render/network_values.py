@@ -1,18 +1,32 @@
-"""The network values CLM gives templates (provisioner/clusterpy.go Provision, aws_az.go, hosted_zone.go):
-`values.subnets` (zone -> subnet, and `*` -> all of them), `values.availability_zones`, `values.vpc_ipv4_cidr` and
-`values.hosted_zone`, from the cluster's VPC and subnets (clm.render.lookups describes them) and its API URL."""
+"""The network values CLM gives templates (provisioner/clusterpy.go Provision, aws_az.go, hosted_zone.go), from the
+cluster's VPC and subnets (clm.render.lookups describes them) and its API URL: for nodes, one subnet per zone
+preferring the `kubernetes.io/role/node` tag (`values.subnets`: zone -> subnet and `*` -> all of them;
+`availability_zones`; `subnet_ipv6_cidrs`), the same choice by the `elb`, `internal-node` and `pod` role tags
+(`lb_subnets`, `internal_node_subnets`, `pod_subnets`), `vpc_ipv4_cidr`, `vpc_ipv6_cidrs` and `hosted_zone`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 ALL_ZONES = "*"
-ELB_ROLE_TAG = "kubernetes.io/role/elb"
+NODE_ROLE_TAG = "kubernetes.io/role/node"
+ROLE_TAGS = {  # value -> the tag its subnets are chosen by (clusterpy.go subnet*RoleTagName)
+    "lb_subnets": "kubernetes.io/role/elb",
+    "internal_node_subnets": "kubernetes.io/role/internal-node",
+    "pod_subnets": "kubernetes.io/role/pod",
+}
 CUSTOM_SUBNET_TAG = "zalando.org/custom-subnet"
-NETWORK_KEYS = ("subnets", "availability_zones", "vpc_ipv4_cidr")
+NETWORK_KEYS = (
+    "subnets",
+    "availability_zones",
+    "subnet_ipv6_cidrs",
+    *ROLE_TAGS,
+    "vpc_ipv4_cidr",
+    "vpc_ipv6_cidrs",
+)
 
 
 def hosted_zone(api_server_url: str) -> str:
@@ -27,8 +41,13 @@ def _tags(subnet: Mapping[str, Any]) -> dict[str, str]:
     return {tag["Key"]: tag.get("Value", "") for tag in subnet.get("Tags") or []}
 
 
-def select_subnets(subnets: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """One subnet per zone (selectSubnetIDs): one with the ELB role tag if any, else the first by id."""
+def _ipv6_cidrs(described: Mapping[str, Any]) -> list[str]:
+    """The IPv6 CIDRs of a described subnet or VPC (its Ipv6CidrBlockAssociationSet, every state, as CLM)."""
+    return [block["Ipv6CidrBlock"] for block in described.get("Ipv6CidrBlockAssociationSet") or []]
+
+
+def select_subnets(subnets: Iterable[Mapping[str, Any]], tag: str = NODE_ROLE_TAG) -> dict[str, Mapping[str, Any]]:
+    """One subnet per zone (selectSubnetIDs): one with the role tag `tag` if any, else the first by id."""
     chosen: dict[str, Mapping[str, Any]] = {}
     for subnet in subnets:
         zone = subnet["AvailabilityZone"]
@@ -36,24 +55,38 @@ def select_subnets(subnets: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if existing is None:
             chosen[zone] = subnet
             continue
-        tagged, existing_tagged = ELB_ROLE_TAG in _tags(subnet), ELB_ROLE_TAG in _tags(existing)
+        tagged, existing_tagged = tag in _tags(subnet), tag in _tags(existing)
         if tagged != existing_tagged:
             if tagged:
                 chosen[zone] = subnet
         elif subnet["SubnetId"] < existing["SubnetId"]:
             chosen[zone] = subnet
-    return {zone: subnet["SubnetId"] for zone, subnet in chosen.items()}
+    return chosen
 
 
 @dataclass(frozen=True)
 class AzInfo:
-    """The cluster's zones and their subnet (CLM's AZInfo)."""
+    """The cluster's zones and their subnet (CLM's AZInfo), and each subnet's IPv6 CIDRs."""
 
     subnets: Mapping[str, str]
+    ipv6_cidrs: Mapping[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, chosen: Mapping[str, Mapping[str, Any]]) -> AzInfo:
+        """The AZInfo of described subnets by zone."""
+        return cls(
+            {zone: subnet["SubnetId"] for zone, subnet in chosen.items()},
+            {zone: _ipv6_cidrs(subnet) for zone, subnet in chosen.items()},
+        )
 
     def restrict(self, zones: Iterable[str]) -> AzInfo:
         """Only the given zones that have a subnet."""
-        return AzInfo({zone: self.subnets[zone] for zone in zones if zone in self.subnets})
+        kept = [zone for zone in zones if zone in self.subnets]
+        return AzInfo({zone: self.subnets[zone] for zone in kept}, {z: self.ipv6_cidrs.get(z, []) for z in kept})
+
+    def subnet_ipv6_cidrs(self) -> str:
+        """The subnets' IPv6 CIDRs, comma-separated, in zone order (CLM's come in Go's random map order)."""
+        return ",".join(cidr for zone in self.availability_zones() for cidr in self.ipv6_cidrs.get(zone, []))
 
     def availability_zones(self) -> list[str]:
         """The zones, sorted."""
@@ -72,19 +105,39 @@ class AzInfo:
         return {"subnets": self.subnets_by_az(), "availability_zones": self.availability_zones()}
 
 
-def az_info(subnets: Iterable[Mapping[str, Any]], items: Mapping[str, str]) -> AzInfo:
-    """The cluster's zones as CLM's Provision chooses them: custom subnets left out, only the `subnets` config
-    item's if set (all must exist), one per zone, only the `availability_zones` item's zones if set."""
+def _usable(subnets: Iterable[Mapping[str, Any]], items: Mapping[str, str]) -> list[Mapping[str, Any]]:
+    """The cluster's subnets: custom subnets left out, only the `subnets` config item's if set (all must exist)."""
     usable = [subnet for subnet in subnets if CUSTOM_SUBNET_TAG not in _tags(subnet)]
     if "subnets" in items:
         wanted = str(items["subnets"]).split(",")
         usable = [subnet for subnet in usable if subnet["SubnetId"] in wanted]
         if len(usable) != len(wanted):
             raise ValueError(f"invalid or unknown subnets; desired {wanted}")
-    info = AzInfo(select_subnets(usable))
-    if "availability_zones" in items:
+    return usable
+
+
+def az_info(
+    subnets: Iterable[Mapping[str, Any]], items: Mapping[str, str], tag: str = NODE_ROLE_TAG, restrict: bool = True
+) -> AzInfo:
+    """The cluster's zones as CLM's Provision chooses them for the role `tag`: one usable subnet per zone, only
+    the `availability_zones` item's zones if set (and `restrict`)."""
+    info = AzInfo.of(select_subnets(_usable(subnets, items), tag))
+    if restrict and "availability_zones" in items:
         info = info.restrict(str(items["availability_zones"]).split(","))
     return info
+
+
+def network_values(
+    subnets: Iterable[Mapping[str, Any]], vpc: Mapping[str, Any], items: Mapping[str, str]
+) -> dict[str, Any]:
+    """Every network value of a cluster from its VPC and subnets (described) and config items. As CLM,
+    `pod_subnets` ignores the `availability_zones` item."""
+    subnets = list(subnets)
+    nodes = az_info(subnets, items)
+    values = {**nodes.values(), "subnet_ipv6_cidrs": nodes.subnet_ipv6_cidrs()}
+    for name, tag in ROLE_TAGS.items():
+        values[name] = az_info(subnets, items, tag, restrict=name != "pod_subnets").subnets_by_az()
+    return {**values, "vpc_ipv4_cidr": vpc["CidrBlock"], "vpc_ipv6_cidrs": _ipv6_cidrs(vpc)}
 
 
 class Unavailable(Mapping[str, Any]):

@@ -16,8 +16,8 @@ UTC_TIME, GENERALIZED_TIME = 0x17, 0x18
 RSA_ENCRYPTION = bytes.fromhex("2a864886f70d010101")  # 1.2.840.113549.1.1.1
 
 
-def _pem_block(text: str) -> bytes:
-    """The bytes of the first PEM block (pem.Decode)."""
+def pem_block(text: str) -> bytes:
+    """The bytes of the first PEM block (pem.Decode); a ValueError "no PEM data found" without one."""
     match = _PEM.search(str(text))
     if not match:
         raise ValueError("no PEM data found")
@@ -43,8 +43,8 @@ def _read(data: bytes, position: int = 0) -> tuple[int, bytes, int]:
     return tag, data[position : position + length], position + length
 
 
-def _elements(contents: bytes) -> list[tuple[int, bytes]]:
-    """The elements of a SEQUENCE's contents."""
+def der_elements(contents: bytes) -> list[tuple[int, bytes]]:
+    """The (tag, contents) of the elements of a SEQUENCE's contents."""
     result, position = [], 0
     while position < len(contents):
         tag, value, position = _read(contents, position)
@@ -52,11 +52,12 @@ def _elements(contents: bytes) -> list[tuple[int, bytes]]:
     return result
 
 
-def _sequence(data: bytes, what: str) -> list[tuple[int, bytes]]:
+def der_sequence(data: bytes, what: str) -> list[tuple[int, bytes]]:
+    """The elements of `data`, one DER SEQUENCE and nothing after it; "x509: malformed <what>" otherwise."""
     tag, contents, end = _read(data)
     if tag != SEQUENCE or end != len(data):
         raise ValueError(f"x509: malformed {what}")
-    return _elements(contents)
+    return der_elements(contents)
 
 
 def _encode(tag: int, contents: bytes) -> bytes:
@@ -71,9 +72,16 @@ def _integer(value: int) -> bytes:
     return _encode(INTEGER, value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True))
 
 
+def rsa_public_key_der(n: int, e: int) -> bytes:
+    """The PKIX DER of an RSA public key (x509.MarshalPKIXPublicKey)."""
+    rsa_key = _encode(SEQUENCE, _integer(n) + _integer(e))
+    algorithm = _encode(SEQUENCE, _encode(OID, RSA_ENCRYPTION) + _encode(NULL, b""))
+    return _encode(SEQUENCE, algorithm + _encode(BIT_STRING, b"\x00" + rsa_key))
+
+
 def public_key(private_key: str) -> str:
     """The PEM `PUBLIC KEY` (PKIX) of a PEM PKCS#1 `RSA PRIVATE KEY`."""
-    fields = _sequence(_pem_block(private_key), "PKCS#1 private key")
+    fields = der_sequence(pem_block(private_key), "PKCS#1 private key")
     if len(fields) < 9 or any(tag != INTEGER for tag, _ in fields[:9]):
         raise ValueError("x509: failed to parse private key (use ParsePKCS8PrivateKey instead for this key format)")
     version, n, e, _, p, q = (int.from_bytes(value, "big", signed=True) for _, value in fields[:6])
@@ -81,9 +89,7 @@ def public_key(private_key: str) -> str:
         raise ValueError("x509: unsupported private key version")
     if n <= 0 or e <= 0 or (version == 0 and p * q != n):
         raise ValueError("crypto/rsa: invalid modulus")
-    rsa_key = _encode(SEQUENCE, _integer(n) + _integer(e))
-    algorithm = _encode(SEQUENCE, _encode(OID, RSA_ENCRYPTION) + _encode(NULL, b""))
-    der = _encode(SEQUENCE, algorithm + _encode(BIT_STRING, b"\x00" + rsa_key))
+    der = rsa_public_key_der(n, e)
     body = "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64))
     return f"-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n"
 
@@ -100,15 +106,15 @@ def _time(tag: int, value: bytes) -> datetime:
 
 def certificate_expiry(certificate: str) -> str:
     """The notAfter time of a PEM X.509 certificate, as RFC 3339 in UTC (`2022-06-10T10:06:43Z`)."""
-    certificate_fields = _sequence(_pem_block(certificate), "certificate")
+    certificate_fields = der_sequence(pem_block(certificate), "certificate")
     if len(certificate_fields) != 3 or certificate_fields[0][0] != SEQUENCE:
         raise ValueError("x509: malformed certificate")
-    tbs = _elements(certificate_fields[0][1])
+    tbs = der_elements(certificate_fields[0][1])
     if tbs and tbs[0][0] == 0xA0:  # [0] EXPLICIT version
         tbs = tbs[1:]
     if len(tbs) < 5 or tbs[3][0] != SEQUENCE:
         raise ValueError("x509: malformed tbs certificate")
-    validity = _elements(tbs[3][1])
+    validity = der_elements(tbs[3][1])
     if len(validity) != 2:
         raise ValueError("x509: malformed validity")
     expiry = _time(*validity[1]).replace(tzinfo=UTC)

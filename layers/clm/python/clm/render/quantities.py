@@ -1,5 +1,6 @@
 """Kubernetes resource quantities as k8s.io/apimachinery's resource.Quantity parses, adds and prints them, for CLM's
-`sumQuantities`, `scaleQuantity` and `instanceTypeMemoryQuantity` (provisioner/template.go).
+`sumQuantities`, `scaleQuantity`, `kubernetesSizeToKiloBytes` and `instanceTypeMemoryQuantity`
+(provisioner/template.go).
 
 A quantity is an exact value and a format (DecimalSI `1500m` `2k`, BinarySI `1536Mi`, DecimalExponent `1e3`);
 parsing rounds a value finer than 1n up (away from zero), printing gives the canonical form: the largest suffix
@@ -20,7 +21,10 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _BINARY_SUFFIX = {0: "", **{bits: suffix for suffix, bits in _BINARY.items()}}
 _NUMBER = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(.*)", re.DOTALL)
-_EXPONENT = re.compile(r"[eE]([+-]?\d+)")
+_EXPONENT = re.compile(r"[eE]([+-]?\d{1,10})")
+# Go keeps `1e2000000000` as a scaled decimal; here the value is exact, so an exponent is bounded (no resource
+# is near 1e100: an int64 holds 9.2e18).
+MAX_EXPONENT = 100
 _NANO = Fraction(1, 10**9)
 _FORMAT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"  # resource.ErrFormatWrong's
 
@@ -79,6 +83,8 @@ def parse_quantity(text: str) -> Quantity:
     elif suffix in _BINARY:
         fmt, value = BINARY_SI, number * 2 ** _BINARY[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
+        if abs(int(exponent.group(1))) > MAX_EXPONENT:
+            raise ValueError(f"quantity {text[:40]!r}: an exponent beyond ±{MAX_EXPONENT} is refused here")
         fmt, value = DECIMAL_EXPONENT, number * Fraction(10) ** int(exponent.group(1))
     else:
         raise ValueError(f"unable to parse quantity's suffix: {text!r}")
@@ -123,3 +129,17 @@ def scale_quantity(quantity: str, factor: float) -> str:
 def binary_quantity(amount: int) -> str:
     """resource.NewQuantity(amount, BinarySI).String(): bytes as `8Gi`."""
     return str(Quantity(Fraction(amount), BINARY_SI))
+
+
+def kubernetes_size_to_kilo_bytes(quantity: str, scale: float) -> str:
+    """CLM's kubernetesSizeToKiloBytes: a whole quantity of bytes (fitting an int64) times `scale`, in kilobytes
+    rounded up: `1Gi`, 0.5 -> `524288KB`. A result that no int64 holds is an error (Go's conversion is undefined)."""
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise ValueError(f"kubernetesSizeToKiloBytes: scale must be a number, got {scale!r}")
+    value = parse_quantity(quantity).value
+    if value.denominator != 1 or not -(2**63) <= value < 2**63:
+        raise ValueError(f"unexpected size for quantity: {quantity}")
+    kilobytes = float(value) / 1024 * float(scale)
+    if not math.isfinite(kilobytes) or not -(2**63) <= math.ceil(kilobytes) < 2**63:
+        raise ValueError(f"kubernetesSizeToKiloBytes: {quantity} times {scale} is more kilobytes than an int64 holds")
+    return f"{math.ceil(kilobytes)}KB"

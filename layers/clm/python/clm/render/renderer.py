@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from clm.errors import RenderError
 from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
+from clm.render.account_clusters import template_cluster
 from clm.render.bounded_roles import unbounded_roles
 from clm.render.cf_manifests import CFDeletions
 from clm.render.config_items import (
@@ -192,14 +193,18 @@ class Renderer:
                 defaults.update(parse_defaults(text, cluster.id, source.prefix + DEFAULTS))
         return with_defaults(cluster.config_items, defaults)
 
-    def render(self, cluster: Cluster, values: Mapping[str, Any] | None = None) -> RenderedCluster:
+    def render(
+        self, cluster: Cluster, values: Mapping[str, Any] | None = None, *, zone_url: str | None = None
+    ) -> RenderedCluster:
         """Render the cluster; raises RenderError (naming file and line) before anything is applied. Decrypted
         config items show in no error or warning, not even in part (clm.scrub); the objects that hold them record
-        where (clm.sealed)."""
+        where (clm.sealed). `zone_url`: the URL `hosted_zone` and the load balancer certificate are computed from
+        (default: the cluster's API URL; a zalando-eks cluster's registry URL after CLM switched its API URL to the
+        EKS endpoint: clm.workflow.eks_hook)."""
         items, encrypted = decrypt_items(self.config_items(cluster), self.inputs.decrypt, cluster)
         scrub = Scrubber(items[name] for name in encrypted)
         try:
-            computed, items = self._cluster_values(cluster, items)
+            computed, items = self._cluster_values(cluster, items, zone_url or cluster.api_server_url)
             rendered = self._render(cluster, items, encrypted, {**computed, **(values or {})})
         except RenderError as exc:
             if not scrub:
@@ -214,6 +219,7 @@ class Renderer:
         effective = propagate_to_node_pools(unpropagated)
         # What templates see: registry text as RegistryStr, pools completed with the cluster's items as marked.
         view = propagate_to_node_pools(registry_view(unpropagated, cluster.config_items, encrypted))
+        view = template_cluster(view, self.inputs.list_clusters)  # with CLM's methods (clm.render.account_clusters)
         context = {"cluster": view, "values": values}
         pools = list(zip(effective.node_pools, view.node_pools, strict=True))
         warnings: list[str] = []
@@ -266,32 +272,35 @@ class Renderer:
             raise RenderError(f"both {present[0]} and {present[1]} exist; keep one", cluster_id=cluster.id)
         return present[0]
 
-    def _cluster_values(self, cluster: Cluster, items: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    def _cluster_values(
+        self, cluster: Cluster, items: dict[str, str], url: str
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         """The values CLM computes for a cluster (provisioner/clusterpy.go Provision), and its config items with
-        CLM's fills: `hosted_zone` from the API URL; with lookups, the VPC's `vpc_ipv4_cidr`, the `subnets` and
-        `availability_zones` it chooses, and the items `vpc_id` (the default VPC's) and `subnets` (all chosen)
-        where the cluster has none. What cannot be computed fails the templates that read it, with the reason."""
-        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, az_info, hosted_zone
+        CLM's fills: `hosted_zone` from `url` (the API URL); with lookups, the network values
+        (clm.render.network_values: the VPC's CIDRs, the subnets it chooses per role) and the items `vpc_id` (the
+        default VPC's) and `subnets` (the nodes' subnets) where the cluster has none. What cannot be computed fails
+        the templates that read it, with the reason."""
+        from clm.render.network_values import ALL_ZONES, NETWORK_KEYS, Unavailable, hosted_zone, network_values
 
         computed: dict[str, Any] = {}
         try:
-            computed["hosted_zone"] = hosted_zone(cluster.api_server_url)
+            computed["hosted_zone"] = hosted_zone(url)
         except ValueError as exc:
             computed["hosted_zone"] = Unavailable(str(exc))
         if self.inputs.account is not None:
             from clm.render.account_lookups import account_values
 
-            computed.update(account_values(self.inputs.account, cluster.api_server_url, self._names))
+            computed.update(account_values(self.inputs.account, url, self._names))
         if self.inputs.lookups is None:
             return computed, items
         try:
-            vpc_id, cidr, subnets = self.inputs.lookups.network(items.get("vpc_id"))
-            zones = az_info(subnets, items).values()
+            vpc, subnets = self.inputs.lookups.network(items.get("vpc_id"))
+            network = network_values(subnets, vpc, items)
         except Exception as exc:  # EC2 refused, no such VPC, unknown subnets: only the templates reading them fail
             computed.update(dict.fromkeys(NETWORK_KEYS, Unavailable(f"cannot read the cluster's network: {exc}")))
             return computed, items
-        computed.update(zones, vpc_ipv4_cidr=cidr)
-        fills = {"vpc_id": vpc_id, "subnets": zones["subnets"].get(ALL_ZONES, "")}
+        computed.update(network)
+        fills = {"vpc_id": vpc["VpcId"], "subnets": network["subnets"].get(ALL_ZONES, "")}
         return computed, {**items, **{name: value for name, value in fills.items() if name not in items}}
 
     def _names(self, name: str) -> bool:
@@ -310,12 +319,11 @@ class Renderer:
 
             zones = AzInfo({zone: subnet for zone, subnet in subnets.items() if zone != ALL_ZONES})
             added.update(zones.restrict(pool.config_items["availability_zones"].split(",")).values())
-        if self.inputs.lookups is not None:
-            from clm.render.lookups import PoolInstanceInfo
+        if (lookups := self.inputs.lookups) is not None:
+            from clm.render.lookups import LazyInstanceInfo
 
-            types = {name for other in cluster.node_pools for name in other.instance_types}
-            types.discard(KARPENTER_DEFAULT_TYPES)
-            added["InstanceInfo"] = PoolInstanceInfo(self.inputs.lookups, pool.name, list(pool.instance_types), types)
+            types = {name for other in cluster.node_pools for name in other.instance_types} - {KARPENTER_DEFAULT_TYPES}
+            added["InstanceInfo"] = LazyInstanceInfo(lookups, f"node pool {pool.name!r}", pool.instance_types, types)
         return {**values, **added}
 
     def _node_pool_stack(self, cluster: Cluster, pool: NodePool, values: dict[str, Any]) -> RenderedStack:
@@ -341,13 +349,12 @@ class Renderer:
         self, cluster: Cluster, pool: NodePool, context: dict[str, Any], *, encode: bool = True
     ) -> dict[str, Any]:
         """The pool's values with CLM's `S3GeneratedFilesPath` and `UserData` where its profile has files.yaml or
-        userdata.yaml (clm.render.node_files); the archive is only located, not stored, for a Karpenter pool whose
-        objects CLM does not apply (`karpenter_pools_enabled` not "true")."""
+        userdata.yaml (clm.render.node_files)."""
         from clm.render import node_files
 
         account = cluster.account_id
         store = self.inputs.files_store
-        if store is None or (pool.is_karpenter and not cluster.karpenter_pools_enabled):
+        if store is None:
             store = node_files.PlannedFiles(node_files.bucket_name(account, cluster.region))
         facts = (cluster.local_id, node_files.pool_kind(pool.is_master), cluster.region, account)
         profile_dir = NODE_POOL_STACK.format(profile=pool.profile).removesuffix("stack.yaml")
@@ -367,7 +374,7 @@ class Renderer:
         def render(path: str, context: dict[str, Any]) -> str:
             return self._env.render(path, context, cluster.id)
 
-        context = {"cluster": cluster, "values": values}
+        context = {"cluster": cluster, "values": {**values, **etcd.instance_values(self.inputs.lookups, cluster)}}
         values = etcd.etcd_values(render, self.tree.files, context, self.inputs.etcd_store, cluster.local_id)
         return self._stack(etcd.ETCD_STACK, {**context, "values": values}, cluster.id)
 

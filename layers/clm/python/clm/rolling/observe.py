@@ -4,12 +4,12 @@ Nodes into a PoolState."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from clm.kube.blocked_drain import blocked_until
-from clm.rolling.pool import LIFECYCLE_READY, Member, NodeState, PoolState
+from clm.rolling.pool import LIFECYCLE_READY, GroupState, Member, NodeState, PoolState
 from clm.rolling.replaced import REPLACES_ANNOTATION
 from clm.stacks.inventory import NodePoolInventory
 
@@ -56,13 +56,14 @@ def pool_state(
     name: str,
     inventory: NodePoolInventory,
     nodes: Iterable[dict[str, Any]],
-    baseline: int | None,
+    baselines: Mapping[str, int] | None,
     now: datetime,
     *,
     karpenter: bool = False,
 ) -> PoolState:
     """The pool as the planner sees it: each instance with its Node (if registered), ages relative to `now`
-    (`karpenter`: the inventory is a Karpenter pool's, clm.stacks.karpenter_pool)."""
+    (`baselines`: a surged group's desired capacity before the surge, by group name; `karpenter`: the inventory is a
+    Karpenter pool's, clm.stacks.karpenter_pool)."""
     by_instance = {instance_id_of(node): node for node in nodes}
     members, boot_times, outdated_boot_times = [], [], []
     for instance in inventory.instances:
@@ -76,6 +77,7 @@ def pool_state(
                 outdated=instance.outdated,
                 seconds_since_launch=(now - launched).total_seconds() if launched else 0.0,
                 node=node_state(node, now) if node else None,
+                group=instance.group,
             )
         )
         ready_since = _ready_since(node) if node else None
@@ -83,16 +85,20 @@ def pool_state(
             seconds = max((ready_since - launched).total_seconds(), 0.0)
             (outdated_boot_times if instance.outdated else boot_times).append(seconds)
     boot_times = boot_times or outdated_boot_times  # the pool's older instances until a new one has booted
+    baselines = baselines or {}
+    groups = tuple(GroupState(g.name, g.desired, g.min, g.max, baselines.get(g.name)) for g in inventory.groups)
+    surged = [group.baseline_desired for group in groups if group.baseline_desired is not None]
     return PoolState(
         name=name,
-        asg_name=inventory.asg_name,
+        asg_name=groups[0].name if len(groups) == 1 else inventory.asg_name,
         desired=inventory.desired,
         min_size=inventory.min,
         max_size=inventory.max,
         members=members,
-        baseline_desired=baseline,
+        baseline_desired=sum(group.capacity for group in groups) if surged else None,
         typical_boot_seconds=statistics.median(boot_times) if boot_times else None,
         karpenter=karpenter,
+        groups=groups if len(groups) > 1 else (),
     )
 
 

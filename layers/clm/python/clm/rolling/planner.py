@@ -17,6 +17,15 @@ from typing import Any
 
 from clm.errors import ClmError
 from clm.rolling.blocked import aside_note, come_back_reason, may_set_aside, set_aside
+from clm.rolling.groups import (
+    GroupSize,
+    back_to_capacity,
+    pool_desired,
+    shrinkable,
+    surge_sizes,
+    surplus,
+    surplus_first,
+)
 from clm.rolling.pool import Member, PoolState, RollSettings
 
 MIN_WAIT_SECONDS = 1
@@ -77,7 +86,8 @@ class Decision:
 
     `wait_seconds`: for `wait`, until planning again; for `replace`, after the replacements, for their successors
     to boot. `watch_seconds`: for `wait`, how long the plan step may watch for the booting nodes turning Ready
-    and then decide again at once (None: not worth it, the Wait state carries the wait).
+    and then decide again at once (None: not worth it, the Wait state carries the wait). For `scale`, `sizes` are
+    what the scale step sets, group by group; `desired`, `min_size` and `baseline` the pool's sums, for people.
     """
 
     action: str
@@ -88,6 +98,7 @@ class Decision:
     baseline: int | None = None
     replace: list[Replacement] = field(default_factory=list)
     watch_seconds: float | None = None
+    sizes: list[GroupSize] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict for the Step Functions payload, without empty fields."""
@@ -112,7 +123,8 @@ def plan(state: PoolState, settings: RollSettings, *, removing: bool = False, le
 def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decision:
     in_service = [m for m in state.members if m.in_service]
     if removing and state.min_size > 0:
-        return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
+        sizes = shrinkable(state)
+        return Decision("scale", "let the group(s) shrink to zero", desired=state.desired, min_size=0, sizes=sizes)
 
     aside = set_aside(in_service, settings)
     taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced and m not in aside]
@@ -137,8 +149,10 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         if waiting:
             return waiting
     if not outdated:
-        if state.desired > state.capacity:
-            return Decision("scale", "roll finished: back to the capacity before the surge", desired=state.capacity)
+        sizes = back_to_capacity(state)
+        if sizes:
+            reason = "roll finished: back to the capacity before the surge"
+            return Decision("scale", reason, desired=state.capacity, sizes=sizes)
         return Decision("done", "every node is up to date and Ready")
     return _next_batch(state, settings, outdated, removing)
 
@@ -202,11 +216,11 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes."""
     capacity = 0 if removing else state.capacity
     if settings.surge and not removing and not state.karpenter:
-        target = min(capacity + min(settings.surge, len(outdated)), state.max_size)
-        if state.desired < target:
-            return Decision(
-                "scale", f"surge: {target - capacity} extra node(s) before replacing", desired=target, baseline=capacity
-            )
+        sizes = surge_sizes(state, outdated, settings.surge)
+        if sizes:
+            target = pool_desired(state, sizes)
+            reason = f"surge: {target - capacity} extra node(s) before replacing"
+            return Decision("scale", reason, desired=target, baseline=capacity, sizes=sizes)
     extra = max(state.desired - capacity, 0)
     # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
     taking_out = removing or state.karpenter
@@ -221,25 +235,28 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
         reason = f"replace {len(chosen)} of {len(outdated)} outdated node(s)" + aside_note(state.members, settings)
         return _replace(chosen, state, removing, reason, settings)
     member = unmatched[0]
-    if state.desired < state.max_size:
+    group = state.group_of(member)  # a node in its group's zone(s): the group of its zone in a split pool
+    if group.desired < group.max_size:
+        size = GroupSize(group.name, desired=group.desired + 1, baseline=group.capacity)
         return Decision(
             "scale",
             f"a new node in {member.az} first: {member.instance_id} has volumes attached",
             desired=state.desired + 1,
             baseline=capacity,
+            sizes=[size],
         )
     raise PoolBlocked(
         state.name,
         f"instance {member.instance_id} has volumes attached and there is no new node "
-        f"in {member.az} to take them over; the group is at max_size {state.max_size}",
+        f"in {member.az} to take them over; its group is at max_size {group.max_size}",
     )
 
 
 def _choose(state: PoolState, outdated: list[Member], budget: int) -> tuple[list[Member], list[Member]]:
     """Nodes without volumes first; a node with volumes only when a new node in its AZ is free to take them (in a
     Karpenter pool any: Karpenter launches a node in the volumes' AZ for the drained pods). AZ by AZ in turn, so a
-    batch takes from every AZ alike."""
-    outdated = _az_balanced(outdated)
+    batch takes from every AZ alike, after the nodes a surged group's surplus covers (clm.rolling.groups)."""
+    outdated = surplus_first(state, _az_balanced(outdated))
     if state.karpenter:
         return outdated[:budget], []
     new_by_az: dict[str, int] = {}
@@ -274,17 +291,18 @@ def _replace(
     settings: RollSettings | None = None,
     may_aside: bool = True,
 ) -> Decision:
-    """A replace decision; a node is terminated with decrement while the group is above its capacity. With
+    """A replace decision; a node is terminated with decrement while its group is above its capacity. With
     `settings` that continue past blocked drains, the nodes that may be set aside (clm.rolling.blocked; none
     unless `may_aside`), and every blocked drain announced."""
-    surplus = state.desired - (0 if removing else state.capacity)
+    above = surplus(state, removing)  # each group's: a node is decremented while its own group is above capacity
     may: set[str] = set()
     if settings and settings.continue_blocked and may_aside:
         may = may_set_aside(state.members, members, settings.max_unavailable)
     replacements = []
     for member in members:
-        decrement = surplus > 0
-        surplus -= int(decrement)
+        group = state.group_of(member).name
+        decrement = above[group] > 0
+        above[group] -= int(decrement)
         node = member.node.name if member.node else None
         pool = state.name if state.karpenter else None
         announce = bool(settings and settings.continue_blocked)

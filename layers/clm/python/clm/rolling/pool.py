@@ -49,6 +49,7 @@ class Member:
     outdated: bool
     seconds_since_launch: float
     node: NodeState | None = None
+    group: str = ""  # its auto scaling group; "" in a pool of one group (PoolState.asg_name) or Karpenter's
 
     @property
     def in_service(self) -> bool:
@@ -79,6 +80,22 @@ class RollSettings:
 
 
 @dataclass(frozen=True)
+class GroupState:
+    """One auto scaling group of a pool: its sizes and, while surged, its desired capacity before the surge."""
+
+    name: str
+    desired: int
+    min_size: int
+    max_size: int
+    baseline_desired: int | None = None
+
+    @property
+    def capacity(self) -> int:
+        """The group's desired capacity to return to at the end of the roll."""
+        return self.desired if self.baseline_desired is None else self.baseline_desired
+
+
+@dataclass(frozen=True)
 class PoolState:
     """A node pool's group and members.
 
@@ -86,6 +103,8 @@ class PoolState:
     pool's instances took from launch to a Ready Node, if known (it times the waits for new nodes). `karpenter`:
     the pool's instances are launched by Karpenter for pending pods, not by a group (nothing to scale or surge;
     `desired` is the number of live instances; a drained pod with volumes gets a node in their AZ from Karpenter).
+    `groups`: a pool of several groups (one per zone: Zalando's worker-splitaz), whose sizes the pool's `desired`,
+    `min_size`, `max_size` and `baseline_desired` sum up; empty for a pool of one group, `asg_name`.
     """
 
     name: str
@@ -97,8 +116,21 @@ class PoolState:
     baseline_desired: int | None = None
     typical_boot_seconds: float | None = None
     karpenter: bool = False
+    groups: tuple[GroupState, ...] = ()
 
     @property
     def capacity(self) -> int:
         """The desired capacity to return to at the end of the roll."""
         return self.desired if self.baseline_desired is None else self.baseline_desired
+
+    @property
+    def group_states(self) -> tuple[GroupState, ...]:
+        """The pool's groups (a pool of one group: that one, named `asg_name`)."""
+        if self.groups:
+            return self.groups
+        return (GroupState(self.asg_name, self.desired, self.min_size, self.max_size, self.baseline_desired),)
+
+    def group_of(self, member: Member) -> GroupState:
+        """The group `member` belongs to (the pool's only group when it has one)."""
+        groups = self.group_states
+        return next((group for group in groups if group.name == member.group), groups[0])

@@ -18,6 +18,12 @@ def describe_stack(cfn: Any, stack_name: str) -> dict[str, Any] | None:
     return stacks[0] if stacks else None
 
 
+def stack_outputs(cfn: Any, stack_name: str) -> dict[str, str] | None:
+    """The live stack's outputs (OutputKey -> OutputValue), None when there is no such stack."""
+    stack = describe_stack(cfn, stack_name)
+    return None if stack is None else {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
+
+
 def error_code(exc: ClientError) -> str:
     """The AWS error code of a failed call."""
     return str(exc.response.get("Error", {}).get("Code", ""))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -24,6 +25,7 @@ from clm.stacks.template import template_argument
 
 NO_UPDATES = "No updates are to be performed"
 BUSY = "_IN_PROGRESS state and can not be updated"
+POLL_SECONDS = (2, 15)  # the shortest and longest wait between two looks at a stack in progress
 
 
 def start(
@@ -57,15 +59,25 @@ def start(
     return recover(cfn, spec, stack, role_arn)
 
 
-def check(cfn: Any, stack_name: str) -> StackState:
-    """in_progress, complete, failed (with the first failed resource) or deleted."""
+def check(cfn: Any, stack_name: str, now: datetime | None = None) -> StackState:
+    """in_progress (with when to look again), complete, failed (with the first failed resource) or deleted."""
     stack = describe_stack(cfn, stack_name)
     if stack is None:
         return StackState(stack_name, "deleted", DELETED)
     status = stack["StackStatus"]
     state = outcome(status)
     failure = first_failure(cfn, stack) if state == "failed" else None
-    return StackState(stack_name, state, status, stack.get("StackStatusReason", ""), failure)
+    wait = poll_seconds(stack, now or datetime.now(UTC)) if state == "in_progress" else 0
+    return StackState(stack_name, state, status, stack.get("StackStatusReason", ""), failure, wait)
+
+
+def poll_seconds(stack: dict[str, Any], now: datetime) -> int:
+    """When to look again at a stack in progress: a quarter of the time its operation has taken so far, between
+    POLL_SECONDS: a small update is seen done within seconds, a long one (an EKS cluster) is not asked every 2 s."""
+    started = stack.get("DeletionTime") or stack.get("LastUpdatedTime") or stack.get("CreationTime")
+    if started is None:
+        return POLL_SECONDS[1]
+    return int(min(max((now - started).total_seconds() / 4, POLL_SECONDS[0]), POLL_SECONDS[1]))
 
 
 def _create(cfn: Any, s3: Any, spec: StackSpec, template_bucket: str | None, role_arn: str | None) -> StartResult:

@@ -1,7 +1,7 @@
 """A cluster's extra stacks (cluster/cf-manifests/: clm.render.cf_manifests) and cf-deletions.yaml's deletions.
 
 CLM (provisioner/aws.go applyCFManifest) creates each as the stack its template's `Metadata.StackName` names, tagged
-`kubernetes.io/cluster/<name>=owned` over the template's `Metadata.Tags`, with termination protection, and updates it
+`kubernetes.io/cluster/<Name()>=owned` over the template's `Metadata.Tags`, with termination protection, and updates it
 whatever it is; CFDeletions (provisioner/clusterpy.go) deletes any stack of the account by name. Here an extra stack
 also carries CLM's `clm:managed-by=clm` (the stacks function's IAM changes no other stack) and `clm:cf-manifest=true`,
 and both are checked before CLM updates or deletes a stack for cf-manifests or cf-deletions.yaml: a configuration
@@ -12,9 +12,9 @@ ClusterStackRole like the cluster's, so the roles they make are held to CLM's pa
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from clm.stacks.cfn import describe_stack
@@ -26,6 +26,7 @@ from clm.stacks.ownership import ensure_owned
 from clm.stacks.spec import StackSpec, stack_spec
 
 if TYPE_CHECKING:
+    from clm.model import Cluster
     from clm.render.renderer import RenderedCluster
 
 EXTRA_STACK_TAG = "clm:cf-manifest"
@@ -33,14 +34,15 @@ DELETE_FAILED = "DELETE_FAILED"
 DELETE_WAIT_SECONDS = 10
 
 
-def extra_stack_tags(cluster_id: str) -> dict[str, str]:
-    """The tags that make a stack one of the cluster's extra stacks, written at create and checked before a change."""
-    return {**owned_tags(cluster_id), EXTRA_STACK_TAG: "true"}
+def extra_stack_tags(cluster_name: str) -> dict[str, str]:
+    """The tags that make a stack one of the cluster's extra stacks (`cluster_name`: Cluster.name, as CLM tags them
+    with Name()), written at create and checked before a change."""
+    return {**owned_tags(cluster_name), EXTRA_STACK_TAG: "true"}
 
 
-def ensure_extra(stack: dict[str, Any], cluster_id: str) -> None:
+def ensure_extra(stack: dict[str, Any], cluster_id: str, cluster_name: str) -> None:
     """Raise StackNotOwned unless `stack` (as DescribeStacks returns it) is an extra stack CLM made for the cluster."""
-    ensure_owned(stack, cluster_id, extra_stack_tags(cluster_id))
+    ensure_owned(stack, cluster_id, extra_stack_tags(cluster_name))
 
 
 def extra_stack_spec(rendered: RenderedCluster, name: str) -> StackSpec:
@@ -50,8 +52,8 @@ def extra_stack_spec(rendered: RenderedCluster, name: str) -> StackSpec:
     stack = next((stack for stack in rendered.extra_stacks if stack_name(stack.template) == name), None)
     if stack is None:
         raise KeyError(f"cluster {rendered.cluster.id}: the rendering has no cf-manifests stack {name!r}")
-    tags = extra_stack_tags(rendered.cluster.id)
-    return dataclasses.replace(stack_spec(stack, rendered.cluster.id, name, tags), owner_tags=tags)
+    tags = extra_stack_tags(rendered.cluster.name)
+    return stack_spec(stack, rendered.cluster.id, name, tags, owner_tags=tags)
 
 
 @dataclass(frozen=True)
@@ -74,22 +76,23 @@ class DeletionProgress:
 
 
 def delete_in_order(
-    cfn: Any, cluster_id: str, names: Sequence[str], role_arn: str | None, retried: Sequence[str] = ()
+    cfn: Any, cluster: Cluster, names: Sequence[str], role_arn: str | None, retried: Sequence[str] = ()
 ) -> DeletionProgress:
     """One step of deleting `names` one after the other, as CLM's CFDeletions does (each waited for): the first stack
     still there is deleted (StackNotOwned, changing nothing, unless it is an extra stack of the cluster) or waited
     for; a stack gone or never made counts as deleted. A failed deletion is started again once, then raises
     StackFailed naming the stack and its resource."""
+    cluster_id, ensure = cluster.id, partial(ensure_extra, cluster_name=cluster.name)
     for name in names:
         stack = describe_stack(cfn, name)
         if stack is None:
             continue
         if stack["StackStatus"] == DELETE_FAILED:
-            ensure_extra(stack, cluster_id)
+            ensure(stack, cluster_id)
             if name in retried:
                 reason = stack.get("StackStatusReason", "")
                 raise StackFailed(cluster_id, name, DELETE_FAILED, first_failure(cfn, stack), reason)
             retried = (*retried, name)
-        if start_delete(cfn, name, cluster_id, role_arn, ensure=ensure_extra).action != "absent":
+        if start_delete(cfn, name, cluster_id, role_arn, ensure=ensure).action != "absent":
             return DeletionProgress(name, tuple(retried))
     return DeletionProgress("", tuple(retried))

@@ -1,6 +1,7 @@
 """The stacks kube-ingress-aws-controller made for a cluster's load balancers, deleted when the cluster is.
 
-CLM's Decommission (provisioner/clusterpy.go) deletes every stack tagged `kubernetes.io/cluster/<id>=owned` except
+CLM's Decommission (provisioner/clusterpy.go) deletes every stack tagged `kubernetes.io/cluster/<name>=owned` (<name>:
+api/cluster.go Name(), the alias of a zalando-eks cluster, else its id: clm.model.Cluster.name) except
 the main stack (node-pool stacks and the controller's load balancer stacks alike, all at once, listed again until
 none is left), then the main stack: the load balancers sit in the cluster stack's subnets and security groups and
 would block its deletion. Here the workflow deletes the node-pool stacks, then these, then the cluster stack.
@@ -14,8 +15,10 @@ cluster and not CLM's is left as it is and reported (`left`). The same sweep del
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
+from clm.model import Cluster
 from clm.stacks.delete import start_delete
 from clm.stacks.errors import StackFailed
 from clm.stacks.events import first_failure
@@ -44,9 +47,10 @@ class IngressSweep:
         return {**asdict(self), "done": self.done}
 
 
-def cluster_stacks(cfn: Any, cluster_id: str) -> list[dict[str, Any]]:
-    """Every live stack tagged `kubernetes.io/cluster/<id>=owned`, as DescribeStacks returns it (every page)."""
-    wanted = {cluster_tag_key(cluster_id): OWNED}
+def cluster_stacks(cfn: Any, cluster_name: str) -> list[dict[str, Any]]:
+    """Every live stack tagged `kubernetes.io/cluster/<name>=owned` (CLM's listClusterStacks: Cluster.name), as
+    DescribeStacks returns it (every page)."""
+    wanted = {cluster_tag_key(cluster_name): OWNED}
     return [
         stack
         for page in cfn.get_paginator("describe_stacks").paginate()
@@ -55,19 +59,20 @@ def cluster_stacks(cfn: Any, cluster_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def sweep_ingress_stacks(cfn: Any, cluster_id: str, role_arn: str | None, *, check: bool) -> IngressSweep:
+def sweep_ingress_stacks(cfn: Any, cluster: Cluster, role_arn: str | None, *, check: bool) -> IngressSweep:
     """Start deleting every controller's stack and every extra stack of the cluster not being deleted (with the
     ClusterStackRole, as CLM's own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its
     resource (without `check`, a failed deletion is started again)."""
+    cluster_id, name_tag = cluster.id, cluster.name
     deleting, left = [], []
-    for stack in cluster_stacks(cfn, cluster_id):
+    for stack in cluster_stacks(cfn, name_tag):
         name, status = stack["StackName"], stack["StackStatus"]
-        ensure = ensure_ingress
+        ensure = partial(ensure_ingress, cluster_name=name_tag)
         if has_tags(stack, {MANAGED_BY_TAG: MANAGED_BY}):
-            if not has_tags(stack, extra_stack_tags(cluster_id)):
+            if not has_tags(stack, extra_stack_tags(name_tag)):
                 continue  # CLM's cluster and node-pool stacks: deleted by their own steps
-            ensure = ensure_extra
-        elif not has_tags(stack, ingress_tags(cluster_id)):
+            ensure = partial(ensure_extra, cluster_name=name_tag)
+        elif not has_tags(stack, ingress_tags(name_tag)):
             left.append(name)
             continue
         if check and status == DELETE_FAILED:

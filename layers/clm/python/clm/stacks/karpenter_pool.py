@@ -1,8 +1,9 @@
 """A Karpenter node pool's EC2 instances, each judged up to date or outdated, and their termination.
 
-A Karpenter pool has no auto scaling group: its instances are those tagged `kubernetes.io/cluster/<id>=owned` and
-`karpenter.sh/nodepool=<pool>` (Karpenter tags every instance it launches so). As CLM's EC2NodePoolBackend
-(pkg/updatestrategy/aws_ec2.go, `InstanceConfigUpToDate`), an instance is outdated when
+A Karpenter pool has no auto scaling group: its instances are those tagged `kubernetes.io/cluster/<name>=owned` and
+`karpenter.sh/nodepool=<pool>` (Karpenter tags every instance it launches so; <name>: the cluster's name as in CLM's
+aws_ec2.go, api/cluster.go Name(): clm.model.Cluster.name, the alias of a zalando-eks cluster, else the id). As
+CLM's EC2NodePoolBackend (pkg/updatestrategy/aws_ec2.go, `InstanceConfigUpToDate`), an instance is outdated when
 
 - its image is not among the ids of the EC2NodeClass's `amiSelectorTerms`;
 - a tag of the EC2NodeClass is missing on it or has another value (extra tags do not count: EC2 and Karpenter add
@@ -125,11 +126,11 @@ def disruption_budget(manifests: Sequence[Manifest], pool: str, nodes: int) -> i
 
 
 def karpenter_pool_inventory(
-    ec2: Any, cluster_id: str, pool: str, desired: InstanceConfig | None, drifted: Mapping[str, str]
+    ec2: Any, cluster_name: str, pool: str, desired: InstanceConfig | None, drifted: Mapping[str, str]
 ) -> NodePoolInventory:
     """The pool's live instances, each judged against `desired` and Karpenter's drift verdicts (`drifted`: instance
     id -> reason). Its `desired` size is the number of live instances: Karpenter, not a group, decides it."""
-    described = _instances(ec2, cluster_id, [{"Name": f"tag:{NODEPOOL_TAG}", "Values": [pool]}], LIVE_STATES)
+    described = _instances(ec2, cluster_name, [{"Name": f"tag:{NODEPOOL_TAG}", "Values": [pool]}], LIVE_STATES)
     instances = []
     for instance in described:
         data = _instance_user_data(ec2, instance["InstanceId"]) if desired and desired.user_data is not None else None
@@ -152,13 +153,13 @@ def karpenter_pool_inventory(
     )
 
 
-def pools_with_instances(ec2: Any, cluster_id: str) -> set[str]:
+def pools_with_instances(ec2: Any, cluster_name: str) -> set[str]:
     """The Karpenter NodePools that have live instances of the cluster (by their tag karpenter.sh/nodepool)."""
-    found = _instances(ec2, cluster_id, [{"Name": "tag-key", "Values": [NODEPOOL_TAG]}], LIVE_STATES)
+    found = _instances(ec2, cluster_name, [{"Name": "tag-key", "Values": [NODEPOOL_TAG]}], LIVE_STATES)
     return {_tags(instance)[NODEPOOL_TAG] for instance in found}
 
 
-def terminate_pool_instance(ec2: Any, cluster_id: str, pool: str, instance_id: str) -> str:
+def terminate_pool_instance(ec2: Any, cluster_name: str, pool: str, instance_id: str) -> str:
     """Terminate one instance of the Karpenter pool; its new state, or "already" when it is gone or going.
 
     Raises KarpenterInstanceRefused for an instance not tagged as launched by Karpenter for this cluster and pool.
@@ -173,26 +174,26 @@ def terminate_pool_instance(ec2: Any, cluster_id: str, pool: str, instance_id: s
     if instance is None or instance["State"]["Name"] not in CLUSTER_LIVE_STATES:
         return "already"
     tags = _tags(instance)
-    if tags.get(cluster_tag_key(cluster_id)) != "owned" or tags.get(NODEPOOL_TAG) != pool:
-        raise KarpenterInstanceRefused(cluster_id, pool, instance_id)
+    if tags.get(cluster_tag_key(cluster_name)) != "owned" or tags.get(NODEPOOL_TAG) != pool:
+        raise KarpenterInstanceRefused(cluster_name, pool, instance_id)
     changes = ec2.terminate_instances(InstanceIds=[instance_id])["TerminatingInstances"]
     return changes[0]["CurrentState"]["Name"] if changes else "already"
 
 
-def terminate_cluster_instances(ec2: Any, cluster_id: str) -> list[str]:
+def terminate_cluster_instances(ec2: Any, cluster_name: str) -> list[str]:
     """Decommission (CLM's DecommissionKarpenterNodes): terminate every instance Karpenter launched for the cluster
     that is not terminating yet; return their ids (none left: done)."""
-    found = _instances(ec2, cluster_id, [{"Name": "tag-key", "Values": [NODEPOOL_TAG]}], CLUSTER_LIVE_STATES)
+    found = _instances(ec2, cluster_name, [{"Name": "tag-key", "Values": [NODEPOOL_TAG]}], CLUSTER_LIVE_STATES)
     ids = [instance["InstanceId"] for instance in found]
     for start in range(0, len(ids), 1000):  # TerminateInstances takes up to 1,000 ids
         ec2.terminate_instances(InstanceIds=ids[start : start + 1000])
     return ids
 
 
-def _instances(ec2: Any, cluster_id: str, filters: list[dict[str, Any]], states: Sequence[str]) -> list[dict[str, Any]]:
+def _instances(ec2: Any, cluster_name: str, filters: list[dict[str, Any]], states: Sequence[str]) -> list[dict]:
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
-            {"Name": f"tag:{cluster_tag_key(cluster_id)}", "Values": ["owned"]},
+            {"Name": f"tag:{cluster_tag_key(cluster_name)}", "Values": ["owned"]},
             *filters,
             {"Name": "instance-state-name", "Values": list(states)},
         ]

@@ -1,13 +1,14 @@
 """What a decommissioned cluster's stacks leave behind: the VPC CNI's network interfaces and, when asked, volumes.
 
-CLM (provisioner/aws.go DeleteLeakedAWSVPCCNIENIs): interfaces tagged `cluster.k8s.amazonaws.com/name=<name>` (the
-alias of a zalando-eks cluster, else its id: api/cluster.go Name) in status `available`. CLM
-(provisioner/clusterpy.go removeEBSVolumes, with --remove-volumes): volumes tagged `kubernetes.io/cluster/<id>=owned`;
-available ones are deleted, deleting/deleted ones skipped, any other state is an error (CLM retries for 5 minutes).
-Here a volume is deleted only if it also carries `KubernetesCluster=<id>`, as the EBS CSI driver and the in-tree
-provisioner tag with the cluster tag (the fixed key IAM's condition names: infra/cluster_permissions.py); others are
-named.
-Only after clm.stacks.provenance proved the cluster CLM's.
+Both are found by CLM's cluster name (api/cluster.go Name(): the alias of a zalando-eks cluster, else its id).
+CLM (provisioner/aws.go DeleteLeakedAWSVPCCNIENIs): interfaces tagged `cluster.k8s.amazonaws.com/name=<name>` in
+status `available`. CLM (provisioner/clusterpy.go removeEBSVolumes, with --remove-volumes): volumes tagged
+`kubernetes.io/cluster/<name>=owned`; available ones are deleted, deleting/deleted ones skipped, any other state is an
+error (CLM retries for 5 minutes). Here a volume is deleted only if it also carries `KubernetesCluster=<name>`, as
+the EBS CSI driver and the in-tree provisioner tag with the cluster tag (the fixed key IAM's condition names:
+infra/cluster_permissions.py); others are named.
+Only after clm.stacks.provenance proved the cluster CLM's (and, for zalando-eks, that its alias is its own:
+clm.eks.ensure_alias_owned).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from clm.stacks.provenance import ensure_filter_value
 
 CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"
 VOLUME_CLUSTER_TAG = "KubernetesCluster"
-EKS_PROVIDER = "zalando-eks"
 REMOVE_VOLUMES_ITEM = "remove_volumes"  # "true": CLM's --remove-volumes, per cluster
 _GONE = {"InvalidNetworkInterfaceID.NotFound", "InvalidVolume.NotFound"}
 _DELETABLE_OR_GONE = {"available", "deleting", "deleted"}
@@ -36,14 +36,9 @@ class VolumesInUse(ClmError):
     asl_name = "VolumesInUse"
 
 
-def cni_cluster_name(cluster: Cluster) -> str:
-    """The name the VPC CNI tags its interfaces with: the alias of an EKS cluster, else the cluster id."""
-    return cluster.alias if cluster.provider == EKS_PROVIDER else cluster.id
-
-
 def delete_leaked_interfaces(ec2: Any, cluster: Cluster) -> list[str]:
     """Delete the cluster's VPC CNI interfaces left `available`; returns their ids."""
-    name = ensure_filter_value(cni_cluster_name(cluster), "the VPC CNI's cluster name (alias or id)", cluster.id)
+    name = ensure_filter_value(cluster.name, "the cluster's name (alias or id)", cluster.id)
     filters = [
         {"Name": f"tag:{CNI_CLUSTER_TAG}", "Values": [name]},
         {"Name": "status", "Values": ["available"]},
@@ -55,16 +50,15 @@ def delete_leaked_interfaces(ec2: Any, cluster: Cluster) -> list[str]:
     return ids
 
 
-def delete_volumes(ec2: Any, cluster_id: str) -> tuple[list[str], list[str]]:
+def delete_volumes(ec2: Any, cluster: Cluster) -> tuple[list[str], list[str]]:
     """Delete the cluster's available volumes; returns their ids, and those left alone for want of
-    `KubernetesCluster=<id>` (each with why). Raises VolumesInUse (deleting nothing more) naming the volumes in
+    `KubernetesCluster=<name>` (each with why). Raises VolumesInUse (deleting nothing more) naming the volumes in
     another state than available, deleting or deleted."""
-    filters = [
-        {"Name": f"tag:{cluster_tag_key(ensure_filter_value(cluster_id, 'cluster id', cluster_id))}", "Values": [OWNED]}
-    ]
+    cluster_id, name = cluster.id, ensure_filter_value(cluster.name, "the cluster's name (alias or id)", cluster.id)
+    filters = [{"Name": f"tag:{cluster_tag_key(name)}", "Values": [OWNED]}]
     found = [v for page in ec2.get_paginator("describe_volumes").paginate(Filters=filters) for v in page["Volumes"]]
-    volumes = [v for v in found if _tag(v, VOLUME_CLUSTER_TAG) == cluster_id]
-    left = [f"{v['VolumeId']} (no {VOLUME_CLUSTER_TAG}={cluster_id} tag)" for v in found if v not in volumes]
+    volumes = [v for v in found if _tag(v, VOLUME_CLUSTER_TAG) == name]
+    left = [f"{v['VolumeId']} (no {VOLUME_CLUSTER_TAG}={name} tag)" for v in found if v not in volumes]
     busy = [
         f"{v['VolumeId']} ({v['State']})" for v in volumes if v["State"] not in {"available", "deleting", "deleted"}
     ]

@@ -2,9 +2,11 @@
 
 CLM (zalando-incubator/cluster-lifecycle-manager): the cluster stack is named after the local id and tagged
 `kubernetes.io/cluster/<id>=owned` and `cluster-lifecycle-controller.zalando.org/main-stack=true`
-(provisioner/aws.go applyClusterStack); a node-pool stack is `nodepool-<pool>-<id with ":" as "-">`, tagged
-`kubernetes.io/cluster/<id>=owned`, `kubernetes.io/role/node-pool=true`, `kubernetes.io/node-pool=<pool>`,
-`NodePool=<pool>` and `kubernetes.io/node-pool/profile=<profile>` (provisioner/node_pools.go provisionNodePool).
+(provisioner/aws.go applyClusterStack: the id, for a zalando-eks cluster too); a node-pool stack is
+`nodepool-<pool>-<id with ":" as "-">`, tagged `kubernetes.io/cluster/<name>=owned`, `kubernetes.io/role/node-pool=
+true`, `kubernetes.io/node-pool=<pool>`, `NodePool=<pool>` and `kubernetes.io/node-pool/profile=<profile>`
+(provisioner/node_pools.go provisionNodePool), where <name> is CLM's cluster name (api/cluster.go Name(): the
+alias of a zalando-eks cluster, else the id; clm.model.Cluster.name).
 Both also get the template's `Metadata.Tags`, CLM's tags winning (aws.go applyStack): see clm.stacks.spec.
 """
 
@@ -34,9 +36,10 @@ INGRESS_CONTROLLER = "kube-ingress-aws-controller"
 _FORBIDDEN = re.compile(r"[^A-Za-z0-9-]")  # stack names are [A-Za-z][A-Za-z0-9-]*
 
 
-def cluster_tag_key(cluster_id: str) -> str:
-    """`kubernetes.io/cluster/<id>`, the tag that marks a cluster's resources."""
-    return f"kubernetes.io/cluster/{cluster_id}"
+def cluster_tag_key(name: str) -> str:
+    """`kubernetes.io/cluster/<name>`, the tag that marks a cluster's resources (<name>: the cluster's id, or
+    CLM's cluster name, Cluster.name, where CLM uses Name())."""
+    return f"kubernetes.io/cluster/{name}"
 
 
 def cluster_stack_name(cluster: Cluster) -> str:
@@ -89,10 +92,11 @@ def cluster_stack_tags(cluster_id: str) -> dict[str, str]:
     return {**owned_tags(cluster_id), MAIN_STACK_TAG: "true"}
 
 
-def node_pool_stack_tags(cluster_id: str, pool: NodePool) -> dict[str, str]:
-    """Tags of a node-pool stack: the owned tags, CLM's node-pool role, the pool's name (twice) and profile."""
+def node_pool_stack_tags(cluster_name: str, pool: NodePool) -> dict[str, str]:
+    """Tags of a node-pool stack: the owned tags of the cluster's name (Cluster.name), CLM's node-pool role, the
+    pool's name (twice) and profile."""
     return {
-        **owned_tags(cluster_id),
+        **owned_tags(cluster_name),
         NODE_POOL_ROLE_TAG: "true",
         NODE_POOL_TAG: pool.name,
         NODE_POOL_TAG_LEGACY: pool.name,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clm.model import Cluster
 from clm.render.cf_manifests import CF_DELETIONS, stack_name
 from clm.render.renderer import RenderedCluster
 from clm.stacks.cfn import describe_stack
@@ -21,7 +22,7 @@ from clm.stacks.diff import StackDiff, stack_diff
 from clm.stacks.errors import NodePoolInventoryError, StackNotOwned
 from clm.stacks.etcd import etcd_stack_spec
 from clm.stacks.extra import ensure_extra, extra_stack_spec
-from clm.stacks.inventory import InstanceInfo, NodePoolInventory, node_pool_inventory
+from clm.stacks.inventory import GroupInventory, InstanceInfo, NodePoolInventory, node_pool_inventory
 from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
 from clm.stacks.removed import removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
@@ -40,6 +41,7 @@ class PlannedInstance:
     instance_type: str
     launch_template_version: str
     reasons: list[str] = field(default_factory=list)
+    group: str = ""  # its auto scaling group ("" for Karpenter's)
 
     @property
     def outdated(self) -> bool:
@@ -53,8 +55,9 @@ class PlannedInstance:
 
 @dataclass(frozen=True)
 class PoolPlan:
-    """A node pool's group and instances as a run would find them; `error` when the group cannot be read;
-    `karpenter` for a Karpenter pool (no stack nor group: its instances are Karpenter's)."""
+    """A node pool's groups and instances as a run would find them (`asg_name` names every group, `groups` has each
+    one's zones and sizes); `error` when a group cannot be read; `karpenter` for a Karpenter pool (no stack nor group:
+    its instances are Karpenter's)."""
 
     node_pool: str
     stack_name: str
@@ -64,6 +67,7 @@ class PoolPlan:
     instances: list[PlannedInstance] = field(default_factory=list)
     error: str = ""
     karpenter: bool = False
+    groups: list[GroupInventory] = field(default_factory=list)
 
     @property
     def outdated(self) -> list[PlannedInstance]:
@@ -101,17 +105,20 @@ def plan_stacks(
 ) -> StacksPlan:
     """CLM's etcd stack (when the rendering has one), the cluster stack, the extra stacks of cluster/cf-manifests/ and
     the stacks cf-deletions.yaml deletes, then every node pool's stack and instances,
-    then the Karpenter pools' instances (when `karpenter_pools_enabled`; `drifted`: instance id -> why Karpenter calls
+    then the Karpenter pools' instances (`drifted`: instance id -> why Karpenter calls
     its NodeClaim drifted), then the pools a run would remove."""
 
-    def inventory(stack_name: str) -> NodePoolInventory:
-        return node_pool_inventory(cfn, autoscaling, ec2, stack_name)
-
     cluster = rendered.cluster
+
+    def inventory(stack_name: str, pool: str) -> NodePoolInventory:
+        return node_pool_inventory(
+            cfn, autoscaling, ec2, stack_name, cluster_id=cluster.id, name=cluster.name, pool=pool
+        )
+
     first = [etcd_stack_spec(rendered)] if rendered.etcd_stack is not None else []
     extra = [extra_stack_spec(rendered, stack_name(stack.template)) for stack in rendered.extra_stacks]
     stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered), *extra)]
-    stacks += cf_deletion_diffs(cfn, cluster.id, rendered.cf_deletions.pre_apply + rendered.cf_deletions.post_apply)
+    stacks += cf_deletion_diffs(cfn, cluster, rendered.cf_deletions.pre_apply + rendered.cf_deletions.post_apply)
     pools = []
     for pool in cluster.asg_pools:  # Karpenter pools have no stack
         diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
@@ -121,7 +128,7 @@ def plan_stacks(
             continue
         reasons = [UPDATE_REASON] if diff.launch_changes else []
         pools.append(_pool_plan(inventory, pool.name, diff.stack_name, reasons))
-    for pool in cluster.karpenter_pools if cluster.karpenter_pools_enabled else []:
+    for pool in cluster.karpenter_pools:
         desired = desired_config(rendered.node_pool_manifests.get(pool.name, []), pool.name)
         found = karpenter_pool_inventory(ec2, cluster.id, pool.name, desired, drifted or {})
         planned = [_planned(instance, []) for instance in found.instances]
@@ -132,7 +139,7 @@ def plan_stacks(
     return StacksPlan(cluster.id, stacks, pools)
 
 
-def cf_deletion_diffs(cfn: Any, cluster_id: str, names: list[str]) -> list[StackDiff]:
+def cf_deletion_diffs(cfn: Any, cluster: Cluster, names: list[str]) -> list[StackDiff]:
     """cf-deletions.yaml's stacks that exist: each deleted by a run ("delete"), or, when it is not an extra stack CLM
     made for the cluster, the run stops there ("attention", with why)."""
     diffs = []
@@ -141,7 +148,7 @@ def cf_deletion_diffs(cfn: Any, cluster_id: str, names: list[str]) -> list[Stack
         if stack is None:
             continue
         try:
-            ensure_extra(stack, cluster_id)
+            ensure_extra(stack, cluster.id, cluster.name)
         except StackNotOwned as exc:
             diffs.append(StackDiff(name, None, CF_DELETIONS, "attention", stack["StackStatus"], problem=exc.message))
             continue
@@ -150,7 +157,7 @@ def cf_deletion_diffs(cfn: Any, cluster_id: str, names: list[str]) -> list[Stack
 
 
 def _pool_plan(
-    inventory: Callable[[str], NodePoolInventory],
+    inventory: Callable[[str, str], NodePoolInventory],
     name: str,
     stack_name: str,
     extra_reasons: list[str],
@@ -159,7 +166,7 @@ def _pool_plan(
 ) -> PoolPlan:
     """The pool's instances, each with the inventory's reasons and `extra_reasons`."""
     try:
-        found = inventory(stack_name)
+        found = inventory(stack_name, name)
     except NodePoolInventoryError as exc:
         return PoolPlan(name, stack_name, removed, error=str(exc))
     return PoolPlan(
@@ -169,6 +176,7 @@ def _pool_plan(
         asg_name=found.asg_name,
         desired=found.desired,
         instances=[_planned(instance, extra_reasons) for instance in found.instances],
+        groups=found.groups,
     )
 
 
@@ -180,4 +188,5 @@ def _planned(instance: InstanceInfo, extra_reasons: list[str]) -> PlannedInstanc
         instance_type=instance.instance_type,
         launch_template_version=instance.launch_template_version,
         reasons=[*instance.outdated_reasons, *extra_reasons],
+        group=instance.group,
     )

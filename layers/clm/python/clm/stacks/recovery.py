@@ -8,6 +8,7 @@ ROLLBACK_COMPLETE included, is reported for a human.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -16,6 +17,7 @@ from clm.stacks.cfn import error_message, role_argument
 from clm.stacks.delete import start_delete
 from clm.stacks.errors import ClusterStackRolledBack, StackNeedsAttention, StackRejected
 from clm.stacks.events import first_failure, stack_status_count
+from clm.stacks.ownership import ensure_owned
 from clm.stacks.results import StartResult
 from clm.stacks.spec import StackSpec
 from clm.stacks.status import ROLLBACK_FAILED_UPDATE, ROLLED_BACK_CREATE
@@ -26,7 +28,7 @@ def recover(cfn: Any, spec: StackSpec, stack: dict[str, Any], role_arn: str | No
     StackNeedsAttention naming the first failed resource. The caller has checked that CLM owns the stack."""
     status = stack["StackStatus"]
     if status == ROLLED_BACK_CREATE and spec.node_pool is not None:
-        start_delete(cfn, spec.name, spec.cluster_id, role_arn)
+        start_delete(cfn, spec.name, spec.cluster_id, role_arn, partial(ensure_owned, wanted=spec.owner_tags))
         return StartResult(spec.name, "recreating", status, stack["StackId"])
     if status == ROLLBACK_FAILED_UPDATE and stack_status_count(cfn, stack, status) < 2:
         try:

@@ -37,14 +37,15 @@ class RemovedNodePool:
         return asdict(self)
 
 
-def node_pool_stacks(cfn: Any, cluster_id: str) -> list[RemovedNodePool]:
+def node_pool_stacks(cfn: Any, cluster_id: str, cluster_name: str) -> list[RemovedNodePool]:
     """Every existing stack named and tagged as a node pool of the cluster, by stack name.
 
-    Tagged as CLM tags them (provisioner/node_pools.go Reconcile: `kubernetes.io/cluster/<id>=owned` and
+    Named by the cluster's id and tagged as CLM tags them (provisioner/node_pools.go Reconcile:
+    `kubernetes.io/cluster/<name>=owned`, <name> the cluster's name, Cluster.name, and
     `kubernetes.io/role/node-pool=true`; the pool's name from `kubernetes.io/node-pool`), so the stacks CLM
     created are found as they are.
     """
-    cluster_tag = cluster_tag_key(cluster_id)
+    cluster_tag = cluster_tag_key(cluster_name)
     found = []
     for name in sorted(_live_stack_names(cfn)):
         if not may_be_node_pool_stack(cluster_id, name):
@@ -77,4 +78,4 @@ def removed_node_pools(cfn: Any, cluster: Cluster) -> list[RemovedNodePool]:
     Delete each with `start_delete` (after draining its nodes) and wait with `check` for `deleted`.
     """
     current = {pool.name for pool in cluster.asg_pools}  # as CLM: a pool now on Karpenter leaves its stack
-    return [stack for stack in node_pool_stacks(cfn, cluster.id) if stack.node_pool not in current]
+    return [stack for stack in node_pool_stacks(cfn, cluster.id, cluster.name) if stack.node_pool not in current]

@@ -72,6 +72,7 @@ class StackState:
     status: str
     reason: str = ""
     failure: Failure | None = None
+    wait_seconds: int = 0  # in_progress: when to look again (clm.stacks.deploy.poll_seconds)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for Step Functions payloads (failure fields empty unless a resource failed)."""
@@ -81,6 +82,7 @@ class StackState:
             "state": self.state,
             "status": self.status,
             "reason": self.reason,
+            "wait_seconds": self.wait_seconds,
             "failed_resource": failure.resource if failure else "",
             "failed_resource_type": failure.resource_type if failure else "",
             "failed_reason": failure.reason if failure else "",

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clm.stacks.errors import InvalidStackSpec
-from clm.stacks.names import cluster_stack_name, cluster_stack_tags, node_pool_stack_name, node_pool_stack_tags
+from clm.stacks.names import (
+    cluster_stack_name,
+    cluster_stack_tags,
+    node_pool_stack_name,
+    node_pool_stack_tags,
+    owned_tags,
+)
 
 if TYPE_CHECKING:
     from clm.render.renderer import RenderedCluster, RenderedStack
@@ -66,9 +72,10 @@ def node_pool_stack_spec(
         rendered.node_pool_stacks[pool_name],
         cluster.id,
         node_pool_stack_name(cluster.id, pool_name),
-        node_pool_stack_tags(cluster.id, pool),
+        node_pool_stack_tags(cluster.name, pool),
         parameters,
         pool_name,
+        owned_tags(cluster.name),
     )
 
 
@@ -79,9 +86,10 @@ def stack_spec(
     tags: dict[str, str],
     given: Mapping[str, str] | None = None,
     node_pool: str | None = None,
+    owner_tags: dict[str, str] | None = None,
 ) -> StackSpec:
     """The spec of a rendered stack named `name`: `tags` over the template's Metadata.Tags, a value for every
-    parameter (`given`, else its default)."""
+    parameter (`given`, else its default), `owner_tags` checked before a change (None: the cluster id's)."""
     return StackSpec(
         cluster_id=cluster_id,
         name=name,
@@ -91,6 +99,7 @@ def stack_spec(
         parameters=explicit_parameters(stack.template, given or {}, cluster_id, name),
         node_pool=node_pool,
         file=stack.file,
+        owner_tags=owner_tags,
     )
 
 

@@ -25,6 +25,13 @@ def rendering(key: str) -> RenderedCluster:
     return load_rendering(client("s3"), Settings.from_env().artefact_bucket, key)
 
 
+def registry_cluster(cluster_id: str) -> Cluster:
+    """The cluster as the registry has it now (ClusterNotFound, ValidationError)."""
+    from clm.registry.dynamodb import DynamoRegistry  # boto3's DynamoDB types: not at the handler's import
+
+    return DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(cluster_id)
+
+
 @contextmanager
 def kube_client(cluster: Cluster, where: TargetAws | None = None) -> Iterator[KubeClient]:
     """A Kubernetes API client for `cluster`, authenticated as its config items say, kept by the warm container

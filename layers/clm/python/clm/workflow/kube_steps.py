@@ -28,8 +28,6 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     if phase not in APPLY_PHASES:
         raise ValueError(f"unknown apply phase {phase!r} (expected one of {', '.join(APPLY_PHASES)})")
     rendered = rendering(event["rendering"])
-    if phase == KARPENTER_PHASE and not rendered.cluster.karpenter_pools_enabled:
-        return {"wait_seconds": 0, "phase": phase, "done": True, "skipped": "karpenter_pools_enabled is not true"}
     with kube_client(rendered.cluster, of_event(event)) as kube:
         if phase == "manifests":
             manifests = [manifest for component in rendered.components for manifest in component.manifests]

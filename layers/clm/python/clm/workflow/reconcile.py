@@ -13,15 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from clm.model import Cluster
+from clm.registry.problems import configuration_problem
 from clm.version import desired_version
 
 INTERRUPTED, DECOMMISSION, OUTDATED = "interrupted update", "decommission requested", "outdated"
+UNRESOLVABLE = "configuration cannot be resolved"
 _PRIORITY = {INTERRUPTED: 0, DECOMMISSION: 1, OUTDATED: 2}
+UNRESOLVED_VERSION = "unresolved"  # names the runs of a cluster whose configuration cannot be read
 WINDOW_SECONDS = 900
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -64,6 +67,28 @@ def select(clusters: Iterable[Cluster], config_version: str | Callable[[Cluster]
             selection = Selection(cluster.id, reason, desired, execution_name(cluster, desired, now))
             ranked.append(((_PRIORITY[reason], -cluster.criticality_level, cluster.id), selection))
     return [selection for _, selection in sorted(ranked, key=lambda pair: pair[0])]
+
+
+def select_unresolvable(clusters: Iterable[Cluster], errors: Mapping[str, str], now: float) -> list[Selection]:
+    """The runs of the clusters whose configuration cannot be resolved (`errors`: cluster id -> why), decommissions
+    first: a decommission goes on (it needs no configuration); any other cluster gets a run that records why on it
+    (clm.workflow.run.begin) and ends, unless its last problem says so already. As CLM's controller, which takes
+    such a cluster at every pass and records the error (controller/cluster_list.go, controller.go). Decommissioned
+    and update-blocked clusters are left out, as by `select`."""
+    chosen = []
+    for cluster in sorted(clusters, key=lambda c: (-c.criticality_level, c.id)):
+        error = errors.get(cluster.id)
+        if error is None or cluster.update_blocked or cluster.lifecycle_status == "decommissioned":
+            continue
+        problems = cluster.status.problems
+        if cluster.lifecycle_status == "decommission-requested":
+            reason = DECOMMISSION
+        elif problems and problems[-1].title == configuration_problem(error):
+            continue
+        else:
+            reason = UNRESOLVABLE
+        chosen.append(Selection(cluster.id, reason, "", execution_name(cluster, UNRESOLVED_VERSION, now)))
+    return sorted(chosen, key=lambda selection: selection.reason != DECOMMISSION)
 
 
 def _reason(cluster: Cluster, config_version: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime
 from typing import Any
 
 from clm.aws import client
@@ -18,7 +19,7 @@ from clm.timestamps import utc_now
 from clm.workflow import placement
 from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.follow_up import follow_up, loop_state
-from clm.workflow.reconcile import select, start_runs
+from clm.workflow.reconcile import select, select_unresolvable, start_runs
 from clm.workflow.rollout_gate import gate, in_rollouts, publisher, rollout_policy
 from clm.workflow.settings import Settings, SettingsError
 
@@ -29,7 +30,8 @@ DEFAULT_MAX_RUNNING = 10
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     """`{execution, input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING) and say whether
     to look again for the deferred ones (clm.workflow.follow_up); invalid registry items and clusters whose
-    configuration cannot be resolved are reported, not fatal; so are the clusters needing a run in an account the
+    configuration cannot be resolved are reported, not fatal (the latter also get a run that records it on them, or
+    their decommission: clm.workflow.reconcile.select_unresolvable); so are the clusters needing a run in an account the
     deployment may not reach (`foreign`: no run is started, as it would only be refused: clm.targets).
     A config change (`change`: `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its
     source on its channel."""
@@ -48,14 +50,18 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
     versions, errors = _versions(sources, clusters, scope)
     concerned = [cluster for cluster in clusters if cluster.id in versions]
+    unresolved = {cluster_id: error for cluster_id, error in errors}
     home = placement.deployment()
     policy = TargetPolicy.from_env(home=home.account)
     refused = {
         cluster.id: why
-        for cluster in concerned
-        if (where := placement.of_cluster(cluster)) != home and (why := policy.refusal(where))
+        for cluster in clusters
+        if (cluster.id in versions or cluster.id in unresolved)
+        and (where := placement.of_cluster(cluster)) != home
+        and (why := policy.refusal(where))
     }
-    needing = select(concerned, lambda cluster: versions[cluster.id], time.time())
+    now = time.time()
+    needing = select(concerned, lambda cluster: versions[cluster.id], now)
     reachable = [selection for selection in needing if selection.cluster_id not in refused]
     gated = gate(
         reachable,
@@ -67,7 +73,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         utc_now(),
         publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, "")),
     )
-    result = start_runs(sfn, state_machine, gated.allowed, max_running)
+    unresolvable = [s for s in select_unresolvable(clusters, unresolved, now) if s.cluster_id not in refused]
+    result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running)
     waiting = len(result["deferred"]) or (gated.rolling and _runs_going(sfn, state_machine, result))
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
@@ -110,4 +117,16 @@ def _runs_going(sfn: Any, state_machine: str, result: dict[str, list[str]]) -> b
     return bool(running["executions"])
 
 
-STEPS = {"reconcile": reconcile}
+def settle_upload(event: dict[str, Any]) -> dict[str, Any]:
+    """`{input: {change}, started}` -> `{wait_seconds, superseded}`: whether the configuration upload that started
+    this reconcile (at `started`, ISO 8601) is quiet enough to read (clm.workflow.upload_settle)."""
+    from clm.workflow.upload_settle import settle
+
+    settings = Settings.from_env()
+    now = time.time()
+    waited = now - datetime.fromisoformat(event["started"].replace("Z", "+00:00")).timestamp()
+    change = (event.get("input") or {}).get("change")
+    return settle(settings.config_source, change if isinstance(change, dict) else None, client, now, waited)
+
+
+STEPS = {"reconcile": reconcile, "settle_upload": settle_upload}

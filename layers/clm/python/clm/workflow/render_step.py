@@ -18,7 +18,7 @@ from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, P
 from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
 
 PREFIX = "renderings/"
-KARPENTER_PHASE = "karpenter_pools"  # only when the cluster's karpenter_pools_enabled is "true", as in CLM
+KARPENTER_PHASE = "karpenter_pools"  # every run: CLM reconciles Karpenter pools even when the registry has none
 APPLY_PHASES = ("pre_apply", "manifests", "post_apply", KARPENTER_PHASE)
 CF_PHASES = ("cf_pre_apply", "cf_post_apply")  # cf-deletions.yaml's, by the stacks function (clm.stacks.extra)
 
@@ -42,17 +42,19 @@ def render_to_s3(
     node pools' and etcd archives are only located here, not uploaded), `outputs` the cluster stack's current
     outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs).
 
-    Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order (the Karpenter
-    pools' phase only when the cluster's `karpenter_pools_enabled` is "true") and `render_karpenter_pools`: whether,
-    in that case, a Karpenter pool's objects need the cluster stack (its files' archive, uploaded with the workers'
-    key, or its outputs), so that the workflow renders again (:func:`render_node_pools`) before applying them.
+    Returns the key, a small summary, `stack_stages` for the workflow, the `apply_phases` in order and
+    `render_karpenter_pools`: whether a Karpenter pool's objects need the cluster stack (its files' archive,
+    uploaded with the workers' key, or its outputs), so that the workflow renders again (:func:`render_node_pools`)
+    before applying them; for a zalando-eks cluster always (and its node-pool stages always render again): CLM's
+    hook after its cluster stack changes what its manifests and node pools see (clm.workflow.eks_hook).
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
     rendered = Renderer(tree, inputs).render(cluster, values)
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
-    rerender = needs_cluster_outputs(tree, cluster.asg_pools)
-    karpenter = rendered.cluster.karpenter_pools_enabled
+    # A zalando-eks cluster's node pools and manifests see what CLM's hook learns after the cluster stack (its API
+    # URL switched to the EKS endpoint, the items it writes back: clm.workflow.eks_hook): rendered again then.
+    rerender = cluster.is_eks or needs_cluster_outputs(tree, cluster.asg_pools)
     extra = [stack_name(stack.template) for stack in rendered.extra_stacks]
     stages = stack_stages(
         cluster,
@@ -60,22 +62,22 @@ def render_to_s3(
         render_node_pools=rerender,
         etcd=rendered.etcd_stack is not None,
         extra=extra,
-        render_extra=_reads_outputs(tree),
+        render_extra=cluster.is_eks or _reads_outputs(tree),  # CLM applies them after the hook, with the outputs
     )
     return {
         "rendering": key,
         **summary(rendered),
         "stack_stages": stages,
-        "apply_phases": apply_phases(karpenter, rendered.cf_deletions.pre_apply, rendered.cf_deletions.post_apply),
-        "render_karpenter_pools": karpenter and needs_cluster_outputs(tree, cluster.karpenter_pools),
+        "apply_phases": apply_phases(rendered.cf_deletions.pre_apply, rendered.cf_deletions.post_apply),
+        "render_karpenter_pools": cluster.is_eks or needs_cluster_outputs(tree, cluster.karpenter_pools),
     }
 
 
-def apply_phases(karpenter: bool, cf_pre_apply: list[str], cf_post_apply: list[str]) -> list[str]:
+def apply_phases(cf_pre_apply: list[str], cf_post_apply: list[str]) -> list[str]:
     """The apply phases in CLM's order (provisioner/clusterpy.go apply): deletions, cf-deletions.yaml's pre_apply
-    stacks, manifests, deletions, its post_apply stacks; then the Karpenter pools' objects (when `karpenter`). A
-    cf-deletions phase only when it deletes something."""
-    wanted = {"cf_pre_apply": bool(cf_pre_apply), "cf_post_apply": bool(cf_post_apply), KARPENTER_PHASE: karpenter}
+    stacks, manifests, deletions, its post_apply stacks; then the Karpenter pools' objects. A cf-deletions phase only
+    when it deletes something."""
+    wanted = {"cf_pre_apply": bool(cf_pre_apply), "cf_post_apply": bool(cf_post_apply)}
     order = ("pre_apply", "cf_pre_apply", "manifests", "post_apply", "cf_post_apply", KARPENTER_PHASE)
     return [phase for phase in order if wanted.get(phase, True)]
 
@@ -148,9 +150,10 @@ def needs_cluster_outputs(tree: ConfigTree, pools: list[NodePool]) -> bool:
     return False
 
 
-def node_pools_key(rendering: str, outputs: dict[str, str]) -> str:
-    """The key of a run's node-pool rendering: its first rendering's with the cluster stack's outputs."""
-    text = json.dumps([rendering, outputs], sort_keys=True)
+def node_pools_key(rendering: str, outputs: dict[str, str], learnt: dict[str, str] | None = None) -> str:
+    """The key of a run's node-pool rendering: its first rendering's with the cluster stack's outputs (and what CLM's
+    EKS hook learnt, `learnt`)."""
+    text = json.dumps([rendering, outputs, *([learnt] if learnt else [])], sort_keys=True)
     return f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
 
 
@@ -159,14 +162,15 @@ def render_node_pools(
     bucket: str,
     rendering: str,
     outputs: dict[str, str],
-    render: Callable[[FilesStore | None, dict[str, Any]], RenderedCluster],
+    render: Callable[[FilesStore | None, dict[str, Any], RenderedCluster], RenderedCluster],
     files_store: FilesStore,
+    learnt: dict[str, str] | None = None,
 ) -> str:
     """After the cluster stack: the run's rendering again with the stack's `outputs`, node pools' archives stored
     through `files_store`, under :func:`node_pools_key` (an existing one is reused: the step is idempotent).
-    `render(files_store, values)` renders the cluster; its version must be the first rendering's (else the
-    configuration or the registry changed during the run: ConfigChanged)."""
-    key = node_pools_key(rendering, outputs)
+    `render(files_store, values, first)` renders the cluster (`first`: the run's first rendering); its version must
+    be the first rendering's (else the configuration or the registry changed during the run: ConfigChanged)."""
+    key = node_pools_key(rendering, outputs, learnt)
     try:
         s3.head_object(Bucket=bucket, Key=key)
         return key
@@ -174,7 +178,7 @@ def render_node_pools(
         if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
             raise
     first = load_rendering(s3, bucket, rendering)
-    rendered = render(files_store, {OUTPUTS_VALUE: outputs})
+    rendered = render(files_store, {OUTPUTS_VALUE: outputs}, first)
     _ensure_unchanged(first, rendered)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     return key

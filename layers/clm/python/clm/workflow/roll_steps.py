@@ -22,7 +22,7 @@ from clm.rolling.settings import roll_settings
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
-from clm.workflow.cluster_access import kube_client, rendering
+from clm.workflow.cluster_access import kube_client, registry_cluster, rendering
 from clm.workflow.maintenance import fleet_freezes, hold_disruption
 from clm.workflow.node_events import announce_replaced
 from clm.workflow.roll_budget import steps_per_execution, within_budget
@@ -32,33 +32,40 @@ from clm.workflow.update_block import stop_if_blocked
 # Processes that would replace or move instances behind the roll's back.
 ROLL_SUSPENDED = ["AZRebalance", "ReplaceUnhealthy"]
 BASELINE_TAG = "clm:roll-baseline-desired"
+SIZE_KEYS = {"desired": "DesiredCapacity", "min_size": "MinSize"}  # a scale decision's sizes, as the API names them
 
 
-def _inventory(where: TargetAws, pool: str) -> NodePoolInventory:
-    return node_pool_inventory(
-        where.client("cloudformation"),
-        where.client("autoscaling"),
-        where.client("ec2"),
-        node_pool_stack_name(where.cluster_id, pool),
-    )
+def _inventory(where: TargetAws, pool: str, name: str) -> NodePoolInventory:
+    """The pool's groups (every one its stack has, none tagged for another cluster or pool; `name`: the cluster's,
+    Cluster.name, which its tags carry) and instances."""
+    stack_name = node_pool_stack_name(where.cluster_id, pool)
+    clients = (where.client("cloudformation"), where.client("autoscaling"), where.client("ec2"))
+    return node_pool_inventory(*clients, stack_name, cluster_id=where.cluster_id, name=name, pool=pool)
+
+
+def _name(event: dict[str, Any]) -> str:
+    """The cluster's name (Cluster.name: its tags' key) in the run's rendering."""
+    return rendering(event["rendering"]).cluster.name
 
 
 def suspend(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool, pool}` -> suspend AZRebalance and ReplaceUnhealthy on the pool's group (a Karpenter
-    pool has none)."""
+    """`{cluster_id, node_pool, pool}` -> suspend AZRebalance and ReplaceUnhealthy on every group of the pool (a
+    Karpenter pool has none)."""
     if _karpenter(event):
-        return {"asg": None, "suspended": []}
+        return {"asgs": [], "suspended": []}
     where = of_event(event)
-    group = _inventory(where, event["node_pool"]).asg_name
-    where.client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
-    return {"asg": group, "suspended": ROLL_SUSPENDED}
+    groups = _inventory(where, event["node_pool"], _name(event)).group_names
+    for group in groups:
+        where.client("autoscaling").suspend_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
+    return {"asgs": groups, "suspended": ROLL_SUSPENDED}
 
 
 def resume(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool, pool}` -> resume the suspended processes and forget the surge baseline."""
+    """`{cluster_id, node_pool, pool}` -> resume the suspended processes and forget the surge baselines of every
+    group of the pool."""
     if _karpenter(event):
-        return {"asg": None}
-    return {"asg": _resume(of_event(event), node_pool_stack_name(event["cluster_id"], event["node_pool"]))}
+        return {"asgs": []}
+    return {"asgs": _resume(of_event(event), event["node_pool"], _name(event))}
 
 
 def _karpenter(event: dict[str, Any]) -> bool:
@@ -70,20 +77,23 @@ def resume_all(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> resume every node pool of the cluster (after a failure; errors are reported, not raised)."""
     resumed, failed = [], []
     where = of_event(event)
-    for stack in node_pool_stacks(where.client("cloudformation"), event["cluster_id"]):
+    cluster = registry_cluster(event["cluster_id"])
+    for stack in node_pool_stacks(where.client("cloudformation"), cluster.id, cluster.name):
         try:
-            resumed.append(_resume(where, stack.stack_name))
+            resumed.extend(_resume(where, stack.node_pool, cluster.name))
         except Exception as exc:  # one pool's trouble must not keep the others suspended
             failed.append(f"{stack.node_pool}: {type(exc).__name__}: {exc}"[:300])
     return {"resumed": resumed, "failed": failed}
 
 
-def _resume(where: TargetAws, stack_name: str) -> str:
+def _resume(where: TargetAws, pool: str, name: str) -> list[str]:
+    """Resume every group of the pool and delete its baseline tag; the groups' names."""
     autoscaling = where.client("autoscaling")
-    group = node_pool_inventory(where.client("cloudformation"), autoscaling, where.client("ec2"), stack_name).asg_name
-    autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
-    autoscaling.delete_tags(Tags=[_tag(group, "")])
-    return group
+    groups = _inventory(where, pool, name).group_names
+    for group in groups:  # one call per group, as CLM deletes tags (aws_asg.go deleteTags): IAM judges each group
+        autoscaling.resume_processes(AutoScalingGroupName=group, ScalingProcesses=ROLL_SUSPENDED)
+        autoscaling.delete_tags(Tags=[_tag(group, "")])
+    return groups
 
 
 def plan(event: dict[str, Any]) -> dict[str, Any]:
@@ -123,18 +133,18 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         if karpenter:
             inventory, disruptions = _karpenter_pool(kube, where, event["rendering"], pool)
         else:
-            inventory, disruptions = _inventory(where, pool), None
-        baseline = None if karpenter else _baseline(where, inventory.asg_name)
-        size = inventory.desired if baseline is None else baseline
+            inventory, disruptions = _inventory(where, pool, cluster.name), None
+        baselines = {} if karpenter else _baselines(where, inventory.group_names)
+        size = sum(baselines.get(group.name, group.desired) for group in inventory.groups) or inventory.desired
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
-        state, nodes_version = _observe(kube, pool, inventory, baseline, karpenter)
+        state, nodes_version = _observe(kube, pool, inventory, baselines, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
             if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
-                state = _observe(kube, pool, inventory, baseline, karpenter)[0]
+                state = _observe(kube, pool, inventory, baselines, karpenter)[0]
                 decision = plan_next(state, settings, removing=removing, lead=lead)
         awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
     hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
@@ -152,7 +162,7 @@ def _karpenter_pool(kube: Any, where: TargetAws, rendering_key: str, pool: str) 
     manifests = rendered.node_pool_manifests.get(pool, [])
     desired = desired_config(manifests, pool)
     inventory = karpenter_pool_inventory(
-        where.client("ec2"), rendered.cluster.id, pool, desired, drifted_instances(kube)
+        where.client("ec2"), rendered.cluster.name, pool, desired, drifted_instances(kube)
     )
     return inventory, disruption_budget(manifests, pool, len(inventory.instances))
 
@@ -176,11 +186,11 @@ def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _observe(
-    kube: Any, pool: str, inventory: NodePoolInventory, baseline: int | None, karpenter: bool
+    kube: Any, pool: str, inventory: NodePoolInventory, baselines: dict[str, int], karpenter: bool
 ) -> tuple[PoolState, str]:
     """The pool's state with its Nodes as listed now, and the resourceVersion of that list."""
     listed = kube.get("/api/v1/nodes") or {}
-    state = pool_state(pool, inventory, listed.get("items", []), baseline, datetime.now(UTC), karpenter=karpenter)
+    state = pool_state(pool, inventory, listed.get("items", []), baselines, datetime.now(UTC), karpenter=karpenter)
     return state, (listed.get("metadata") or {}).get("resourceVersion", "")
 
 
@@ -194,18 +204,25 @@ def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
 
 
 def scale(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, node_pool, decision}` -> set the group's desired (and min) size; keep the surge baseline."""
-    decision = event["decision"]
+    """`{cluster_id, node_pool, decision}` -> set the desired (and min) size of each group the decision's `sizes`
+    name, keeping each one's surge baseline; a name that is not one of the pool's groups is refused (PoolBlocked)
+    before any change."""
     where = of_event(event)
-    group = _inventory(where, event["node_pool"]).asg_name
+    pool = event["node_pool"]
+    groups = set(_inventory(where, pool, _name(event)).group_names)
+    sizes = event["decision"].get("sizes") or []
+    strangers = sorted({size["group"] for size in sizes} - groups)
+    if strangers:
+        raise PoolBlocked(pool, f"cluster {where.cluster_id}: {', '.join(strangers)} is not a group of the pool")
     autoscaling = where.client("autoscaling")
-    if decision.get("baseline") is not None:
-        autoscaling.create_or_update_tags(Tags=[_tag(group, str(decision["baseline"]))])
-    sizes = {"DesiredCapacity": decision["desired"]}
-    if decision.get("min_size") is not None:
-        sizes["MinSize"] = decision["min_size"]
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, **sizes)
-    return {"asg": group, **sizes}
+    changed = []
+    for size in sizes:
+        if size.get("baseline") is not None:
+            autoscaling.create_or_update_tags(Tags=[_tag(size["group"], str(size["baseline"]))])
+        sized = {key: size[name] for name, key in SIZE_KEYS.items() if size.get(name) is not None}
+        autoscaling.update_auto_scaling_group(AutoScalingGroupName=size["group"], **sized)
+        changed.append({"asg": size["group"], **sized})
+    return {"groups": changed}
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
@@ -231,16 +248,16 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, replacement}` -> terminate the instance through its group, or through EC2 for a Karpenter
-    pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
+    """`{cluster_id, rendering, replacement}` -> terminate the instance through its group, or through EC2 for a
+    Karpenter pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
     replacement = event["replacement"]
     where = of_event(event)
     if replacement.get("karpenter_pool"):
         from clm.stacks.karpenter_pool import terminate_pool_instance
 
-        state = terminate_pool_instance(
-            where.client("ec2"), event["cluster_id"], replacement["karpenter_pool"], replacement["instance_id"]
-        )
+        name = rendering(event["rendering"]).cluster.name  # the tag's name (Cluster.name)
+        pool, instance = replacement["karpenter_pool"], replacement["instance_id"]
+        state = terminate_pool_instance(where.client("ec2"), name, pool, instance)
         return {"instance_id": replacement["instance_id"], "terminated": state}
     try:
         activity = where.client("autoscaling").terminate_instance_in_auto_scaling_group(
@@ -253,11 +270,14 @@ def terminate(event: dict[str, Any]) -> dict[str, Any]:
     return {"instance_id": replacement["instance_id"], "terminated": activity.get("StatusCode", "")}
 
 
-def _baseline(where: TargetAws, group: str) -> int | None:
-    tags = where.client("autoscaling").describe_tags(
-        Filters=[{"Name": "auto-scaling-group", "Values": [group]}, {"Name": "key", "Values": [BASELINE_TAG]}]
-    )["Tags"]
-    return int(tags[0]["Value"]) if tags else None
+def _baselines(where: TargetAws, groups: list[str]) -> dict[str, int]:
+    """The surge baseline of each surged group of `groups`, by name."""
+    pages = (
+        where.client("autoscaling")
+        .get_paginator("describe_tags")
+        .paginate(Filters=[{"Name": "auto-scaling-group", "Values": groups}, {"Name": "key", "Values": [BASELINE_TAG]}])
+    )
+    return {tag["ResourceId"]: int(tag["Value"]) for page in pages for tag in page["Tags"] if tag["Value"]}
 
 
 def _tag(group: str, value: str) -> dict[str, Any]:
@@ -271,10 +291,11 @@ def _tag(group: str, value: str) -> dict[str, Any]:
 
 
 def left_outdated(event: dict[str, Any]) -> dict[str, int]:
-    """`{cluster_id, pools: [{node_pool}]}` -> an apply-only run (clm.workflow.apply_only), after the pools' stacks:
-    pool -> its outdated instances, for the pools that have some (none is touched)."""
-    where = of_event(event)
-    counts = {pool["node_pool"]: len(_inventory(where, pool["node_pool"]).outdated) for pool in event["pools"]}
+    """`{cluster_id, rendering, pools: [{node_pool}]}` -> an apply-only run (clm.workflow.apply_only), after the
+    pools' stacks: pool -> its outdated instances (of all its groups), for the pools that have some (none is
+    touched)."""
+    where, name = of_event(event), _name(event)
+    counts = {pool["node_pool"]: len(_inventory(where, pool["node_pool"], name).outdated) for pool in event["pools"]}
     return {pool: count for pool, count in counts.items() if count}
 
 

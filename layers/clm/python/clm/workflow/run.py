@@ -10,6 +10,7 @@ from typing import Any
 from clm.errors import ConfigSourceError, LockHeld, ValidationError
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
+from clm.registry.problems import configuration_problem
 from clm.targets import Target
 from clm.version import desired_version
 from clm.workflow import placement, target_aws
@@ -83,7 +84,7 @@ def begin(
     except ConfigSourceError as exc:  # e.g. a channel or override_channel naming no branch or prefix
         if cluster.lifecycle_status != "decommission-requested":  # a decommission needs no configuration
             # As CLM's controller (cluster_list.go): a problem on the cluster, not only a failed execution.
-            registry.record_problem(cluster_id, Problem(title=f"configuration: {exc}", instance=execution))
+            registry.record_problem(cluster_id, Problem(title=configuration_problem(str(exc)), instance=execution))
             return RunPlan(cluster_id, SKIP, f"configuration cannot be read: {exc}", target=where)
         desired = ""
     try:

@@ -3,6 +3,7 @@ targets (`clm targets`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from functools import partial
 from typing import Any
@@ -96,22 +97,38 @@ def render(event: dict[str, Any]) -> dict[str, Any]:
 
 def node_pools(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering}` -> `{rendering}`: after the cluster stack, the key of the run's rendering whose node
-    pools' stacks were rendered with its outputs and whose bootstrap archives are uploaded (idempotent)."""
+    pools' stacks were rendered with its outputs and whose bootstrap archives are uploaded (idempotent). For a
+    zalando-eks cluster first its alias proved its own (AliasNotUnique, KubeAuthError), then CLM's
+    ZalandoEKSCreationHook (provisioner/zalando_eks.go: clm.workflow.eks_hook): the EKS cluster's details written
+    back into the registry, the rendering's API URL switched to its endpoint."""
     from clm.render.renderer import Renderer
+    from clm.version import desired_version
+    from clm.workflow import eks_hook
     from clm.workflow.render_step import render_node_pools
 
     settings = Settings.from_env()
-    cluster = _registry(settings).get(event["cluster_id"])
+    registry = _registry(settings)
+    cluster = registry.get(event["cluster_id"])
     where = target_aws.of_event(event)
     outputs = _cluster_outputs(where, cluster) or {}
+    details = None
+    if cluster.is_eks:
+        eks_hook.ensure_name_unique(registry.list_clusters(), cluster)
+        details = eks_hook.describe(where.client("eks"), cluster)
+        cluster = eks_hook.write_back(registry, cluster, details)
 
-    def rendered(files_store: Any, values: dict[str, Any]) -> Any:
+    def rendered(files_store: Any, values: dict[str, Any], first: Any) -> Any:
         tree = ConfigSources(settings.config_source, client).for_cluster(cluster).fetch()
-        inputs = _render_inputs(where, files_store=files_store, etcd_store=_etcd_store(where, False))
-        return Renderer(tree, inputs).render(cluster, values)
+        renderer = Renderer(tree, _render_inputs(where, files_store=files_store, etcd_store=_etcd_store(where, False)))
+        if details is None:
+            return renderer.render(cluster, values)
+        result = renderer.render(eks_hook.hooked(cluster, details), values, zone_url=cluster.api_server_url)
+        spec = eks_hook.as_first_seen(cluster, first.cluster.config_items)  # what the run's version hashes
+        return dataclasses.replace(result, version=str(desired_version(spec, tree.version)))
 
+    learnt = dataclasses.asdict(details) if details else None
     key = render_node_pools(
-        client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(where, True)
+        client("s3"), settings.artefact_bucket, event["rendering"], outputs, rendered, _files_store(where, True), learnt
     )
     return {"rendering": key}
 
@@ -138,24 +155,25 @@ def etcd_files(event: dict[str, Any]) -> dict[str, Any]:
 
 def _render_inputs(where: target_aws.TargetAws, **stores: Any) -> Any:
     """What templates may ask AWS at render (clm.render.inputs): decrypted config items (the hub's KMS, only with the
-    keys the deployment names), EC2 (amiID, instance types, the network) and ACM/KMS of the cluster's target, each
-    asked only if a template needs it; `stores`: where node files go (files_store, etcd_store)."""
+    keys the deployment names), EC2 (amiID, instance types, the network) and ACM/KMS of the cluster's target, the
+    registry's clusters, each asked only if a template needs it; `stores`: where node files go (files_store,
+    etcd_store)."""
     import dataclasses
 
     from clm.render.inputs import RenderInputs
     from clm.render.secrets import keys_from_env
 
     inputs = RenderInputs.from_aws(where.client, keys_from_env(os.environ), decrypt_client=client)
-    return dataclasses.replace(inputs, **stores)
+    registry = _registry(Settings.from_env())  # the account's clusters, for CLM's cluster methods (read if used)
+    return dataclasses.replace(inputs, list_clusters=registry.list_clusters, **stores)
 
 
 def _cluster_outputs(where: target_aws.TargetAws, cluster: Any) -> dict[str, str] | None:
     """The cluster stack's outputs (OutputKey -> OutputValue), None when it does not exist."""
-    from clm.stacks.cfn import describe_stack
+    from clm.stacks.cfn import stack_outputs
     from clm.stacks.names import cluster_stack_name
 
-    stack = describe_stack(where.client("cloudformation"), cluster_stack_name(cluster))
-    return None if stack is None else {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
+    return stack_outputs(where.client("cloudformation"), cluster_stack_name(cluster))
 
 
 def _files_store(where: target_aws.TargetAws, upload: bool) -> Any:

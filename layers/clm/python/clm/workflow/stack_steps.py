@@ -15,7 +15,8 @@ from clm.model import Cluster, NodePool
 from clm.registry.dynamodb import DynamoRegistry
 from clm.stacks.delete import start_delete
 from clm.stacks.deploy import check, start
-from clm.stacks.names import cluster_stack_name, node_pool_stack_name
+from clm.stacks.names import cluster_stack_name, node_pool_stack_name, owned_tags
+from clm.stacks.ownership import ensure_owned as _ensure_owned
 from clm.stacks.removed import node_pool_stacks, removed_node_pools
 from clm.stacks.spec import cluster_stack_spec, node_pool_stack_spec
 from clm.workflow import target_aws
@@ -73,7 +74,7 @@ def cf_deletions(event: dict[str, Any]) -> dict[str, Any]:
     names = getattr(rendered.cf_deletions, phase.removeprefix("cf_"))
     where = target_aws.of_event(event)
     cfn = where.client("cloudformation")
-    progress = delete_in_order(cfn, event["cluster_id"], names, where.stack_role, event.get("retried") or ())
+    progress = delete_in_order(cfn, rendered.cluster, names, where.stack_role, event.get("retried") or ())
     return {"phase": phase, **progress.to_dict()}
 
 
@@ -99,7 +100,8 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
     where = target_aws.of_event(event)
     cfn = where.client("cloudformation")
     if event.get("decommission"):
-        items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in node_pool_stacks(cfn, cluster.id)]
+        stacks = node_pool_stacks(cfn, cluster.id, cluster.name)
+        items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in stacks]
         return {"pools": items, "cluster_stack": cluster_stack_name(cluster)}
     ensure_not_blocked(cluster, "before rolling the node pools")
     removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
@@ -118,25 +120,22 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> list[dict[str, Any]]:
-    """Karpenter pools whose instances run but that are gone from the registry, to be drained (only when
-    `karpenter_pools_enabled`; the roll leaves alone a NodePool CLM did not apply)."""
-    if not cluster.karpenter_pools_enabled:
-        return []
+    """Karpenter pools whose instances run but that are gone from the registry, to be drained (the roll leaves alone
+    a NodePool CLM did not apply)."""
     from clm.stacks.karpenter_pool import pools_with_instances
 
-    gone = pools_with_instances(where.client("ec2"), cluster.id) - {pool.name for pool in cluster.karpenter_pools}
+    gone = pools_with_instances(where.client("ec2"), cluster.name) - {pool.name for pool in cluster.karpenter_pools}
     return [_pool(name, "", True, True, karpenter=True) for name in sorted(gone)]
 
 
 def pools_to_roll(cluster: Cluster) -> list[NodePool]:
     """The pools a provision rolls, as CLM groups them (provisioner/clusterpy.go groupNodePools): none in a new
     cluster's first run (lifecycle requested or creating: every node is new, as in CLM's provisionNodePoolGroup);
-    the auto scaling group pools, masters first (a stable sort); then, when `karpenter_pools_enabled` is "true", the
-    Karpenter pools (their objects are applied by then; their instances are replaced through EC2)."""
+    the auto scaling group pools, masters first (a stable sort); then the Karpenter pools (their objects are applied
+    by then; their instances are replaced through EC2)."""
     if cluster.is_new:
         return []
-    karpenter = cluster.karpenter_pools if cluster.karpenter_pools_enabled else []
-    return [*sorted(cluster.asg_pools, key=lambda pool: not pool.is_master), *karpenter]
+    return [*sorted(cluster.asg_pools, key=lambda pool: not pool.is_master), *cluster.karpenter_pools]
 
 
 def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool, *, karpenter: bool = False) -> dict[str, Any]:
@@ -152,11 +151,19 @@ def _pool(node_pool: str, stack_name: str, removing: bool, drain: bool, *, karpe
 
 def delete_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, stack_name}` -> start deleting the stack (termination protection off first) with
-    CloudFormation's service role."""
+    CloudFormation's service role, if it carries the ownership tags CLM created it with: the cluster stack the
+    cluster id's, any other the cluster name's (clm.stacks.names)."""
+    cluster = _cluster(event)
+    name = event["stack_name"]
+    owner = cluster.id if name == cluster_stack_name(cluster) else cluster.name
     where = target_aws.of_event(event)
-    return start_delete(
-        where.client("cloudformation"), event["stack_name"], event["cluster_id"], where.stack_role
-    ).to_dict()
+    ensure = partial(_ensure_owned, wanted=owned_tags(owner))
+    return start_delete(where.client("cloudformation"), name, cluster.id, where.stack_role, ensure).to_dict()
+
+
+def _cluster(event: dict[str, Any]) -> Cluster:
+    """The event's cluster, as the registry has it now."""
+    return DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
 
 
 def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
@@ -168,16 +175,26 @@ def ingress_stacks(event: dict[str, Any]) -> dict[str, Any]:
 
     where = target_aws.of_event(event)
     cfn = where.client("cloudformation")
-    return sweep_ingress_stacks(cfn, event["cluster_id"], where.stack_role, check=bool(event.get("check"))).to_dict()
+    return sweep_ingress_stacks(cfn, _cluster(event), where.stack_role, check=bool(event.get("check"))).to_dict()
 
 
 def verify_provisioned(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id}` -> decommission, before anything else: `{proof}` that CLM provisioned the cluster (its cluster
-    stack with CLM's ownership tags, alive or deleted); ClusterNotManaged otherwise (clm.stacks.provenance)."""
+    stack with CLM's ownership tags, alive or deleted) and, for a zalando-eks cluster, that its alias (the name its
+    resources are tagged with) is no other registry cluster's name (AliasNotUnique) nor another cluster's EKS
+    cluster's; ClusterNotManaged otherwise (clm.stacks.provenance, clm.workflow.eks_hook)."""
     from clm.stacks.provenance import ensure_provisioned
 
-    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
-    return {"proof": ensure_provisioned(target_aws.of_event(event).client("cloudformation"), cluster)}
+    cluster = _cluster(event)
+    where = target_aws.of_event(event)
+    proof = ensure_provisioned(where.client("cloudformation"), cluster)
+    if cluster.is_eks:
+        from clm.workflow.eks_hook import ensure_alias_owned, ensure_name_unique
+
+        registry = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table)
+        ensure_name_unique(registry.list_clusters(), cluster)
+        proof = f"{proof}; {ensure_alias_owned(where.client('eks'), cluster)}"
+    return {"proof": proof}
 
 
 def clean_up(event: dict[str, Any]) -> dict[str, Any]:
@@ -187,14 +204,14 @@ def clean_up(event: dict[str, Any]) -> dict[str, Any]:
     from clm.stacks.leftovers import REMOVE_VOLUMES_ITEM, delete_leaked_interfaces, delete_volumes
     from clm.stacks.provenance import ensure_provisioned
 
-    cluster = DynamoRegistry(client("dynamodb"), Settings.from_env().registry_table).get(event["cluster_id"])
+    cluster = _cluster(event)
     where = target_aws.of_event(event)
     ensure_provisioned(where.client("cloudformation"), cluster)
     ec2 = where.client("ec2")
     interfaces = delete_leaked_interfaces(ec2, cluster)
     if cluster.config_items.get(REMOVE_VOLUMES_ITEM) != "true":
         return {"interfaces": interfaces, "volumes": None}
-    volumes, left = delete_volumes(ec2, cluster.id)
+    volumes, left = delete_volumes(ec2, cluster)
     return {"interfaces": interfaces, "volumes": volumes, "volumes_left": left}
 
 
@@ -203,7 +220,7 @@ def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
     Karpenter launched for the cluster (CLM's DecommissionKarpenterNodes); `done` once none is left running."""
     from clm.stacks.karpenter_pool import terminate_cluster_instances
 
-    terminated = terminate_cluster_instances(target_aws.of_event(event).client("ec2"), event["cluster_id"])
+    terminated = terminate_cluster_instances(target_aws.of_event(event).client("ec2"), _cluster(event).name)
     return {"terminated": terminated, "done": not terminated}
 
 
