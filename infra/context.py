@@ -48,6 +48,7 @@ class ClmContext:
     decrypt_key_arns: tuple[str, ...] = ()
     roll_steps_per_execution: int = 300
     manage_etcd_stack: bool = False  # CLM's --manage-etcd-stack: provision cluster/etcd/stack.yaml (zalando-aws)
+    apply_only: bool = False  # CLM's --apply-only: stacks and manifests, no node pool rolled (clm.workflow.apply_only)
     target_accounts: tuple[str, ...] = ()  # the accounts the hub may reach (`*`: any); none: its own only
     target_include: str = ""  # a regex on the account id (CLM's --include)
     target_exclude: str = ""  # a regex on the account id (CLM's --exclude)
@@ -82,6 +83,7 @@ class ClmContext:
             decrypt_key_arns=_names(node, "clm:decryptKeyArns"),
             roll_steps_per_execution=_number(node, "clm:rollStepsPerExecution", defaults.roll_steps_per_execution),
             manage_etcd_stack=_flag(node, "clm:manageEtcdStack"),
+            apply_only=_flag(node, "clm:applyOnly"),
             target_accounts=_names(node, "clm:targetAccounts"),
             target_include=_text(node, "clm:targetInclude"),
             target_exclude=_text(node, "clm:targetExclude"),

@@ -190,6 +190,8 @@ class ClmStack(Stack):
         permissions.grant_stacks(self.functions["stacks"], table, artefacts)
         if context.manage_etcd_stack:
             run.function.add_environment(MANAGE_ETCD_ENV, "true")
+        if context.apply_only:  # every cluster's runs roll no node pool, unless its item apply_only says "false"
+            run.function.add_environment("CLM_APPLY_ONLY", "true")  # clm.workflow.apply_only.APPLY_ONLY_ENV
         for folder in ("kube", "roll"):
             permissions.grant_kube(self.functions[folder], table, artefacts, context.kube_secret_prefix)
         for folder in ("roll", "stacks"):  # the fleet's freezes (clm.workflow.maintenance)

@@ -217,6 +217,14 @@ def _begin(_: dict[str, Any], plan: dict[str, Any]) -> StepLine:
     return f"Begin: {plan.get('action')} ({plan.get('reason')})", "yellow" if plan.get("action") == "skip" else ""
 
 
+def _left_outdated(_: dict[str, Any], left: dict[str, Any]) -> StepLine:
+    """An apply-only run's count of the outdated nodes it did not roll (clm.workflow.apply_only)."""
+    if not left:
+        return "Apply-only: no node pool rolled, none outdated", ""
+    pools = ", ".join(f"{pool} ({count})" for pool, count in sorted(left.items()))
+    return f"Apply-only: no node pool rolled; outdated nodes left: {pools}", "yellow"
+
+
 def _render(_: dict[str, Any], rendering: dict[str, Any]) -> StepLine:
     pools = ", ".join(rendering.get("node_pools", [])) or "none"
     text = (
@@ -262,9 +270,10 @@ def _pools(_: dict[str, Any], pools: dict[str, Any]) -> StepLine:
     items = pools.get("pools", [])
     if pools.get("cluster_stack"):  # a decommission: the cluster stack is deleted after the pools
         items = [*items, {"stack_name": pools["cluster_stack"], "removing": True}]
+    rolled = "none rolled (apply-only)" if pools.get("apply_only") else "none"
     if not items:
-        return "Node pools: none", ""
-    described = []
+        return f"Node pools: {rolled}", ""
+    described = [rolled] if pools.get("apply_only") else []
     for pool in items:
         name = pool.get("node_pool") or f"cluster stack {pool.get('stack_name')}"
         described.append(f"{name} ({'delete' if pool.get('removing') else 'roll'})")
@@ -349,6 +358,9 @@ def _check_health(_: dict[str, Any], health: dict[str, Any]) -> StepLine:
 def _succeed(_: dict[str, Any], done: dict[str, Any]) -> StepLine:
     if done.get("action") == "decommission":
         return "Succeed: cluster decommissioned", "green"
+    if done.get("left_outdated"):  # an apply-only run (clm.workflow.apply_only): the version is not recorded
+        left = sum(done["left_outdated"].values())
+        return f"Succeed: version {done.get('version')} applied (apply-only), {left} outdated node(s) left", "yellow"
     return f"Succeed: cluster at version {done.get('version')}", "green"
 
 
@@ -367,6 +379,7 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "CheckStack": _check_stack,
     "ApplyPhase": _apply,
     "ProvisionPools": _pools,
+    "LeftOutdated": _left_outdated,
     "DecommissionPools": _pools,
     "Suspend": _named("Suspend: AZRebalance and ReplaceUnhealthy suspended"),
     "Plan": _plan,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from clm.render.cf_manifests import stack_name
 from clm.render.manifests import Manifest
 from clm.render.renderer import RenderedCluster
 from clm.yamlutil import dump
@@ -22,6 +23,8 @@ def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
         **({"etcd-stack.yaml": rendered.etcd_stack.body} if rendered.etcd_stack else {}),
         "cluster-stack.yaml": rendered.cluster_stack.body,
     }
+    for number, stack in enumerate(rendered.extra_stacks, start=1):  # cluster/cf-manifests/, in deploy order
+        files[f"cf-stacks/{number:02d}-{file_name(stack_name(stack.template))}.yaml"] = stack.body
     for pool, stack in rendered.node_pool_stacks.items():
         files[f"node-pools/{file_name(pool)}.yaml"] = stack.body
     for number, component in enumerate(rendered.components, start=1):
@@ -29,6 +32,8 @@ def rendered_files(rendered: RenderedCluster) -> dict[str, str]:
     for pool, manifests in rendered.node_pool_manifests.items():
         files.update(_manifest_files(f"node-pools/{file_name(pool)}", manifests))
     files["deletions.yaml"] = dump(rendered.deletions.to_dict())
+    if rendered.cf_deletions:
+        files["cf-deletions.yaml"] = dump(rendered.cf_deletions.to_dict())
     files["summary.json"] = json.dumps(summary(rendered), indent=2) + "\n"
     return files
 
@@ -58,6 +63,8 @@ def summary(rendered: RenderedCluster) -> dict[str, object]:
         "components": [c.name for c in rendered.components],
         "manifests": rendered.manifest_count,
         "deletions": {"pre_apply": len(rendered.deletions.pre_apply), "post_apply": len(rendered.deletions.post_apply)},
+        "cf_stacks": [stack_name(stack.template) for stack in rendered.extra_stacks],
+        "cf_deletions": rendered.cf_deletions.to_dict(),
         "warnings": rendered.warnings[:MAX_WARNINGS],
         "warning_count": len(rendered.warnings),
     }

@@ -97,24 +97,8 @@ def _entry_problems(entry: Any) -> list[str]:
 
 def parse_deletions(text: str, file: str, cluster_id: str | None = None) -> Deletions:
     """Parse rendered deletions.yaml; every problem names the file, line and entry."""
-    try:
-        data = load_with_lines(text)
-    except yaml.YAMLError as exc:
-        raise RenderError(f"not valid YAML: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
-    if data is None:
-        return Deletions()
-    if not isinstance(data, dict):
-        raise RenderError("expected a mapping with pre_apply and post_apply", file, 1, cluster_id)
-    unknown = sorted(set(map(str, data)) - set(PHASES))
-    if unknown:
-        raise RenderError(
-            f"unknown key {unknown[0]!r} (expected pre_apply, post_apply)", file, data.line_of(unknown[0]), cluster_id
-        )
     phases: dict[str, list[Deletion]] = {}
-    for phase in PHASES:
-        entries = data.get(phase) or []
-        if not isinstance(entries, list):
-            raise RenderError(f"{phase} must be a list", file, data.line_of(phase), cluster_id)
+    for phase, entries in phase_entries(text, file, cluster_id).items():
         for index, entry in enumerate(entries):
             problems = _entry_problems(entry)
             if problems:
@@ -123,3 +107,26 @@ def parse_deletions(text: str, file: str, cluster_id: str | None = None) -> Dele
                 )
         phases[phase] = [Deletion(**plain({**e, "namespace": str(e.get("namespace") or "")})) for e in entries]
     return Deletions(**phases)
+
+
+def phase_entries(text: str, file: str, cluster_id: str | None = None) -> dict[str, Any]:
+    """The `pre_apply` and `post_apply` lists of a rendered deletions file (deletions.yaml, cf-deletions.yaml), each
+    with its items' lines (`item_lines`); RenderError naming file and line for anything else at the top."""
+    try:
+        data = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        raise RenderError(f"not valid YAML: {error_reason(exc)}", file, error_line(exc), cluster_id) from None
+    if data is None:
+        return {phase: [] for phase in PHASES}
+    if not isinstance(data, dict):
+        raise RenderError("expected a mapping with pre_apply and post_apply", file, 1, cluster_id)
+    unknown = sorted(set(map(str, data)) - set(PHASES))
+    if unknown:
+        raise RenderError(
+            f"unknown key {unknown[0]!r} (expected pre_apply, post_apply)", file, data.line_of(unknown[0]), cluster_id
+        )
+    found = {phase: data.get(phase) or [] for phase in PHASES}
+    for phase, entries in found.items():
+        if not isinstance(entries, list):
+            raise RenderError(f"{phase} must be a list", file, data.line_of(phase), cluster_id)
+    return found

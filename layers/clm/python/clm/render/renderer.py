@@ -1,16 +1,17 @@
 """Render everything a cluster needs from a configuration tree: config items, stacks, manifests, deletions.
 
-Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` (or CLM's
-`cluster.yaml`), `node-pools/<profile>/stack.yaml`, `manifests/<component>/*.yaml` and
-`manifests/deletions.yaml`. Templates see `cluster` (config items with defaults filled in and encrypted ones
-decrypted, each node pool's items completed by the cluster's: clm.render.config_items), `node_pool` (node-pool
-stacks only) and `values` (facts the caller passes in; not config-defaults.yaml, as in CLM). A Karpenter pool
-(profile `worker-karpenter`) renders its profile's provisioners.yaml instead of a stack (clm.render.karpenter).
+Layout (under `cluster/`, as Zalando CLM): `config-defaults.yaml`, `stack.yaml` (or CLM's `cluster.yaml`),
+`node-pools/<profile>/stack.yaml`, `manifests/<component>/*.yaml`, `manifests/deletions.yaml` and `cf-manifests/`
+(extra stacks and cf-deletions.yaml: clm.render.cf_manifests). Templates see `cluster` (config items with defaults
+filled in and encrypted ones decrypted, each node pool's items completed by the cluster's: clm.render.config_items),
+`node_pool` (node-pool stacks only) and `values` (facts the caller passes in; not config-defaults.yaml, as in CLM). A
+Karpenter pool (profile `worker-karpenter`) renders its profile's provisioners.yaml instead of a stack
+(clm.render.karpenter).
 
-A combined snapshot (several sources) is read as CLM's channel/combined.go does: stacks and node-pool
-profiles from the first source only; config-defaults.yaml of every source merged key by key, later wins;
-deletions of every source concatenated; the components of every source applied, named `<source>/<component>`.
-Files of a combined snapshot are named `<source>/<path>` in errors, as CLM names them.
+A combined snapshot (several sources) is read as CLM's channel/combined.go does: stacks and node-pool profiles from
+the first source only; config-defaults.yaml of every source merged key by key, later wins; deletions and cf-manifests
+of every source concatenated; the components of every source applied, named `<source>/<component>`. Files of a
+combined snapshot are named `<source>/<path>` in errors, as CLM names them.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from clm.errors import RenderError
 from clm.model import KARPENTER_DEFAULT_TYPES, Cluster, NodePool
 from clm.render.account_clusters import template_cluster
 from clm.render.bounded_roles import unbounded_roles
-from clm.render.cfn_yaml import load_template
+from clm.render.cf_manifests import CFDeletions
 from clm.render.config_items import (
     DEFAULTS,
     parse_defaults,
@@ -40,9 +39,9 @@ from clm.render.karpenter import render_provisioners
 from clm.render.manifests import Manifest, split_manifests
 from clm.render.origins import registry_view
 from clm.render.secrets import decrypt_items, seal
+from clm.render.stack_template import parse_stack
 from clm.scrub import Scrubber
 from clm.version import desired_version
-from clm.yamlutil import error_line, error_reason
 
 if TYPE_CHECKING:
     from clm.config.tree import ConfigTree
@@ -92,12 +91,16 @@ class RenderedCluster:
     warnings: list[str] = field(default_factory=list)
     # CLM's etcd stack (clm.render.etcd), when the deployment manages it and the cluster has one.
     etcd_stack: RenderedStack | None = None
+    # cluster/cf-manifests/: extra stacks (after the cluster stack) and stacks deleted (clm.render.cf_manifests).
+    extra_stacks: list[RenderedStack] = field(default_factory=list)
+    cf_deletions: CFDeletions = field(default_factory=CFDeletions)
 
     @property
     def stacks(self) -> list[RenderedStack]:
         """Every CloudFormation stack of the rendering: the etcd stack (when there is one), the cluster stack, the
-        node-pool stacks."""
-        return [*([self.etcd_stack] if self.etcd_stack else []), self.cluster_stack, *self.node_pool_stacks.values()]
+        extra stacks, the node-pool stacks."""
+        etcd = [self.etcd_stack] if self.etcd_stack else []
+        return [*etcd, self.cluster_stack, *self.extra_stacks, *self.node_pool_stacks.values()]
 
     @property
     def manifest_count(self) -> int:
@@ -226,6 +229,7 @@ class Renderer:
         node_pool_manifests = {
             pool.name: self._provisioners(view, seen, values, warnings) for pool, seen in pools if pool.is_karpenter
         }
+        extra_stacks, cf_deletions = self._cf_manifests(cluster, items, context)
         rendered = RenderedCluster(
             cluster=effective,
             config_version=self.tree.version,
@@ -250,6 +254,8 @@ class Renderer:
             encrypted_items=encrypted,
             warnings=warnings,
             etcd_stack=self._etcd_stack(view, values),
+            extra_stacks=extra_stacks,
+            cf_deletions=cf_deletions,
         )
         warnings += [warning for stack in rendered.stacks for warning in unbounded_roles(stack.file, stack.template)]
         return rendered
@@ -374,17 +380,22 @@ class Renderer:
 
     def _stack(self, file: str, context: dict[str, Any], cluster_id: str) -> RenderedStack:
         body = self._env.render(file, context, cluster_id)
-        try:
-            template = load_template(body)
-        except yaml.YAMLError as exc:
-            from clm.render.include_blame import blame_include
+        return RenderedStack(file, body, parse_stack(self._env, file, body, context, cluster_id)[1])
 
-            at = blame_include(self._env, file, body, error_line(exc), context, _parses) or (file, error_line(exc))
-            reason = f"rendered template is not valid YAML/JSON: {error_reason(exc)}"
-            raise RenderError(reason, *at, cluster_id) from None
-        if not isinstance(template, dict) or not isinstance(template.get("Resources"), dict):
-            raise RenderError("rendered template has no Resources section", file, None, cluster_id)
-        return RenderedStack(file=file, body=body, template=template)
+    def _cf_manifests(
+        self, cluster: Cluster, items: dict[str, str], context: dict[str, Any]
+    ) -> tuple[list[RenderedStack], CFDeletions]:
+        """cluster/cf-manifests/ of every source, checked before any AWS call (clm.render.cf_manifests)."""
+        from clm.render.cf_manifests import Source, render_cf_manifests
+
+        def source(part: _Source) -> Source:
+            def load(path: str, body: str) -> RenderedStack:
+                file, template = parse_stack(part.env, path, body, context, cluster.id, part.prefix)
+                return RenderedStack(file, body, template)
+
+            return Source(part.prefix, part.files, lambda path: part.render(path, context, cluster.id), load)
+
+        return render_cf_manifests([source(part) for part in self._sources], cluster.local_id, items, cluster.id)
 
     def _deletions(self, context: dict[str, Any], cluster_id: str) -> Deletions:
         """The deletions of every source, their lists concatenated in source order."""
@@ -395,12 +406,3 @@ class Renderer:
                 found = parse_deletions(text, source.prefix + DELETIONS, cluster_id)
                 result = Deletions(result.pre_apply + found.pre_apply, result.post_apply + found.post_apply)
         return result
-
-
-def _parses(text: str) -> bool:
-    """Whether a rendered stack template reads as YAML/JSON."""
-    try:
-        load_template(text)
-    except yaml.YAMLError:
-        return False
-    return True

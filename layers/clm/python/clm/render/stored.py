@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from clm.model import Cluster
+from clm.render.cf_manifests import CFDeletions
 from clm.render.cfn_yaml import load_template
 from clm.render.deletions import Deletion, Deletions
 from clm.render.manifests import Manifest
@@ -34,6 +35,8 @@ def dumps(rendered: RenderedCluster) -> str:
         "node_pool_manifests": {pool: _manifests(items) for pool, items in rendered.node_pool_manifests.items()},
         "warnings": rendered.warnings,
         "etcd_stack": _stack(rendered.etcd_stack) if rendered.etcd_stack else None,
+        "extra_stacks": [_stack(stack) for stack in rendered.extra_stacks],
+        "cf_deletions": rendered.cf_deletions.to_dict(),
     }
     return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
@@ -59,6 +62,10 @@ def loads(text: str | bytes) -> RenderedCluster:
         },
         warnings=document.get("warnings", []),
         etcd_stack=_load_stack(document["etcd_stack"]) if document.get("etcd_stack") else None,
+        extra_stacks=[_load_stack(stack) for stack in document.get("extra_stacks", [])],
+        cf_deletions=CFDeletions(
+            **{phase: [d["stackName"] for d in found] for phase, found in document.get("cf_deletions", {}).items()}
+        ),
     )
 
 

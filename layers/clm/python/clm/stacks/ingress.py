@@ -8,7 +8,8 @@ would block its deletion. Here the workflow deletes the node-pool stacks, then t
 
 Only the controller's stacks (tagged also `kubernetes:application=kube-ingress-aws-controller`) are deleted: they are
 the only stacks CLM did not create that the stacks function's IAM lets it delete. Any other stack tagged with the
-cluster and not CLM's is left as it is and reported (`left`).
+cluster and not CLM's is left as it is and reported (`left`). The same sweep deletes the cluster's extra stacks
+(cluster/cf-manifests/, clm.stacks.extra), which CLM's Decommission deletes with the others tagged with the cluster.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from clm.model import Cluster
 from clm.stacks.delete import start_delete
 from clm.stacks.errors import StackFailed
 from clm.stacks.events import first_failure
+from clm.stacks.extra import ensure_extra, extra_stack_tags
 from clm.stacks.names import MANAGED_BY, MANAGED_BY_TAG, OWNED, cluster_tag_key, ingress_tags
 from clm.stacks.ownership import ensure_ingress, has_tags
 from clm.stacks.status import DELETED, is_in_progress
@@ -58,22 +60,24 @@ def cluster_stacks(cfn: Any, cluster_name: str) -> list[dict[str, Any]]:
 
 
 def sweep_ingress_stacks(cfn: Any, cluster: Cluster, role_arn: str | None, *, check: bool) -> IngressSweep:
-    """Start deleting every controller's stack of the cluster not being deleted (with the ClusterStackRole, as CLM's
-    own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its resource (without
-    `check`, a failed deletion is started again)."""
+    """Start deleting every controller's stack and every extra stack of the cluster not being deleted (with the
+    ClusterStackRole, as CLM's own stacks); `check`: a stack whose deletion failed raises StackFailed naming it and its
+    resource (without `check`, a failed deletion is started again)."""
     cluster_id, name_tag = cluster.id, cluster.name
     deleting, left = [], []
     for stack in cluster_stacks(cfn, name_tag):
         name, status = stack["StackName"], stack["StackStatus"]
+        ensure = partial(ensure_ingress, cluster_name=name_tag)
         if has_tags(stack, {MANAGED_BY_TAG: MANAGED_BY}):
-            continue  # CLM's own stacks: deleted by their own steps
-        if not has_tags(stack, ingress_tags(name_tag)):
+            if not has_tags(stack, extra_stack_tags(name_tag)):
+                continue  # CLM's cluster and node-pool stacks: deleted by their own steps
+            ensure = partial(ensure_extra, cluster_name=name_tag)
+        elif not has_tags(stack, ingress_tags(name_tag)):
             left.append(name)
             continue
         if check and status == DELETE_FAILED:
             raise StackFailed(cluster_id, name, status, first_failure(cfn, stack), stack.get("StackStatusReason", ""))
         busy = is_in_progress(status)  # e.g. an update of the controller's: deleted once it settles
-        ensure = partial(ensure_ingress, cluster_name=name_tag)
         if busy or start_delete(cfn, name, cluster_id, role_arn, ensure=ensure).action != "absent":
             deleting.append(name)
     return IngressSweep(sorted(deleting), sorted(left))

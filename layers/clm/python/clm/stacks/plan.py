@@ -1,8 +1,9 @@
 """What a run would do to a rendered cluster's stacks and node pools, read without changing anything.
 
 Every stack gets its action and diff (diff.py), in a run's order (CLM's etcd stack first, when the rendering has
-one); every node pool its instances, each outdated now (inventory.py) or after the stack update (launch.py), with the
-reasons; a Karpenter pool its instances judged against its rendered EC2NodeClass and Karpenter's drift verdicts
+one; the extra stacks of cluster/cf-manifests/ after the cluster stack, then those cf-deletions.yaml deletes); every
+node pool its instances, each outdated now (inventory.py) or after the stack update (launch.py), with the reasons; a
+Karpenter pool its instances judged against its rendered EC2NodeClass and Karpenter's drift verdicts
 (karpenter_pool.py). Node-pool stacks of pools gone from the registry are deleted by a run after draining all their
 instances.
 """
@@ -13,10 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clm.model import Cluster
+from clm.render.cf_manifests import CF_DELETIONS, stack_name
 from clm.render.renderer import RenderedCluster
+from clm.stacks.cfn import describe_stack
 from clm.stacks.diff import StackDiff, stack_diff
-from clm.stacks.errors import NodePoolInventoryError
+from clm.stacks.errors import NodePoolInventoryError, StackNotOwned
 from clm.stacks.etcd import etcd_stack_spec
+from clm.stacks.extra import ensure_extra, extra_stack_spec
 from clm.stacks.inventory import GroupInventory, InstanceInfo, NodePoolInventory, node_pool_inventory
 from clm.stacks.karpenter_pool import desired_config, karpenter_pool_inventory
 from clm.stacks.removed import removed_node_pools
@@ -98,7 +103,8 @@ class StacksPlan:
 def plan_stacks(
     rendered: RenderedCluster, cfn: Any, autoscaling: Any, ec2: Any, drifted: Mapping[str, str] | None = None
 ) -> StacksPlan:
-    """CLM's etcd stack (when the rendering has one), the cluster stack, then every node pool's stack and instances,
+    """CLM's etcd stack (when the rendering has one), the cluster stack, the extra stacks of cluster/cf-manifests/ and
+    the stacks cf-deletions.yaml deletes, then every node pool's stack and instances,
     then the Karpenter pools' instances (`drifted`: instance id -> why Karpenter calls
     its NodeClaim drifted), then the pools a run would remove."""
 
@@ -110,7 +116,9 @@ def plan_stacks(
         )
 
     first = [etcd_stack_spec(rendered)] if rendered.etcd_stack is not None else []
-    stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered))]
+    extra = [extra_stack_spec(rendered, stack_name(stack.template)) for stack in rendered.extra_stacks]
+    stacks = [stack_diff(cfn, spec) for spec in (*first, cluster_stack_spec(rendered), *extra)]
+    stacks += cf_deletion_diffs(cfn, cluster, rendered.cf_deletions.pre_apply + rendered.cf_deletions.post_apply)
     pools = []
     for pool in cluster.asg_pools:  # Karpenter pools have no stack
         diff = stack_diff(cfn, node_pool_stack_spec(rendered, pool.name))
@@ -129,6 +137,23 @@ def plan_stacks(
         stacks.append(StackDiff(gone.stack_name, gone.node_pool, "", "delete", gone.status))
         pools.append(_pool_plan(inventory, gone.node_pool, gone.stack_name, [REMOVED_REASON], removed=True))
     return StacksPlan(cluster.id, stacks, pools)
+
+
+def cf_deletion_diffs(cfn: Any, cluster: Cluster, names: list[str]) -> list[StackDiff]:
+    """cf-deletions.yaml's stacks that exist: each deleted by a run ("delete"), or, when it is not an extra stack CLM
+    made for the cluster, the run stops there ("attention", with why)."""
+    diffs = []
+    for name in names:
+        stack = describe_stack(cfn, name)
+        if stack is None:
+            continue
+        try:
+            ensure_extra(stack, cluster.id, cluster.name)
+        except StackNotOwned as exc:
+            diffs.append(StackDiff(name, None, CF_DELETIONS, "attention", stack["StackStatus"], problem=exc.message))
+            continue
+        diffs.append(StackDiff(name, None, CF_DELETIONS, "delete", stack["StackStatus"]))
+    return diffs
 
 
 def _pool_plan(

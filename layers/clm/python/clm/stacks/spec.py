@@ -52,7 +52,7 @@ class StackSpec:
 def cluster_stack_spec(rendered: RenderedCluster, parameters: Mapping[str, str] | None = None) -> StackSpec:
     """The cluster stack of a rendered cluster."""
     cluster = rendered.cluster
-    return _spec(
+    return stack_spec(
         rendered.cluster_stack,
         cluster.id,
         cluster_stack_name(cluster),
@@ -68,7 +68,7 @@ def node_pool_stack_spec(
     """The stack of one node pool of a rendered cluster."""
     cluster = rendered.cluster
     pool = cluster.node_pool(pool_name)
-    return _spec(
+    return stack_spec(
         rendered.node_pool_stacks[pool_name],
         cluster.id,
         node_pool_stack_name(cluster.id, pool_name),
@@ -79,15 +79,17 @@ def node_pool_stack_spec(
     )
 
 
-def _spec(
+def stack_spec(
     stack: RenderedStack,
     cluster_id: str,
     name: str,
     tags: dict[str, str],
-    given: Mapping[str, str] | None,
-    node_pool: str | None,
+    given: Mapping[str, str] | None = None,
+    node_pool: str | None = None,
     owner_tags: dict[str, str] | None = None,
 ) -> StackSpec:
+    """The spec of a rendered stack named `name`: `tags` over the template's Metadata.Tags, a value for every
+    parameter (`given`, else its default), `owner_tags` checked before a change (None: the cluster id's)."""
     return StackSpec(
         cluster_id=cluster_id,
         name=name,

@@ -12,6 +12,7 @@ from clm.errors import ClmError
 from clm.model import Cluster, NodePool
 from clm.render import stored
 from clm.render.artefacts import summary
+from clm.render.cf_manifests import stack_name
 from clm.render.inputs import RenderInputs
 from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, PendingOutputs
 from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
@@ -19,6 +20,7 @@ from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
 PREFIX = "renderings/"
 KARPENTER_PHASE = "karpenter_pools"  # every run: CLM reconciles Karpenter pools even when the registry has none
 APPLY_PHASES = ("pre_apply", "manifests", "post_apply", KARPENTER_PHASE)
+CF_PHASES = ("cf_pre_apply", "cf_post_apply")  # cf-deletions.yaml's, by the stacks function (clm.stacks.extra)
 
 
 def rendering_key(cluster_id: str, version: str) -> str:
@@ -53,30 +55,74 @@ def render_to_s3(
     # A zalando-eks cluster's node pools and manifests see what CLM's hook learns after the cluster stack (its API
     # URL switched to the EKS endpoint, the items it writes back: clm.workflow.eks_hook): rendered again then.
     rerender = cluster.is_eks or needs_cluster_outputs(tree, cluster.asg_pools)
+    extra = [stack_name(stack.template) for stack in rendered.extra_stacks]
+    stages = stack_stages(
+        cluster,
+        sorted(rendered.node_pool_stacks),
+        render_node_pools=rerender,
+        etcd=rendered.etcd_stack is not None,
+        extra=extra,
+        render_extra=cluster.is_eks or _reads_outputs(tree),  # CLM applies them after the hook, with the outputs
+    )
     return {
         "rendering": key,
         **summary(rendered),
-        "stack_stages": stack_stages(
-            cluster, sorted(rendered.node_pool_stacks), render_node_pools=rerender, etcd=rendered.etcd_stack is not None
-        ),
-        "apply_phases": list(APPLY_PHASES),
+        "stack_stages": stages,
+        "apply_phases": apply_phases(rendered.cf_deletions.pre_apply, rendered.cf_deletions.post_apply),
         "render_karpenter_pools": cluster.is_eks or needs_cluster_outputs(tree, cluster.karpenter_pools),
     }
 
 
+def apply_phases(cf_pre_apply: list[str], cf_post_apply: list[str]) -> list[str]:
+    """The apply phases in CLM's order (provisioner/clusterpy.go apply): deletions, cf-deletions.yaml's pre_apply
+    stacks, manifests, deletions, its post_apply stacks; then the Karpenter pools' objects. A cf-deletions phase only
+    when it deletes something."""
+    wanted = {"cf_pre_apply": bool(cf_pre_apply), "cf_post_apply": bool(cf_post_apply)}
+    order = ("pre_apply", "cf_pre_apply", "manifests", "post_apply", "cf_post_apply", KARPENTER_PHASE)
+    return [phase for phase in order if wanted.get(phase, True)]
+
+
+def _reads_outputs(tree: ConfigTree) -> bool:
+    """Whether a file of cluster/cf-manifests/ names the cluster stack's outputs (through an include, too)."""
+    from clm.render.cf_manifests import CF_MANIFESTS
+
+    return any(
+        OUTPUTS_VALUE.encode() in text
+        for part in tree.parts()
+        for path, text in part.tree.files.items()
+        if path.startswith(CF_MANIFESTS)
+    )
+
+
 def stack_stages(
-    cluster: Cluster, pools: list[str], *, render_node_pools: bool = False, etcd: bool = False
+    cluster: Cluster,
+    pools: list[str],
+    *,
+    render_node_pools: bool = False,
+    etcd: bool = False,
+    extra: list[str] | None = None,
+    render_extra: bool = False,
 ) -> list[dict[str, Any]]:
     """The stacks in CLM's order (provisioner/clusterpy.go provision): with `etcd`, CLM's etcd stack (its stage
-    first uploads the etcd files' archive: `etcd`), then the cluster stack, then the master pools' stacks (profile
-    contains "master") and a wait for the API server, then the worker pools' stacks; the stacks of one stage are
-    deployed together. With `render_node_pools`, the node-pool stages first render their stacks again with the
-    cluster stack's outputs (:func:`render_node_pools`)."""
+    first uploads the etcd files' archive: `etcd`), then the cluster stack, then the `extra` stacks of
+    cluster/cf-manifests/ one at a time in file order (applyCFManifests; with `render_extra`, rendered again with the
+    cluster stack's outputs first), then the master pools' stacks (profile contains "master") and a wait for the API
+    server, then the worker pools' stacks; the stacks of one stage are deployed together. With `render_node_pools`,
+    the node-pool stages first render their stacks again with the cluster stack's outputs (render_node_pools)."""
     masters = [pool for pool in pools if cluster.node_pool(pool).is_master]
     etcd_stage = {"stacks": [{"node_pool": "", "etcd": True}], "wait_for_api_server": False, "etcd": True}
+    extra_stages = [
+        {
+            "stacks": [{"node_pool": "", "cf_manifest": name}],
+            "wait_for_api_server": False,
+            "render_node_pools": render_extra,
+        }
+        for name in extra or []
+    ]
     stages = [
         *([etcd_stage] if etcd else []),
         {"stacks": [{"node_pool": ""}], "wait_for_api_server": False, "render_node_pools": False},
+        *extra_stages,
         {
             "stacks": [{"node_pool": pool} for pool in masters],
             "wait_for_api_server": True,

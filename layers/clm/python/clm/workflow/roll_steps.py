@@ -290,7 +290,17 @@ def _tag(group: str, value: str) -> dict[str, Any]:
     }
 
 
+def left_outdated(event: dict[str, Any]) -> dict[str, int]:
+    """`{cluster_id, rendering, pools: [{node_pool}]}` -> an apply-only run (clm.workflow.apply_only), after the
+    pools' stacks: pool -> its outdated instances (of all its groups), for the pools that have some (none is
+    touched)."""
+    where, name = of_event(event), _name(event)
+    counts = {pool["node_pool"]: len(_inventory(where, pool["node_pool"], name).outdated) for pool in event["pools"]}
+    return {pool: count for pool, count in counts.items() if count}
+
+
 STEPS = {
+    "left_outdated": left_outdated,
     "suspend": suspend,
     "plan": plan,
     "scale": scale,

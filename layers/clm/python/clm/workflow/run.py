@@ -7,13 +7,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from clm.errors import ConfigSourceError, LockHeld
+from clm.errors import ConfigSourceError, LockHeld, ValidationError
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.problems import configuration_problem
 from clm.targets import Target
 from clm.version import desired_version
 from clm.workflow import placement, target_aws
+from clm.workflow.apply_only import applied_without_roll, left_outdated_problem
 
 PROVISION, DECOMMISSION, SKIP = "provision", "decommission", "skip"
 
@@ -27,6 +28,8 @@ class RunPlan:
     reason: str
     desired_version: str = ""
     target: dict[str, str] = field(default_factory=dict)
+    apply_only: bool = False  # no node pool is rolled (clm.workflow.apply_only)
+    left_outdated: dict[str, int] = field(default_factory=dict)  # apply-only: pool -> outdated instances not rolled
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able, for the workflow payload."""
@@ -42,6 +45,7 @@ def begin(
     wake: Callable[[], list[str]] | None = None,
     reach: Callable[[str, Target], str] = target_aws.refusal,
     hold: Callable[[Cluster, str], str] | None = None,
+    apply_only: Callable[[Cluster], bool] = lambda _: False,
 ) -> RunPlan:
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
@@ -51,7 +55,9 @@ def begin(
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
     call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
     after that is refused (a problem), and its decommission acts where they are. A provision that its rollout holds
-    (`hold` says why: the cluster's wave has not come, the rollout is halted or paused) is a `skip`.
+    (`hold` says why: the cluster's wave has not come, the rollout is halted or paused) is a `skip`. `apply_only`
+    says whether the cluster's runs roll no node (clm.workflow.apply_only): its plan says so, and a version such a run
+    applied already is a `skip`; a bad `apply_only` item is a problem on the cluster and a `skip`.
     """
     cluster = registry.get(cluster_id)
     target = placement.of_cluster(cluster)
@@ -81,10 +87,17 @@ def begin(
             registry.record_problem(cluster_id, Problem(title=configuration_problem(str(exc)), instance=execution))
             return RunPlan(cluster_id, SKIP, f"configuration cannot be read: {exc}", target=where)
         desired = ""
+    try:
+        no_roll = cluster.lifecycle_status != "decommission-requested" and apply_only(cluster)
+    except ValidationError as exc:
+        registry.record_problem(cluster_id, Problem(title=f"configuration: {exc}", instance=execution))
+        return RunPlan(cluster_id, SKIP, f"configuration: {exc}", desired, where)
     if cluster.lifecycle_status == "decommission-requested":
         action, reason = DECOMMISSION, "decommission requested"
     elif cluster.status.current_version == desired:
         return RunPlan(cluster_id, SKIP, f"up to date at {desired}", desired, where)
+    elif no_roll and applied_without_roll(cluster, desired):
+        return RunPlan(cluster_id, SKIP, f"applied at {desired} in apply-only mode; nodes not rolled", desired, where)
     elif held := (hold(cluster, desired) if hold else ""):
         return RunPlan(cluster_id, SKIP, f"held by its rollout: {held}", desired, where)
     else:
@@ -99,13 +112,18 @@ def begin(
     if action == PROVISION:
         registry.record_placement(cluster_id, target)
         registry.start_update(cluster_id, desired)
-    return RunPlan(cluster_id, action, reason, desired, where)
+    if no_roll and action == PROVISION:
+        reason += " (apply-only: stacks and manifests, no node pool rolled)"
+    return RunPlan(cluster_id, action, reason, desired, where, apply_only=no_roll and action == PROVISION)
 
 
 def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: str) -> None:
-    """Record the outcome of a successful run and release the lock (safe to repeat)."""
+    """Record the outcome of a successful run and release the lock (safe to repeat); an apply-only run that left
+    nodes outdated records that as a problem instead of the version (clm.workflow.apply_only)."""
     if plan.action == DECOMMISSION:
         registry.record_decommissioned(plan.cluster_id)
+    elif plan.apply_only and any(plan.left_outdated.values()):  # not up to date: current_version stays
+        registry.record_problem(plan.cluster_id, left_outdated_problem(version, plan.left_outdated, execution))
     else:  # a cluster's first successful provision makes it ready (a spec change: the next run follows, as in CLM)
         first = registry.get(plan.cluster_id).is_new
         registry.record_success(plan.cluster_id, version, mark_ready=first)

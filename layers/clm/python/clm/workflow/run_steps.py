@@ -13,6 +13,7 @@ from clm.config.channels import ConfigSources
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.rollouts import RolloutStore
 from clm.workflow import cluster_events, health_gate, parking, rollout_gate, run, target_aws
+from clm.workflow.apply_only import is_apply_only
 from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
@@ -50,7 +51,10 @@ def begin(event: dict[str, Any]) -> dict[str, Any]:
     wake = None if reason == INTERRUPTED else partial(_wake, registry, cluster_id, event["execution"])
     overridden = (event.get("input") or {}).get("override_rollout") is True  # an operator's StartExecution only
     hold = None if overridden else rollout_gate.run_hold(_rollouts(settings))
-    plan = run.begin(registry, config_version, cluster_id, event["execution"], execution_running, wake, hold=hold)
+    execution = event["execution"]
+    plan = run.begin(
+        registry, config_version, cluster_id, execution, execution_running, wake, hold=hold, apply_only=is_apply_only
+    )
     if plan.action != run.SKIP:  # the run begins its work (a skip changes nothing: no event)
         cluster_events.announce(cluster_events.started(registry.get(cluster_id), plan, event["execution"]))
     return plan.to_dict()
@@ -197,7 +201,8 @@ def succeed(event: dict[str, Any]) -> dict[str, Any]:
     before = registry.get(plan.cluster_id)
     run.succeed(registry, plan, event["execution"], version)
     cluster_events.announce(cluster_events.succeeded(before, plan, event["execution"], version))
-    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": version}
+    left = {"left_outdated": plan.left_outdated} if plan.apply_only and any(plan.left_outdated.values()) else {}
+    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": version, **left}
 
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:

@@ -27,17 +27,22 @@ from clm.workflow.update_block import ensure_not_blocked
 
 def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool?, stack?}` -> create or update the node pool's stack, CLM's etcd stack
-    (`stack.etcd`), or else the cluster stack (a StartResult: follow its `next_step`). An update that may replace
-    instances waits for the cluster's maintenance window (MaintenanceWindowClosed: clm.workflow.maintenance)."""
+    (`stack.etcd`), an extra stack of cluster/cf-manifests/ (`stack.cf_manifest`: its name), or else the cluster
+    stack (a StartResult: follow its `next_step`). An update that may replace instances waits for the cluster's
+    maintenance window (MaintenanceWindowClosed: clm.workflow.maintenance)."""
     from clm.workflow.render_step import load_rendering  # YAML and the renderer's types: this step's alone
 
     settings = Settings.from_env()
     rendered = load_rendering(client("s3"), settings.artefact_bucket, event["rendering"])
-    pool = event.get("node_pool")
-    if (event.get("stack") or {}).get("etcd"):
+    pool, stack = event.get("node_pool"), event.get("stack") or {}
+    if stack.get("etcd"):
         from clm.stacks.etcd import etcd_stack_spec
 
         spec = etcd_stack_spec(rendered)
+    elif stack.get("cf_manifest"):
+        from clm.stacks.extra import extra_stack_spec
+
+        spec = extra_stack_spec(rendered, stack["cf_manifest"])
     else:
         spec = node_pool_stack_spec(rendered, pool) if pool else cluster_stack_spec(rendered)
     where = target_aws.of_event(event)
@@ -55,6 +60,24 @@ def start_stack(event: dict[str, Any]) -> dict[str, Any]:
     return result.to_dict()
 
 
+def cf_deletions(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, phase, retried}` -> one step of the phase's deletions of cf-deletions.yaml (`phase`
+    `cf_pre_apply` or `cf_post_apply`), each stack deleted in turn with CloudFormation's service role, only if it is
+    an extra stack CLM made for the cluster (clm.stacks.extra); `done` once none is left."""
+    from clm.stacks.extra import delete_in_order
+    from clm.workflow.render_step import CF_PHASES, load_rendering
+
+    phase = event["phase"]
+    if phase not in CF_PHASES:
+        raise ValueError(f"unknown cf-deletions phase {phase!r} (expected one of {', '.join(CF_PHASES)})")
+    rendered = load_rendering(client("s3"), Settings.from_env().artefact_bucket, event["rendering"])
+    names = getattr(rendered.cf_deletions, phase.removeprefix("cf_"))
+    where = target_aws.of_event(event)
+    cfn = where.client("cloudformation")
+    progress = delete_in_order(cfn, rendered.cluster, names, where.stack_role, event.get("retried") or ())
+    return {"phase": phase, **progress.to_dict()}
+
+
 def check_stack(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, stack_name}` -> the stack's state; a failed stack raises StackFailed naming the resource."""
     state = check(target_aws.of_event(event).client("cloudformation"), event["stack_name"])
@@ -63,8 +86,9 @@ def check_stack(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def pools(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, decommission}` -> the pools to work on, in order, as
-    `{node_pool, stack_name, removing, drain, karpenter}`.
+    """`{cluster_id, decommission, apply_only?}` -> the pools to work on, in order, as
+    `{node_pool, stack_name, removing, drain, karpenter}`; with `apply_only` (clm.workflow.apply_only) none is rolled,
+    `not_rolled` names the auto scaling group pools whose outdated instances the run counts (none in a new cluster).
 
     Provision: every registry pool is rolled (pools_to_roll), then the stacks of removed pools are drained and
     deleted, then the nodes of removed Karpenter pools are drained and their objects deleted.
@@ -80,14 +104,19 @@ def pools(event: dict[str, Any]) -> dict[str, Any]:
         items = [_pool(stack.node_pool, stack.stack_name, True, False) for stack in stacks]
         return {"pools": items, "cluster_stack": cluster_stack_name(cluster)}
     ensure_not_blocked(cluster, "before rolling the node pools")
+    removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
+    if event.get("apply_only"):  # CLM's provisionNodePoolGroup skips the update; removed pools go as always
+        pools_of = cluster.asg_pools
+        kept = [{"node_pool": p.name, "stack_name": node_pool_stack_name(cluster.id, p.name)} for p in pools_of]
+        gone = _removed_karpenter_pools(cluster, where)
+        return {"pools": removed + gone, "apply_only": True, "not_rolled": [] if cluster.is_new else kept}
     rolled = [
         _pool(pool.name, "", False, True, karpenter=True)
         if pool.is_karpenter
         else _pool(pool.name, node_pool_stack_name(cluster.id, pool.name), False, True)
         for pool in pools_to_roll(cluster)
     ]
-    removed = [_pool(stack.node_pool, stack.stack_name, True, True) for stack in removed_node_pools(cfn, cluster)]
-    return {"pools": rolled + removed + _removed_karpenter_pools(cluster, where)}
+    return {"pools": rolled + removed + _removed_karpenter_pools(cluster, where), "apply_only": False}
 
 
 def _removed_karpenter_pools(cluster: Cluster, where: target_aws.TargetAws) -> list[dict[str, Any]]:
@@ -198,6 +227,7 @@ def terminate_karpenter(event: dict[str, Any]) -> dict[str, Any]:
 STEPS = {
     "start_stack": start_stack,
     "check_stack": check_stack,
+    "cf_deletions": cf_deletions,
     "pools": pools,
     "delete_stack": delete_stack,
     "ingress_stacks": ingress_stacks,
