@@ -164,3 +164,27 @@ def test_a_configuration_that_cannot_be_read_is_a_problem_on_the_cluster(example
     [problem] = problems
     assert problem.title.startswith("configuration: cluster ") and "BranchDoesNotExist" in problem.title
     assert problem.instance == EXECUTION
+
+
+def test_an_item_the_registry_cannot_read_is_a_problem_on_that_cluster(example_registry, example_clusters):
+    """A provider CLM does not provision (CLM's config/config.go `--provider`: zalando-aws, zalando-eks) written
+    straight into the table: its run records why on the item and ends, no lock; the other cluster is untouched."""
+    gke = example_clusters[0]  # its item rewritten as a table writer can (DynamoRegistry.put refuses it)
+    example_registry._client.update_item(
+        TableName="clm-registry",
+        Key={"id": {"S": gke.id}},
+        UpdateExpression="SET #spec.#provider = :gke",
+        ExpressionAttributeNames={"#spec": "spec", "#provider": "provider"},
+        ExpressionAttributeValues={":gke": {"S": "zalando-gke"}},
+    )
+    plan = begin(example_registry, "cfg-1", gke.id, EXECUTION, never_running)
+    assert plan.action == SKIP and "'zalando-gke' is not provisioned by CLM" in plan.reason
+    assert example_registry.lock_holder(gke.id) is None
+    clusters, invalid = example_registry.list_clusters_report()
+    [(cluster_id, error)] = invalid
+    assert cluster_id == gke.id and "provider" in error and [c.id for c in clusters] == [example_clusters[1].id]
+    item = example_registry._client.get_item(TableName="clm-registry", Key={"id": {"S": gke.id}})["Item"]
+    [problem] = item["status"]["M"]["problems"]["L"]
+    assert problem["M"]["title"]["S"].startswith(
+        "registry: dynamodb:clm-registry: cluster aws:123456789012:eu-central-1:kube-1: provider"
+    )

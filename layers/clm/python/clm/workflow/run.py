@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from clm.errors import ConfigSourceError, LockHeld, ValidationError
+from clm.errors import ConfigSourceError, LockHeld, ValidationError, ValidationError
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.problems import configuration_problem
@@ -50,7 +50,7 @@ def begin(
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
-    lock) gives a `skip` plan: a duplicate trigger ends quietly instead of recording a problem. When the
+    lock) gives a `skip` plan; so does an item the registry cannot read as a cluster (its problem recorded): a duplicate trigger ends quietly instead of recording a problem. When the
     lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose target
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
     call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
@@ -59,7 +59,11 @@ def begin(
     says whether the cluster's runs roll no node (clm.workflow.apply_only): its plan says so, and a version such a run
     applied already is a `skip`; a bad `apply_only` item is a problem on the cluster and a `skip`.
     """
-    cluster = registry.get(cluster_id)
+    try:
+        cluster = registry.get(cluster_id)
+    except ValidationError as exc:  # a bad item is that cluster's problem (its status is still written), stops no other
+        registry.record_problem(cluster_id, Problem(title=f"registry: {exc}", instance=execution))
+        return RunPlan(cluster_id, SKIP, f"registry item invalid: {exc}")
     target = placement.of_cluster(cluster)
     if cluster.lifecycle_status == "decommissioned":
         return RunPlan(cluster_id, SKIP, "cluster is decommissioned", target=asdict(target))

@@ -1,8 +1,12 @@
-"""A cluster whose channel names no configuration, through the deployed workflows: as CLM's controller takes such a
-cluster at every pass and records the error on it (controller/cluster_list.go updatePriority, controller.go
-processCluster), its run records the problem and ends without the lock or any stack; the schedule's reconcile lists
-the cluster as invalid, and starts such a run whenever the cluster's last problem does not say so (none while it
-does)."""
+"""Clusters CLM cannot run, through the deployed workflows.
+
+A cluster whose channel names no configuration: as CLM's controller takes such a cluster at every pass and records
+the error on it (controller/cluster_list.go updatePriority, controller.go processCluster), its run records the problem
+and ends without the lock or any stack; the schedule's reconcile lists the cluster as invalid, and starts such a run
+whenever the cluster's last problem does not say so (none while it does).
+
+A cluster of a provider CLM does not provision (CLM's config/config.go `--provider`: zalando-aws or zalando-eks),
+written straight into the table: its run records why on the item; reconcile lists it as invalid; nothing is made."""
 
 from __future__ import annotations
 
@@ -60,3 +64,35 @@ def test_an_unresolvable_channel_is_a_problem_on_the_cluster_recorded_once(deplo
     assert run_input["reason"] == "configuration cannot be resolved"
     assert [p.title for p in deployment.registry.get(cluster.id).status.problems] == [problem.title]
     assert deployment.registry.lock_holder(cluster.id) is None
+
+
+def test_a_provider_clm_does_not_provision_is_a_problem_on_that_item(deployment: Deployment) -> None:
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    blocked = {**cluster.config_items, "cluster_update_block": "until the provider is changed"}
+    deployment.registry.put(dataclasses.replace(cluster, config_items=blocked))
+    deployment.settle(known=0)
+    known = len(deployment.executions(deployment.provision))
+    table = deployment.outputs["RegistryTableName"]
+    deployment.session.client("dynamodb").update_item(  # as a table writer can; clm registry set would refuse it
+        TableName=table,
+        Key={"id": {"S": cluster.id}},
+        UpdateExpression="SET #spec.#provider = :gke REMOVE #spec.#items.#block",
+        ExpressionAttributeNames={
+            "#spec": "spec",
+            "#provider": "provider",
+            "#items": "config_items",
+            "#block": "cluster_update_block",
+        },
+        ExpressionAttributeValues={":gke": {"S": "zalando-gke"}},
+    )
+    [run] = deployment.settle(known)  # the spec change's run
+    assert run["status"] == "SUCCEEDED"
+    item = deployment.session.client("dynamodb").get_item(TableName=table, Key={"id": {"S": cluster.id}})["Item"]
+    [problem] = item["status"]["M"]["problems"]["L"]
+    assert "provider: 'zalando-gke' is not provisioned by CLM" in problem["M"]["title"]["S"]
+    assert "lock" not in item
+    output = scheduled_reconcile(deployment)
+    assert [entry["cluster_id"] for entry in output["invalid"]] == [cluster.id]
+    assert "zalando-gke" in output["invalid"][0]["error"]
+    stacks = [s["StackName"] for s in deployment.session.client("cloudformation").describe_stacks()["Stacks"]]
+    assert cluster.local_id not in stacks
