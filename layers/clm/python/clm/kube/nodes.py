@@ -5,7 +5,10 @@
   `decommission_node_no_schedule_taint` is "true", as in CLM), and spec.unschedulable (cordoned);
 - annotations `cluster-lifecycle-manager.zalando.org/drain-start` and `.../last-forced-drain` (RFC 3339,
   whole seconds rounded up, so the clocks they start never run short), and CLM's own
-  `clm/last-drain-progress`: the last pass that evicted or deleted a pod (how long a budget has been settling).
+  `clm/last-drain-progress`: the last pass that evicted or deleted a pod (how long a budget has been settling);
+- CLM's own annotation `clm/drained-by`: who drains the node, `clm` (this CLM's drain, written when it starts) or
+  `cluster-lifecycle-controller` (handed to the in-cluster controller under `update_strategy: clc`), so that the two
+  never act on the same node (docs/workflows.md, "Update strategies").
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from clm.kube.client import MERGE_PATCH
 from clm.kube.errors import DrainError, KubeApiError, NodeNotFound
+from clm.rolling.pool import DRAINED_BY_CLM, DRAINED_BY_CONTROLLER
 from clm.timestamps import format_time, parse_time
 
 if TYPE_CHECKING:
@@ -31,6 +35,10 @@ TAINT_KEY, TAINT_VALUE = "decommission-pending", "rolling-upgrade"
 DRAIN_START = "cluster-lifecycle-manager.zalando.org/drain-start"
 LAST_FORCED = "cluster-lifecycle-manager.zalando.org/last-forced-drain"
 LAST_PROGRESS = "clm/last-drain-progress"
+DRAINED_BY = "clm/drained-by"
+BY_CLM, BY_CONTROLLER = DRAINED_BY_CLM, DRAINED_BY_CONTROLLER
+# CLM's label telling the controller not to launch a successor (pkg/updatestrategy/node_pool_manager.go).
+REPLACEMENT_STRATEGY_LABEL, NO_REPLACEMENT = "cluster-lifecycle-controller.zalan.do/replacement-strategy", "none"
 _CONFLICT_RETRIES = 5
 
 Node = dict[str, Any]
@@ -122,15 +130,70 @@ def mark_for_decommission(kube: KubeClient, name: str, taint_effect: str = PREFE
     _patch_node(kube, name, change)
 
 
-def cordon(kube: KubeClient, name: str, now: datetime, taint_effect: str = PREFER_NO_SCHEDULE) -> DrainClock:
-    """Mark a node draining: label, taint, unschedulable, and drain-start (kept if already set). Idempotent."""
+def drained_by(node: Node) -> str:
+    """Who drains the node: BY_CLM, BY_CONTROLLER, or "" (nobody has said)."""
+    return str((node["metadata"].get("annotations") or {}).get(DRAINED_BY, ""))
+
+
+def hand_over(kube: KubeClient, name: str, taint_effect: str, *, no_replacement: bool = False) -> bool:
+    """Mark a node for the cluster-lifecycle-controller as CLM's clc strategy does (clc_update.go markNodes:
+    taint, label decommission-pending) and record it as the controller's; with `no_replacement`, also CLM's label
+    telling the controller to launch no successor (a removed pool). A node draining and not the controller's is
+    left as it is (False). Idempotent, in one conflict-safe patch."""
+    handed = True
 
     def change(node: Node) -> dict[str, Any]:
+        nonlocal handed
+        current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
+        handed = current != DRAINING or drained_by(node) == BY_CONTROLLER
+        if not handed:
+            return {}
+        patch = _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING, taint_effect)
+        if drained_by(node) != BY_CONTROLLER:
+            patch.setdefault("metadata", {})["annotations"] = {DRAINED_BY: BY_CONTROLLER}
+        labels = node["metadata"].get("labels") or {}
+        if no_replacement and labels.get(REPLACEMENT_STRATEGY_LABEL) != NO_REPLACEMENT:
+            patch.setdefault("metadata", {}).setdefault("labels", {})[REPLACEMENT_STRATEGY_LABEL] = NO_REPLACEMENT
+        return patch
+
+    _patch_node(kube, name, change)
+    return handed
+
+
+def take_back(kube: KubeClient, name: str) -> bool:
+    """Undo a hand-over the controller has not started (label decommission-pending -> ready, as CLM's
+    AbortNodeDecommissioning; the taint stays, as there): True when the node is CLM's to drain now, False when the
+    controller is draining it. Conflict-safe: the controller's own label change and this one cannot both win."""
+    taken = True
+
+    def change(node: Node) -> dict[str, Any]:
+        nonlocal taken
+        current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
+        taken = drained_by(node) != BY_CONTROLLER or current != DRAINING
+        if drained_by(node) != BY_CONTROLLER or not taken:
+            return {}
+        patch: dict[str, Any] = {"metadata": {"annotations": {DRAINED_BY: None}}}
+        if current == DECOMMISSION_PENDING:
+            patch["metadata"]["labels"] = {LIFECYCLE_LABEL: READY}
+        return patch
+
+    _patch_node(kube, name, change)
+    return taken
+
+
+def cordon(kube: KubeClient, name: str, now: datetime, taint_effect: str = PREFER_NO_SCHEDULE) -> DrainClock:
+    """Mark a node draining: label, taint, unschedulable, and drain-start with CLM as its drainer (both kept if
+    already set). Idempotent. DrainError for a node handed to the cluster-lifecycle-controller: never both."""
+
+    def change(node: Node) -> dict[str, Any]:
+        if drained_by(node) == BY_CONTROLLER:
+            raise DrainError(f"node {name} is the cluster-lifecycle-controller's to drain", kube.cluster_id)
         patch = _marks(node, DRAINING, taint_effect)
         if not (node.get("spec") or {}).get("unschedulable"):
             patch.setdefault("spec", {})["unschedulable"] = True
         if drain_clock(node) is None:
-            patch.setdefault("metadata", {})["annotations"] = {DRAIN_START: format_time(now, round_up=True)}
+            started = {DRAIN_START: format_time(now, round_up=True), DRAINED_BY: BY_CLM}
+            patch.setdefault("metadata", {})["annotations"] = started
         return patch
 
     clock = drain_clock(_patch_node(kube, name, change))

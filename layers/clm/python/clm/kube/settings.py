@@ -43,11 +43,14 @@ class DrainSettings:
     taint_effect: str = "PreferNoSchedule"  # "NoSchedule" when config item NO_SCHEDULE_TAINT_ITEM is "true"
 
     @classmethod
-    def from_config_items(cls, items: Mapping[str, str], cluster_id: str | None = None) -> DrainSettings:
-        """Read the `drain_*` config items (others keep CLM's defaults) and the taint effect. Names every bad item."""
+    def from_config_items(
+        cls, items: Mapping[str, str], cluster_id: str | None = None, *, master: bool = False
+    ) -> DrainSettings:
+        """Read the `drain_*` config items (others keep CLM's defaults) and the taint effect: NoSchedule only for a
+        pool that is not a `master` one (CLM's node_pool_manager.go MarkNodeForDecommission). Names every bad item."""
         values: dict[str, Any] = {}
         problems = []
-        if items.get(NO_SCHEDULE_TAINT_ITEM) == "true":
+        if items.get(NO_SCHEDULE_TAINT_ITEM) == "true" and not master:
             values["taint_effect"] = "NoSchedule"
         for spec in [spec for spec in fields(cls) if isinstance(spec.default, float)]:
             item = f"drain_{spec.name}"

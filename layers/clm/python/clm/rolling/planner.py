@@ -26,7 +26,7 @@ from clm.rolling.groups import (
     surplus,
     surplus_first,
 )
-from clm.rolling.pool import Member, PoolState, RollSettings
+from clm.rolling.pool import LIFECYCLE_DECOMMISSION_PENDING, Member, PoolState, RollSettings
 
 MIN_WAIT_SECONDS = 1
 MAX_WAIT_SECONDS = 30
@@ -38,6 +38,9 @@ BOOT_LEAD = 0.5
 # A plan watches for booting nodes expected Ready within this many seconds (or late by less), until a little past.
 BOOT_WATCH = 2.5
 BOOT_SLACK = 2.0
+# How often a roll looks again at nodes the cluster-lifecycle-controller drains: CLM's clcPollingInterval
+# (provisioner/clusterpy.go).
+CONTROLLER_POLL_SECONDS = 10
 
 
 class NodeStartupTimeout(ClmError):
@@ -82,7 +85,10 @@ class Replacement:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the workflow does next: `done`, `wait`, `scale` or `replace`.
+    """What the workflow does next: `done`, `wait`, `scale`, `replace` or `mark`.
+
+    `mark`: hand the nodes `mark` to the cluster-lifecycle-controller (`update_strategy: clc`; `no_replacement`:
+    it launches no successors), take back the hand-overs `take_back` it has not started (clm.rolling.clc).
 
     `wait_seconds`: for `wait`, until planning again; for `replace`, after the replacements, for their successors
     to boot. `watch_seconds`: for `wait`, how long the plan step may watch for the booting nodes turning Ready
@@ -99,6 +105,9 @@ class Decision:
     replace: list[Replacement] = field(default_factory=list)
     watch_seconds: float | None = None
     sizes: list[GroupSize] = field(default_factory=list)
+    mark: list[str] = field(default_factory=list)
+    take_back: list[str] = field(default_factory=list)
+    no_replacement: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict for the Step Functions payload, without empty fields."""
@@ -126,13 +135,16 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         sizes = shrinkable(state)
         return Decision("scale", "let the group(s) shrink to zero", desired=state.desired, min_size=0, sizes=sizes)
 
+    handed = _beside_controller(in_service)
+    if handed:
+        return handed
     aside = set_aside(in_service, settings)
     taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced and m not in aside]
     if taken_out:
-        return _replace(taken_out, state, removing, "continue the nodes already being replaced", settings)
+        return replace_decision(taken_out, state, removing, "continue the nodes already being replaced", settings)
 
     booting = [m for m in in_service if not (m.node and m.node.ready)]
-    waiting = _wait_for_boot(state, booting, settings)
+    waiting = wait_for_boot(state, booting, settings)
     if waiting:
         return waiting
     if len(in_service) < state.desired:
@@ -143,7 +155,7 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
 
     outdated = [m for m in (in_service if removing else [m for m in in_service if m.outdated]) if m not in aside]
     if aside and not outdated:  # nothing else to do: back to them, their drains wait for the force rules
-        return _replace(aside, state, removing, come_back_reason(aside), settings, may_aside=False)
+        return replace_decision(aside, state, removing, come_back_reason(aside), settings, may_aside=False)
     if state.karpenter:
         outdated, waiting = _beside_karpenter(in_service, outdated, settings)
         if waiting:
@@ -155,6 +167,21 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
             return Decision("scale", reason, desired=state.capacity, sizes=sizes)
         return Decision("done", "every node is up to date and Ready")
     return _next_batch(state, settings, outdated, removing)
+
+
+def _beside_controller(in_service: list[Member]) -> Decision | None:
+    """Never drain a node handed to the cluster-lifecycle-controller (`update_strategy` was `clc`): take back the
+    hand-overs it has not started, wait for the drains it has (None: no such node)."""
+    handed = [m.node for m in in_service if m.node is not None and m.node.with_controller]
+    pending = [node.name for node in handed if node.lifecycle_status == LIFECYCLE_DECOMMISSION_PENDING]
+    if pending:
+        reason = f"take back {len(pending)} node(s) handed to the cluster-lifecycle-controller it has not started"
+        return Decision("mark", reason, take_back=pending)
+    if handed:
+        names = ", ".join(node.name for node in handed)
+        reason = f"the cluster-lifecycle-controller is draining {names} (handed to it under update_strategy clc)"
+        return Decision("wait", reason + ": waiting", wait_seconds=CONTROLLER_POLL_SECONDS)
+    return None
 
 
 def _disrupted(members: list[Member]) -> list[Member]:
@@ -175,7 +202,7 @@ def _beside_karpenter(
     return [m for m in outdated if m not in disrupted], None
 
 
-def _wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettings) -> Decision | None:
+def wait_for_boot(state: PoolState, booting: list[Member], settings: RollSettings) -> Decision | None:
     """Wait for booting instances; fail on one that exceeded the node startup timeout."""
     if not booting:
         return None
@@ -233,7 +260,7 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     chosen, unmatched = _choose(state, outdated, budget)
     if chosen:
         reason = f"replace {len(chosen)} of {len(outdated)} outdated node(s)" + aside_note(state.members, settings)
-        return _replace(chosen, state, removing, reason, settings)
+        return replace_decision(chosen, state, removing, reason, settings)
     member = unmatched[0]
     group = state.group_of(member)  # a node in its group's zone(s): the group of its zone in a split pool
     if group.desired < group.max_size:
@@ -283,7 +310,7 @@ def _az_balanced(members: list[Member]) -> list[Member]:
     return [m for turn in itertools.zip_longest(*by_az.values()) for m in turn if m is not None]
 
 
-def _replace(
+def replace_decision(
     members: list[Member],
     state: PoolState,
     removing: bool,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 LIFECYCLE_READY = "ready"
 LIFECYCLE_DRAINING = "draining"
 LIFECYCLE_DECOMMISSION_PENDING = "decommission-pending"
+# Who drains a node (annotation clm/drained-by, clm.kube.nodes): this CLM, or the in-cluster controller.
+DRAINED_BY_CLM, DRAINED_BY_CONTROLLER = "clm", "cluster-lifecycle-controller"
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,17 @@ class NodeState:
     # Set aside with its drain blocked (clm.rolling.blocked): seconds until the roll comes back to it (<= 0: due).
     set_aside_seconds: float | None = None
     replaces: str = ""  # the old node it was paired with as its successor (clm.rolling.replaced)
+    drained_by: str = ""  # who drains it (clm.kube.nodes.DRAINED_BY): CLM, the cluster-lifecycle-controller, or ""
 
     @property
     def being_replaced(self) -> bool:
         """CLM has started to take this node out (cordoned or marked for draining)."""
         return self.lifecycle_status in {LIFECYCLE_DRAINING, LIFECYCLE_DECOMMISSION_PENDING}
+
+    @property
+    def with_controller(self) -> bool:
+        """Handed to the cluster-lifecycle-controller (`update_strategy: clc`) and not taken back."""
+        return self.being_replaced and self.drained_by == DRAINED_BY_CONTROLLER
 
     @property
     def set_aside(self) -> bool:

@@ -20,9 +20,10 @@ from clm.stacks.spec import StackSpec
 
 
 def disruptive(decision: dict[str, Any], state: PoolState) -> bool:
-    """Whether a plan's decision starts disruptive work: replacing nodes, or growing the group to replace them
-    (a surge; a node in the AZ of a node with volumes). Waiting, and shrinking back after a roll, are not."""
-    if decision["action"] == "replace":
+    """Whether a plan's decision starts disruptive work: replacing nodes, handing them to the
+    cluster-lifecycle-controller (which then replaces them), or growing the group to replace them (a surge; a node
+    in the AZ of a node with volumes). Waiting, taking hand-overs back, and shrinking back after a roll, are not."""
+    if decision["action"] == "replace" or decision.get("mark"):
         return True
     return decision["action"] == "scale" and int(decision.get("desired") or 0) > state.desired
 

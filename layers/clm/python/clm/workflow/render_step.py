@@ -16,6 +16,7 @@ from clm.render.cf_manifests import stack_name
 from clm.render.inputs import RenderInputs
 from clm.render.node_files import FILES, OUTPUTS_VALUE, USER_DATA, FilesStore, PendingOutputs
 from clm.render.renderer import NODE_POOL_STACK, RenderedCluster, Renderer
+from clm.rolling.strategy import update_strategy
 
 PREFIX = "renderings/"
 KARPENTER_PHASE = "karpenter_pools"  # every run: CLM reconciles Karpenter pools even when the registry has none
@@ -37,7 +38,8 @@ def render_to_s3(
     inputs: RenderInputs | None = None,
     outputs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Render `cluster` from `tree` (raising RenderError before anything is applied) and store it; `inputs` are
+    """Render `cluster` from `tree` (raising RenderError before anything is applied, ValidationError for an unknown
+    `update_strategy` from the configuration's defaults) and store it; `inputs` are
     what templates may ask AWS (clm.render.inputs; `aws:kms:` items are stored as ciphertext: clm.render.stored;
     node pools' and etcd archives are only located here, not uploaded), `outputs` the cluster stack's current
     outputs (None: it does not exist yet, placeholders: clm.render.node_files.PendingOutputs).
@@ -50,6 +52,7 @@ def render_to_s3(
     """
     values = {OUTPUTS_VALUE: PendingOutputs() if outputs is None else outputs}
     rendered = Renderer(tree, inputs).render(cluster, values)
+    update_strategy(rendered.cluster.config_items, cluster.id)  # config-defaults.yaml may set it: before any change
     key = rendering_key(cluster.id, rendered.version)
     s3.put_object(Bucket=bucket, Key=key, Body=stored.dumps(rendered).encode(), ContentType="application/json")
     # A zalando-eks cluster's node pools and manifests see what CLM's hook learns after the cluster stack (its API

@@ -1,7 +1,9 @@
 """The steps of the `roll` function: one node pool's rolling update, each step one bounded call.
 
-suspend -> (plan -> wait | scale | drain passes + terminate)* -> resume. Everything a step needs is observed
+suspend -> (plan -> wait | scale | mark | drain passes + terminate)* -> resume. Everything a step needs is observed
 again (group, instances, Nodes, node annotations), so an execution can die at any step and the next continues.
+The cluster's `update_strategy` (clm.rolling.strategy) picks the planner: CLM's drains, or the marks that hand the
+outdated nodes to the cluster-lifecycle-controller (clm.rolling.clc).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from clm.kube.waiting import WatchSpec, wait_for_event
+from clm.rolling.clc import plan_clc
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
 from clm.rolling.pool import PoolState, RollSettings
 from clm.rolling.settings import roll_settings
+from clm.rolling.strategy import CLC, update_strategy
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
@@ -106,6 +110,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     Publishes `Node Replaced` for terminated nodes whose successor is Ready (clm.workflow.node_events); the others
     travel in the decision's `awaiting`.
 
+    The cluster's `update_strategy` decides who drains: CLM (`rolling`, clm.rolling.planner), or the
+    cluster-lifecycle-controller, CLM marking the nodes and waiting (`clc`, clm.rolling.clc).
+
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
     MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
     (clm.workflow.maintenance; MaintenanceWindowInvalid when its window cannot be read).
@@ -122,6 +129,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     registered = None if removing else cluster.node_pool(pool)
     items = registered.config_items if registered else {}
     karpenter = _karpenter(event)
+    strategy = update_strategy(cluster.config_items, cluster.id)
     budget = steps_per_execution()
     started = time.monotonic()
     from clm.kube.karpenter import applied_by_clm  # Karpenter's rules: this step's alone
@@ -139,7 +147,10 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
         state, nodes_version = _observe(kube, pool, inventory, baselines, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
-        decision = plan_next(state, settings, removing=removing, lead=lead)
+        if strategy == CLC:
+            decision = plan_clc(state, settings, removing=removing)
+        else:
+            decision = plan_next(state, settings, removing=removing, lead=lead)
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
@@ -232,7 +243,6 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
     node is left cordoned while the roll goes on (clm.workflow.drain_aside)."""
     from clm.kube.drain import drain_pass
-    from clm.kube.settings import DrainSettings
     from clm.workflow.drain_aside import announces, blocked
 
     previous = event.get("previous") or {}
@@ -241,10 +251,36 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     if not node:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
-    settings = DrainSettings.from_config_items(cluster.config_items, cluster.id)
+    settings = _drain_settings(cluster, event["node_pool"])
     with kube_client(cluster, of_event(event)) as kube:
         result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
         return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
+
+
+def mark(event: dict[str, Any]) -> dict[str, Any]:
+    """`{cluster_id, rendering, node_pool, decision}` -> hand the decision's `mark` nodes to the
+    cluster-lifecycle-controller (taint, label, CLM's drained-by), take back its `take_back` ones (clm.kube.nodes);
+    idempotent. The taint is NoSchedule with decommission_node_no_schedule_taint "true", but never on a master
+    pool's nodes (CLM's node_pool_manager.go)."""
+    from clm.kube.nodes import hand_over, take_back
+
+    decision = event["decision"]
+    cluster = rendering(event["rendering"]).cluster
+    effect = _drain_settings(cluster, event["node_pool"]).taint_effect
+    no_replacement = bool(decision.get("no_replacement"))
+    with kube_client(cluster, of_event(event)) as kube:
+        handed = [n for n in decision.get("mark") or [] if hand_over(kube, n, effect, no_replacement=no_replacement)]
+        taken = [n for n in decision.get("take_back") or [] if take_back(kube, n)]
+    return {"handed_over": handed, "taken_back": taken}
+
+
+def _drain_settings(cluster: Any, pool: str) -> Any:
+    """The cluster's drain settings for `pool` (a master pool's decommission taint is never NoSchedule)."""
+    from clm.kube.settings import DrainSettings
+
+    registered = next((p for p in cluster.node_pools if p.name == pool), None)
+    master = registered is not None and registered.is_master
+    return DrainSettings.from_config_items(cluster.config_items, cluster.id, master=master)
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
@@ -305,6 +341,7 @@ STEPS = {
     "plan": plan,
     "scale": scale,
     "drain": drain,
+    "mark": mark,
     "terminate": terminate,
     "resume": resume,
     "resume_all": resume_all,

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from clm.errors import ConfigSourceError, LockHeld, ValidationError, ValidationError
+from clm.errors import ConfigSourceError, LockHeld, ValidationError
 from clm.model import PROBLEM_TYPES, Cluster, Problem
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.problems import configuration_problem
+from clm.rolling.strategy import update_strategy
 from clm.targets import Target
 from clm.version import desired_version
 from clm.workflow import placement, target_aws
@@ -51,7 +52,8 @@ def begin(
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
     lock) gives a `skip` plan; so does an item the registry cannot read as a cluster (its problem recorded): a duplicate trigger ends quietly instead of recording a problem. When the
-    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose target
+    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose
+    `update_strategy` is unknown is a problem on the cluster and a `skip`, before any AWS call. A cluster whose target
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
     call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
     after that is refused (a problem), and its decommission acts where they are. A provision that its rollout holds
@@ -76,6 +78,9 @@ def begin(
             registry.record_problem(cluster_id, Problem(title=title, instance=execution))
             return RunPlan(cluster_id, SKIP, title, target=asdict(placed))
     where = asdict(target)
+    if cluster.lifecycle_status != "decommission-requested" and (settings := _settings_problem(cluster)):
+        registry.record_problem(cluster_id, Problem(title=configuration_problem(settings), instance=execution))
+        return RunPlan(cluster_id, SKIP, f"configuration: {settings}", target=where)
     refused = reach(cluster_id, target)
     if refused:  # recorded on the cluster as a configuration problem is; no lock, no AWS call for the cluster
         title = f"target: {refused}"
@@ -119,6 +124,15 @@ def begin(
     if no_roll and action == PROVISION:
         reason += " (apply-only: stacks and manifests, no node pool rolled)"
     return RunPlan(cluster_id, action, reason, desired, where, apply_only=no_roll and action == PROVISION)
+
+
+def _settings_problem(cluster: Cluster) -> str:
+    """What is wrong with the cluster's run settings in its config items (`update_strategy`), or ""."""
+    try:
+        update_strategy(cluster.config_items, cluster.id)
+    except ValidationError as exc:
+        return str(exc)
+    return ""
 
 
 def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: str) -> None:
