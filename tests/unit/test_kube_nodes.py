@@ -1,4 +1,5 @@
-"""Node marks: cordon and mark_for_decommission write CLM's label, taint and clocks in one conflict-safe patch."""
+"""Node marks: cordon, mark_for_decommission, hand_over and take_back write CLM's label, taint, clocks and drainer in
+one conflict-safe patch."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from clm.kube.client import MERGE_PATCH, KubeClient
 from clm.kube.errors import DrainError, NodeNotFound
 from clm.kube.nodes import (
     DRAIN_START,
+    DRAINED_BY,
     LAST_FORCED,
     NO_SCHEDULE,
+    PREFER_NO_SCHEDULE,
     cordon,
     decommission_taint,
     drain_clock,
+    hand_over,
     mark_for_decommission,
+    take_back,
 )
 from clm.kube.transport import TransportFailure
 from clm.timestamps import parse_time
@@ -58,7 +63,7 @@ def test_cordon_writes_label_taint_unschedulable_and_drain_start_in_one_patch():
     assert patch["body"] == {
         "metadata": {
             "labels": {"lifecycle-status": "draining"},
-            "annotations": {DRAIN_START: "2024-05-01T10:00:01Z"},
+            "annotations": {DRAIN_START: "2024-05-01T10:00:01Z", DRAINED_BY: "clm"},
             "resourceVersion": "5",
         },
         "spec": {"taints": [OTHER_TAINT, TAINT], "unschedulable": True},
@@ -99,7 +104,10 @@ def test_an_invalid_drain_start_is_replaced():
         {("GET", "/api/v1/nodes/n1"): [response(200, broken)], ("PATCH", "/api/v1/nodes/n1"): [response(200, done)]}
     )
     cordon(KubeClient(transport), "n1", NOW)
-    assert patches(transport)[0]["body"]["metadata"]["annotations"] == {DRAIN_START: "2024-05-01T10:00:01Z"}
+    assert patches(transport)[0]["body"]["metadata"]["annotations"] == {
+        DRAIN_START: "2024-05-01T10:00:01Z",
+        DRAINED_BY: "clm",
+    }
 
 
 @pytest.mark.parametrize(
@@ -172,3 +180,86 @@ def test_a_refused_write_is_a_drain_error_naming_the_node():
     with pytest.raises(DrainError, match="updating node n1: 403") as info:
         cordon(KubeClient(transport, "c1"), "n1", NOW)
     assert not info.value.transient
+
+
+def patched(current: dict[str, Any], act, after: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The patch bodies `act(kube)` sends for node `current` (the server answering with `after`)."""
+    transport = RecordedTransport(
+        {
+            ("GET", "/api/v1/nodes/n1"): [response(200, current)],
+            ("PATCH", "/api/v1/nodes/n1"): [response(200, after or node())],
+        }
+    )
+    act(KubeClient(transport, "c1"))
+    return [p["body"] for p in patches(transport)]
+
+
+def test_hand_over_marks_the_node_for_the_controller_in_one_patch():
+    """CLM's clc strategy (clc_update.go markNodes, node_pool_manager.go MarkNodeForDecommission): taint and
+    label decommission-pending; here also who drains it, so that CLM never does."""
+    [body] = patched(node({"lifecycle-status": "ready"}), lambda kube: hand_over(kube, "n1", NO_SCHEDULE))
+    assert body == {
+        "metadata": {
+            "labels": {"lifecycle-status": "decommission-pending"},
+            "annotations": {DRAINED_BY: "cluster-lifecycle-controller"},
+            "resourceVersion": "5",
+        },
+        "spec": {"taints": [HARD_TAINT]},
+    }
+
+
+def test_hand_over_of_a_removed_pools_node_asks_for_no_successor():
+    [body] = patched(node(), lambda kube: hand_over(kube, "n1", NO_SCHEDULE, no_replacement=True))
+    assert body["metadata"]["labels"]["cluster-lifecycle-controller.zalan.do/replacement-strategy"] == "none"
+
+
+@pytest.mark.parametrize("by", ["clm", ""])
+def test_a_node_draining_and_not_the_controllers_is_never_handed_over(by):
+    draining = node({"lifecycle-status": "draining"}, {DRAINED_BY: by}, [TAINT], True)
+    assert patched(draining, lambda kube: hand_over(kube, "n1", PREFER_NO_SCHEDULE)) == []
+
+
+def test_hand_over_is_idempotent():
+    handed = node({"lifecycle-status": "decommission-pending"}, {DRAINED_BY: "cluster-lifecycle-controller"}, [TAINT])
+    assert patched(handed, lambda kube: hand_over(kube, "n1", PREFER_NO_SCHEDULE)) == []
+
+
+def test_take_back_returns_a_node_the_controller_has_not_started_to_clm():
+    """As CLM's AbortNodeDecommissioning: decommission-pending -> ready (the taint stays); and no longer the
+    controller's."""
+    handed = node({"lifecycle-status": "decommission-pending"}, {DRAINED_BY: "cluster-lifecycle-controller"}, [TAINT])
+    taken: list[bool] = []
+    assert patched(handed, lambda kube: taken.append(take_back(kube, "n1"))) == [
+        {
+            "metadata": {
+                "annotations": {DRAINED_BY: None},
+                "labels": {"lifecycle-status": "ready"},
+                "resourceVersion": "5",
+            }
+        }
+    ]
+    assert taken == [True]
+
+
+def test_take_back_leaves_a_node_the_controller_is_draining():
+    draining = node({"lifecycle-status": "draining"}, {DRAINED_BY: "cluster-lifecycle-controller"}, [TAINT], True)
+    taken: list[bool] = []
+    assert patched(draining, lambda kube: taken.append(take_back(kube, "n1"))) == []
+    assert taken == [False]
+
+
+@pytest.mark.parametrize("status", ["decommission-pending", "draining"])
+def test_cordon_refuses_a_node_the_controller_was_handed(status):
+    """The step's own guard, beside the planner's: CLM never drains a node handed to the controller."""
+    handed = node({"lifecycle-status": status}, {DRAINED_BY: "cluster-lifecycle-controller"}, [TAINT])
+    with pytest.raises(DrainError, match="cluster c1: node n1 is the cluster-lifecycle-controller's to drain"):
+        patched(handed, lambda kube: cordon(kube, "n1", NOW))
+
+
+def test_a_stale_hand_over_mark_on_a_ready_node_does_not_stop_clms_drain():
+    """A node whose mark says the controller but whose label says ready (someone set the annotation alone, or the
+    label was reset) is CLM's to drain: the roll does not get stuck on it, and the mark says CLM from then on."""
+    stale = node({"lifecycle-status": "ready"}, {DRAINED_BY: "cluster-lifecycle-controller"})
+    after = node({"lifecycle-status": "draining"}, {DRAIN_START: "2024-05-01T10:00:01Z", DRAINED_BY: "clm"})
+    [body] = patched(stale, lambda kube: cordon(kube, "n1", NOW), after)
+    assert body["metadata"]["annotations"][DRAINED_BY] == "clm" and body["spec"]["unschedulable"] is True

@@ -67,6 +67,15 @@ def test_the_taint_effect_follows_clms_config_item(value, effect):
     assert DrainSettings.from_config_items({"decommission_node_no_schedule_taint": value}).taint_effect == effect
 
 
+@pytest.mark.parametrize(("master", "effect"), [(True, "PreferNoSchedule"), (False, "NoSchedule")])
+def test_masters_are_exempt_from_the_no_schedule_taint(master, effect):
+    """CLM's node_pool_manager.go MarkNodeForDecommission: NoSchedule only `if m.noScheduleTaint && !node.Master`
+    (a node of a pool whose profile contains "master"): control-plane pods that tolerate only their own taints keep
+    a place while the masters roll."""
+    items = {"decommission_node_no_schedule_taint": "true"}
+    assert DrainSettings.from_config_items(items, master=master).taint_effect == effect
+
+
 def test_config_items_override_defaults():
     settings = DrainSettings.from_config_items(
         {"drain_grace_period": "2s", "drain_force_evict_interval": "1m", "unrelated": "x"}

@@ -188,3 +188,26 @@ def test_an_item_the_registry_cannot_read_is_a_problem_on_that_cluster(example_r
     assert problem["M"]["title"]["S"].startswith(
         "registry: dynamodb:clm-registry: cluster aws:123456789012:eu-central-1:kube-1: provider"
     )
+
+
+@pytest.mark.parametrize("lifecycle", ["ready", "decommission-requested"])
+def test_an_unknown_update_strategy_is_a_problem_on_the_cluster_before_any_aws_call(
+    example_registry, example_clusters, lifecycle
+):
+    """CLM's updater refuses an update strategy it does not know (provisioner/clusterpy.go); here before the run
+    reaches the cluster's account (`reach` is never asked) and without the lock. A decommission drains nothing."""
+    items = {**example_clusters[0].config_items, "update_strategy": "surge"}
+    cluster = dataclasses.replace(example_clusters[0], lifecycle_status=lifecycle, config_items=items)
+    example_registry.put(cluster)
+    asked: list[str] = []
+    plan = begin(
+        example_registry, "cfg-1", cluster.id, EXECUTION, never_running, reach=lambda cid, _: asked.append(cid) or ""
+    )
+    problems = example_registry.get(cluster.id).status.problems
+    if lifecycle == "decommission-requested":
+        assert plan.action == DECOMMISSION and problems == []
+        return
+    assert plan.action == SKIP and asked == [] and example_registry.lock_holder(cluster.id) is None
+    [problem] = problems
+    expected = f"configuration: cluster {cluster.id}: config_items.update_strategy: 'surge' is not one of rolling, clc"
+    assert problem.title == expected

@@ -183,17 +183,21 @@ def take_back(kube: KubeClient, name: str) -> bool:
 
 def cordon(kube: KubeClient, name: str, now: datetime, taint_effect: str = PREFER_NO_SCHEDULE) -> DrainClock:
     """Mark a node draining: label, taint, unschedulable, and drain-start with CLM as its drainer (both kept if
-    already set). Idempotent. DrainError for a node handed to the cluster-lifecycle-controller: never both."""
+    already set). Idempotent. DrainError for a node the cluster-lifecycle-controller was handed and has not given
+    back (labelled decommission-pending or draining): never both on one node."""
 
     def change(node: Node) -> dict[str, Any]:
-        if drained_by(node) == BY_CONTROLLER:
+        handed = drained_by(node) == BY_CONTROLLER
+        if handed and (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL) in (DECOMMISSION_PENDING, DRAINING):
             raise DrainError(f"node {name} is the cluster-lifecycle-controller's to drain", kube.cluster_id)
         patch = _marks(node, DRAINING, taint_effect)
         if not (node.get("spec") or {}).get("unschedulable"):
             patch.setdefault("spec", {})["unschedulable"] = True
-        if drain_clock(node) is None:
-            started = {DRAIN_START: format_time(now, round_up=True), DRAINED_BY: BY_CLM}
-            patch.setdefault("metadata", {})["annotations"] = started
+        annotations = {DRAIN_START: format_time(now, round_up=True)} if drain_clock(node) is None else {}
+        if annotations or handed:  # CLM's drain starts (a hand-over taken back is CLM's)
+            annotations[DRAINED_BY] = BY_CLM
+        if annotations:
+            patch.setdefault("metadata", {})["annotations"] = annotations
         return patch
 
     clock = drain_clock(_patch_node(kube, name, change))
