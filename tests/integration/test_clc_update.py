@@ -1,0 +1,150 @@
+"""`update_strategy: clc` end to end on the sandbox (IAM enforced, a real kube-apiserver, simulated nodes).
+
+CLM's pkg/updatestrategy/clc_update.go: CLM only taints and labels the outdated nodes `decommission-pending`
+(node_pool_manager.go MarkNodeForDecommission: NoSchedule with `decommission_node_no_schedule_taint: "true"`) and
+waits while the in-cluster cluster-lifecycle-controller drains and replaces them; the update ends when no outdated
+node is left. The controller is not in the sandbox: a stand-in here does what it does with CLM's marks, through the
+same API server and the sandbox's AWS (one node at a time: label it draining, evict its pods through the Eviction
+API, terminate its instance through its auto scaling group, which launches the successor). CLM evicts nothing: its
+roll never enters Drain or Terminate, and no node ever says CLM drains it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from clm.registry.clusters_yaml import load_clusters
+from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.deployment import (
+    ROOT,
+    Deployment,
+    HealthyPods,
+    instances,
+    provisioned,
+    the_run,
+    upload_new_ami,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:Tried to parse AWS"),  # moto skips resources it does not model
+]
+DRAINED_BY = "clm/drained-by"
+
+
+class ControllerStandIn(threading.Thread):
+    """The cluster-lifecycle-controller's side of its contract with CLM: a node labelled `decommission-pending`
+    is picked (its label set to draining in a write the API server guards by resourceVersion), cordoned, its pods
+    evicted (budgets decide; refused evictions are tried again), and its instance terminated through its group
+    without lowering the desired capacity, so the group launches a successor. `found` keeps each node as it was
+    when picked; `terminated` the instances, in order; `errors` anything unexpected."""
+
+    def __init__(self, api: k8s.ApiClient, autoscaling: Any):
+        super().__init__(daemon=True)
+        self.core, self.autoscaling = k8s.CoreV1Api(api), autoscaling
+        self.found: dict[str, dict[str, Any]] = {}
+        self.terminated: list[str] = []
+        self.errors: list[str] = []
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.wait(0.2):
+            try:
+                for node in self.core.list_node(label_selector="lifecycle-status=decommission-pending").items[:1]:
+                    self._replace(node)
+            except Exception as exc:  # reported by the test, never swallowed
+                self.errors.append(repr(exc))
+
+    def _replace(self, node: k8s.V1Node) -> None:
+        name = node.metadata.name
+        self.found.setdefault(name, self.core.api_client.sanitize_for_serialization(node))
+        node.metadata.labels["lifecycle-status"] = "draining"
+        node.spec.unschedulable = True
+        try:
+            self.core.replace_node(name, node)  # carries the resourceVersion read: a conflict is a 409
+        except ApiException as exc:
+            if exc.status == 409:
+                return  # changed meanwhile (CLM taking it back, say): look again
+            raise
+        while pods := self._evictable(name):
+            for pod in pods:
+                self._evict(pod)
+            time.sleep(0.2)
+        instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+        self.autoscaling.terminate_instance_in_auto_scaling_group(
+            InstanceId=instance_id, ShouldDecrementDesiredCapacity=False
+        )
+        self.terminated.append(instance_id)
+
+    def _evictable(self, node: str) -> list[k8s.V1Pod]:
+        pods = self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+        return [
+            p
+            for p in pods
+            if not p.metadata.deletion_timestamp
+            and not any(o.kind == "DaemonSet" for o in p.metadata.owner_references or [])
+        ]
+
+    def _evict(self, pod: k8s.V1Pod) -> None:
+        meta = {"name": pod.metadata.name, "namespace": pod.metadata.namespace}
+        body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": meta}
+        try:
+            self.core.create_namespaced_pod_eviction(pod.metadata.name, pod.metadata.namespace, body)
+        except ApiException as exc:
+            if exc.status not in (404, 429):  # gone, or its budget says not now
+                raise
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join()
+
+
+def _register(deployment: Deployment) -> None:
+    cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
+    cluster.config_items.update(
+        {"kube_auth_secret": "clm/kube-1", "update_strategy": "clc", "decommission_node_no_schedule_taint": "true"}
+    )
+    deployment.registry.put(cluster)
+
+
+def test_clc_marks_the_outdated_nodes_and_waits_while_the_controller_replaces_them(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    _register(deployment)
+    before = provisioned(deployment, nodes, kube_api)
+    old_nodes = set(nodes.ready_nodes)
+    controller = ControllerStandIn(kube_api, deployment.session.client("autoscaling"))
+    watcher = HealthyPods(kube_api)
+    controller.start()
+    watcher.start()
+    try:
+        known = len(deployment.executions(deployment.provision))
+        upload_new_ami(deployment)  # every node outdated: reconcile starts the run
+        run = the_run(deployment.settle(known, timeout=300))
+    finally:
+        controller.stop()
+        watcher.stop()
+
+    assert controller.errors == []
+    assert run["status"] == "SUCCEEDED"
+    states = deployment.roll_states()
+    assert "Mark" in states and "WaitToPlan" in states
+    assert "Drain" not in states and "Terminate" not in states, "CLM evicted or terminated"
+    assert sorted(controller.terminated) == sorted(before), "the controller replaced every outdated node, once"
+    assert instances(deployment.session).isdisjoint(before) and len(instances(deployment.session)) == 3
+    assert set(controller.found) == old_nodes
+    for name, node in controller.found.items():  # as CLM left it for the controller
+        assert node["metadata"]["labels"]["lifecycle-status"] == "decommission-pending", name
+        assert node["metadata"]["annotations"][DRAINED_BY] == "cluster-lifecycle-controller", name
+        taint = {"key": "decommission-pending", "value": "rolling-upgrade", "effect": "NoSchedule"}
+        assert taint in node["spec"]["taints"], (name, node["spec"]["taints"])
+        assert not node["spec"].get("unschedulable"), f"{name}: CLM cordoned it"
+    for node in k8s.CoreV1Api(kube_api).list_node().items:
+        assert (node.metadata.annotations or {}).get(DRAINED_BY) != "clm", node.metadata.name
+    assert watcher.lowest is not None and watcher.lowest >= 2, watcher.at_lowest  # the budget held
