@@ -7,12 +7,19 @@ node is left. The controller is not in the sandbox: a stand-in here does what it
 same API server and the sandbox's AWS (one node at a time: label it draining, evict its pods through the Eviction
 API, terminate its instance through its auto scaling group, which launches the successor). CLM evicts nothing: its
 roll never enters Drain or Terminate, and no node ever says CLM drains it.
+
+Switching the strategy mid-roll (the registry item, read at every plan) never puts both on one node: from `clc` to
+`rolling` CLM takes back the hand-overs the controller has not started (CLM's AbortNodeDecommissioning) and drains
+them itself; from `rolling` to `clc` the controller is handed only the nodes CLM was not draining.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -21,6 +28,7 @@ from kubernetes.client.rest import ApiException
 
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.convergence import terminated
 from tests.integration.deployment import (
     ROOT,
     Deployment,
@@ -29,6 +37,7 @@ from tests.integration.deployment import (
     provisioned,
     the_run,
     upload_new_ami,
+    wait_for_roll,
 )
 
 pytestmark = [
@@ -105,12 +114,36 @@ class ControllerStandIn(threading.Thread):
         self.join()
 
 
-def _register(deployment: Deployment) -> None:
+def _register(deployment: Deployment, strategy: str = "clc") -> None:
     cluster = load_clusters((ROOT / "examples" / "clusters.yaml").read_text())[0]
     cluster.config_items.update(
-        {"kube_auth_secret": "clm/kube-1", "update_strategy": "clc", "decommission_node_no_schedule_taint": "true"}
+        {"kube_auth_secret": "clm/kube-1", "update_strategy": strategy, "decommission_node_no_schedule_taint": "true"}
     )
     deployment.registry.put(cluster)
+
+
+def _switch(deployment: Deployment, strategy: str) -> None:
+    """Edit the registry item's update_strategy (its run is skipped: the roll's holds the lock)."""
+    cluster = deployment.registry.get(deployment.cluster_id)
+    items = {**cluster.config_items, "update_strategy": strategy}
+    deployment.registry.put(dataclasses.replace(cluster, config_items=items))
+
+
+def _marks(deployment: Deployment) -> list[dict[str, Any]]:
+    """The decisions the rolls' Mark states carried out, in order."""
+    decisions = []
+    for execution in deployment.executions(deployment.roll_node_pool):
+        pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+        for event in (e for page in pages for e in page["events"]):
+            entered = event.get("stateEnteredEventDetails")
+            if entered and entered["name"] == "Mark":
+                decisions.append(json.loads(entered["input"])["decision"])
+    return decisions
+
+
+def _handed(kube_api: k8s.ApiClient) -> set[str]:
+    nodes = k8s.CoreV1Api(kube_api).list_node(label_selector="lifecycle-status=decommission-pending").items
+    return {n.metadata.name for n in nodes if (n.metadata.annotations or {}).get(DRAINED_BY)}
 
 
 def test_clc_marks_the_outdated_nodes_and_waits_while_the_controller_replaces_them(
@@ -148,3 +181,55 @@ def test_clc_marks_the_outdated_nodes_and_waits_while_the_controller_replaces_th
     for node in k8s.CoreV1Api(kube_api).list_node().items:
         assert (node.metadata.annotations or {}).get(DRAINED_BY) != "clm", node.metadata.name
     assert watcher.lowest is not None and watcher.lowest >= 2, watcher.at_lowest  # the budget held
+
+
+def test_switching_from_clc_to_rolling_mid_roll_takes_the_nodes_back_before_clm_drains_them(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    """No controller runs: the nodes handed to it wait, until the registry says `rolling`; CLM then takes them back
+    (they were never started) and rolls them itself."""
+    _register(deployment)
+    before = provisioned(deployment, nodes, kube_api)
+    old_nodes = set(nodes.ready_nodes)
+    known = len(deployment.executions(deployment.provision))
+    upload_new_ami(deployment)
+    deadline = time.monotonic() + 120
+    while _handed(kube_api) != old_nodes and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _handed(kube_api) == old_nodes
+    _switch(deployment, "rolling")
+    the_run(deployment.settle(known, timeout=300))
+
+    [handed, taken, *_] = _marks(deployment)
+    assert sorted(handed["mark"]) == sorted(old_nodes) and not handed.get("take_back")
+    assert sorted(taken["take_back"]) == sorted(old_nodes) and not taken.get("mark")
+    assert terminated(deployment, set()) == Counter(before), "CLM replaced each outdated node once"
+    assert instances(deployment.session).isdisjoint(before)
+
+
+def test_switching_from_rolling_to_clc_mid_roll_hands_over_only_what_clm_is_not_draining(
+    deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
+) -> None:
+    """CLM drains its first node when the registry says `clc`: the node it drains stays its own, the others go to
+    the controller (stand-in); no instance is terminated by both."""
+    _register(deployment, "rolling")
+    before = provisioned(deployment, nodes, kube_api)
+    controller = ControllerStandIn(kube_api, deployment.session.client("autoscaling"))
+    controller.start()
+    try:
+        known = len(deployment.executions(deployment.provision))
+        upload_new_ami(deployment)
+        wait_for_roll(deployment, lambda states: "Drain" in states, "a drain")
+        _switch(deployment, "clc")
+        the_run(deployment.settle(known, timeout=300))
+    finally:
+        controller.stop()
+
+    assert controller.errors == []
+    by_clm = set(terminated(deployment, set()))
+    assert by_clm and controller.terminated, (by_clm, controller.terminated)
+    assert by_clm.isdisjoint(controller.terminated) and by_clm | set(controller.terminated) == before
+    assert Counter(controller.terminated) == Counter(set(controller.terminated))  # each once
+    for name, node in controller.found.items():
+        assert node["metadata"]["annotations"][DRAINED_BY] == "cluster-lifecycle-controller", name
+    assert instances(deployment.session).isdisjoint(before)

@@ -19,7 +19,7 @@ from clm.rolling.pool import (
     Member,
     RollSettings,
 )
-from clm.rolling.strategy import update_strategy
+from clm.rolling.strategy import strategy_now, update_strategy
 from clm.workflow.maintenance import disruptive
 from tests.unit.test_rolling_planner import member, pool
 
@@ -111,3 +111,20 @@ def test_rolling_never_drains_a_node_the_controller_is_draining() -> None:
 def test_rolling_goes_on_once_the_controller_is_done() -> None:
     decision = plan(pool(member(2), member(3), member(4, outdated=False)), RollSettings())
     assert decision.action == "replace" and [r.node for r in decision.replace] == ["node-2"]
+
+
+@pytest.mark.parametrize(
+    ("rendered", "registry", "expected"),
+    [
+        ({"update_strategy": "clc"}, {"update_strategy": "rolling"}, "rolling"),  # switched since the run rendered
+        ({"update_strategy": "clc"}, {}, "clc"),  # from config-defaults.yaml
+        ({}, {}, "rolling"),
+    ],
+)
+def test_a_roll_follows_the_registry_item_as_it_is_now(rendered, registry, expected) -> None:
+    assert strategy_now(rendered, registry, CLUSTER) == expected
+
+
+def test_a_switch_to_an_unknown_strategy_mid_roll_stops_the_roll_naming_it() -> None:
+    with pytest.raises(ValidationError, match="update_strategy: 'clc2'"):
+        strategy_now({"update_strategy": "clc"}, {"update_strategy": "clc2"}, CLUSTER)

@@ -26,3 +26,11 @@ def update_strategy(items: Mapping[str, str], cluster_id: str | None = None) -> 
         problem = f"config_items.{UPDATE_STRATEGY_ITEM}: {value!r} is not one of {', '.join(STRATEGIES)}"
         raise ValidationError([problem], cluster_id)
     return value
+
+
+def strategy_now(rendered: Mapping[str, str], registry: Mapping[str, str], cluster_id: str | None = None) -> str:
+    """The strategy of a roll's next step: the registry item's as it is now when it sets one (a switch mid-roll
+    acts at the next node boundary, as the maintenance window does), else the run's rendering's (its
+    config-defaults.yaml's)."""
+    items = registry if UPDATE_STRATEGY_ITEM in registry else rendered
+    return update_strategy(items, cluster_id)

@@ -22,7 +22,7 @@ from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
 from clm.rolling.pool import PoolState, RollSettings
 from clm.rolling.settings import roll_settings
-from clm.rolling.strategy import CLC, update_strategy
+from clm.rolling.strategy import CLC, strategy_now
 from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
@@ -110,8 +110,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     Publishes `Node Replaced` for terminated nodes whose successor is Ready (clm.workflow.node_events); the others
     travel in the decision's `awaiting`.
 
-    The cluster's `update_strategy` decides who drains: CLM (`rolling`, clm.rolling.planner), or the
-    cluster-lifecycle-controller, CLM marking the nodes and waiting (`clc`, clm.rolling.clc).
+    The cluster's `update_strategy` (its registry item as it is now: a switch acts at the next plan) decides who
+    drains: CLM (`rolling`, clm.rolling.planner), or the cluster-lifecycle-controller, CLM marking the nodes and
+    waiting (`clc`, clm.rolling.clc).
 
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
     MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
@@ -129,7 +130,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     registered = None if removing else cluster.node_pool(pool)
     items = registered.config_items if registered else {}
     karpenter = _karpenter(event)
-    strategy = update_strategy(cluster.config_items, cluster.id)
+    strategy = strategy_now(cluster.config_items, current.config_items, cluster.id)
     budget = steps_per_execution()
     started = time.monotonic()
     from clm.kube.karpenter import applied_by_clm  # Karpenter's rules: this step's alone
