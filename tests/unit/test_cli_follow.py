@@ -396,3 +396,11 @@ def test_a_health_gate_reads_as_its_checks_and_its_pass():
         ("CheckHealth: healthy 2 checks in a row: the gate passed", "green"),
     ]
     assert HistoryReader().read(_lambda_step(10, "HealthGate", {}, {"gated": False})).lines == []
+
+
+def test_update_strategy_clc_reads_as_the_nodes_handed_over_and_taken_back():
+    """`--follow` of a roll under update_strategy clc (clm.rolling.clc): who drains which node."""
+    handed = {"handed_over": ["node-1", "node-2"], "taken_back": []}
+    assert STEP_LINES["Mark"]({}, handed) == ("Mark: handed to the cluster-lifecycle-controller: node-1, node-2", "")
+    taken = {"handed_over": [], "taken_back": ["node-3"]}
+    assert STEP_LINES["Mark"]({}, taken) == ("Mark: taken back from the cluster-lifecycle-controller: node-3", "")

@@ -292,6 +292,16 @@ def _plan(_: dict[str, Any], decision: dict[str, Any]) -> StepLine:
     return f"Plan: {action}: {reason}", "green" if action == "done" else ""
 
 
+def _mark(_: dict[str, Any], marked: dict[str, Any]) -> StepLine:
+    """update_strategy clc: the nodes handed to the cluster-lifecycle-controller, or taken back from it."""
+    parts = []
+    if marked.get("handed_over"):
+        parts.append(f"handed to the cluster-lifecycle-controller: {listed(marked['handed_over'])}")
+    if marked.get("taken_back"):
+        parts.append(f"taken back from the cluster-lifecycle-controller: {listed(marked['taken_back'])}")
+    return "Mark: " + ("; ".join(parts) or "nothing to change"), ""
+
+
 def _scale(_: dict[str, Any], scaled: dict[str, Any]) -> StepLine:
     groups = scaled.get("groups")
     if groups is None:  # a run of a version before pools of several groups
@@ -384,6 +394,7 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "Suspend": _named("Suspend: AZRebalance and ReplaceUnhealthy suspended"),
     "Plan": _plan,
     "Scale": _scale,
+    "Mark": _mark,
     "Drain": _drain,
     "ParkDrain": lambda _input, woken: (f"ParkDrain: woken by {woken.get('woken_by')}", ""),
     "Terminate": _terminate,
