@@ -7,7 +7,7 @@ import dataclasses
 import boto3
 import pytest
 
-from clm.errors import RenderError
+from clm.errors import RenderError, ValidationError
 from clm.render.renderer import Renderer
 from clm.workflow.render_step import load_rendering, render_to_s3, rendering_key, stack_stages
 
@@ -33,6 +33,22 @@ def test_broken_template_fails_before_anything_is_stored(aws: boto3.Session, exa
     broken = type(example_tree)(example_tree.version, files, example_tree.source)
     with pytest.raises(RenderError, match=r"cluster/stack.yaml:1"):
         render_to_s3(s3, "artefacts", broken, example_clusters[0])
+    assert s3.list_objects_v2(Bucket="artefacts")["KeyCount"] == 0
+
+
+def test_an_unknown_update_strategy_from_the_defaults_fails_before_anything_is_stored(
+    aws: boto3.Session, example_tree, example_clusters
+) -> None:
+    """config-defaults.yaml may set update_strategy for every cluster of a channel: refused at render, before any
+    stack or node is touched, naming the cluster."""
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="artefacts", CreateBucketConfiguration={"LocationConstraint": "eu-central-1"})
+    files = dict(example_tree.files)
+    files["cluster/config-defaults.yaml"] += b'\nupdate_strategy: "clc-v2"\n'
+    changed = type(example_tree)(example_tree.version, files, example_tree.source)
+    cluster = example_clusters[0]
+    with pytest.raises(ValidationError, match=f"cluster {cluster.id}: config_items.update_strategy: 'clc-v2'"):
+        render_to_s3(s3, "artefacts", changed, cluster)
     assert s3.list_objects_v2(Bucket="artefacts")["KeyCount"] == 0
 
 
