@@ -225,11 +225,15 @@ def drain_until_done(
         time.sleep(result["wait_seconds"])
 
 
-@pytest.mark.parametrize(("item", "nodes_to_run_on"), [("", 3), ("true", 2)])
-def test_the_decommission_taint_effect_decides_where_new_daemon_pods_go(sandbox: Sandbox, item: str, nodes_to_run_on):
+@pytest.mark.parametrize(("item", "master", "nodes_to_run_on"), [("", False, 3), ("true", False, 2), ("true", True, 3)])
+def test_the_decommission_taint_effect_decides_where_new_daemon_pods_go(
+    sandbox: Sandbox, item: str, master: bool, nodes_to_run_on: int
+):
     """CLM's PreferNoSchedule taint (and the cordon, which DaemonSets tolerate) still lets a new DaemonSet run on a
-    draining node; with decommission_node_no_schedule_taint "true" (NoSchedule) the DaemonSet controller skips it."""
-    settings = DrainSettings.from_config_items({"decommission_node_no_schedule_taint": item})
+    draining node; with decommission_node_no_schedule_taint "true" (NoSchedule) the DaemonSet controller skips it,
+    unless the node is a master pool's: CLM's node_pool_manager.go MarkNodeForDecommission never gives a master
+    NoSchedule (`m.noScheduleTaint && !node.Master`), so control-plane DaemonSets keep every master."""
+    settings = DrainSettings.from_config_items({"decommission_node_no_schedule_taint": item}, master=master)
     assert drain_pass(sandbox.kube, sandbox.victim, settings)["done"]  # an empty node: cordoned and tainted
     assert decommission_taint(settings.taint_effect) in sandbox.node()["spec"]["taints"]
     sandbox.apply(daemonset("late"))

@@ -100,3 +100,19 @@ def test_timestamps_are_whole_seconds_rounded_up_only_when_asked():
     assert format_time(moment.replace(microsecond=0), round_up=True) == "2024-05-01T10:00:59Z"
     assert parse_time("2024-05-01T12:00:00+02:00") == datetime(2024, 5, 1, 10, tzinfo=UTC)
     assert parse_time("2024-05-01T10:00:00.5Z") == datetime(2024, 5, 1, 10, 0, 0, 500000, tzinfo=UTC)
+
+
+def test_a_rolls_steps_take_the_master_exemption_from_the_pools_profile(example_clusters):
+    """The roll's drain and mark steps (clm.workflow.roll_steps) ask for the settings of their pool: a profile
+    containing "master" (CLM's api/node_pool.go IsMaster) keeps PreferNoSchedule."""
+    import dataclasses
+
+    from clm.workflow.roll_steps import pool_drain_settings
+
+    worker = example_clusters[0].node_pools[0]
+    masters = dataclasses.replace(worker, name="masters", profile="master-default")
+    items = {**example_clusters[0].config_items, "decommission_node_no_schedule_taint": "true"}
+    cluster = dataclasses.replace(example_clusters[0], node_pools=[masters, worker], config_items=items)
+    assert pool_drain_settings(cluster, "masters").taint_effect == "PreferNoSchedule"
+    assert pool_drain_settings(cluster, worker.name).taint_effect == "NoSchedule"
+    assert pool_drain_settings(cluster, "removed-pool").taint_effect == "NoSchedule"

@@ -15,7 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from clm.kube.settings import DrainSettings
 from clm.kube.waiting import WatchSpec, wait_for_event
+from clm.model import Cluster
 from clm.rolling.clc import plan_clc
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
@@ -252,7 +254,7 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     if not node:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
-    settings = _drain_settings(cluster, event["node_pool"])
+    settings = pool_drain_settings(cluster, event["node_pool"])
     with kube_client(cluster, of_event(event)) as kube:
         result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
         return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
@@ -267,7 +269,7 @@ def mark(event: dict[str, Any]) -> dict[str, Any]:
 
     decision = event["decision"]
     cluster = rendering(event["rendering"]).cluster
-    effect = _drain_settings(cluster, event["node_pool"]).taint_effect
+    effect = pool_drain_settings(cluster, event["node_pool"]).taint_effect
     no_replacement = bool(decision.get("no_replacement"))
     with kube_client(cluster, of_event(event)) as kube:
         handed = [n for n in decision.get("mark") or [] if hand_over(kube, n, effect, no_replacement=no_replacement)]
@@ -275,9 +277,9 @@ def mark(event: dict[str, Any]) -> dict[str, Any]:
     return {"handed_over": handed, "taken_back": taken}
 
 
-def _drain_settings(cluster: Any, pool: str) -> Any:
-    """The cluster's drain settings for `pool` (a master pool's decommission taint is never NoSchedule)."""
-    from clm.kube.settings import DrainSettings
+def pool_drain_settings(cluster: Cluster, pool: str) -> DrainSettings:
+    """The cluster's drain settings for `pool` (a master pool's decommission taint is never NoSchedule; a pool gone
+    from the registry is not a master one)."""
 
     registered = next((p for p in cluster.node_pools if p.name == pool), None)
     master = registered is not None and registered.is_master
