@@ -11,6 +11,7 @@ held outside the maintenance window (clm.workflow.maintenance).
 
 from __future__ import annotations
 
+from clm.rolling.groups import back_to_capacity, shrinkable
 from clm.rolling.planner import CONTROLLER_POLL_SECONDS, Decision, replace_decision, wait_for_boot
 from clm.rolling.pool import DRAINED_BY_CLM, DRAINED_BY_CONTROLLER, LIFECYCLE_DRAINING, PoolState, RollSettings
 
@@ -20,7 +21,8 @@ def plan_clc(state: PoolState, settings: RollSettings, *, removing: bool = False
     as CLM's PrepareForRemoval: every node marked, the controller told to launch no successor)."""
     in_service = [m for m in state.members if m.in_service]
     if removing and state.min_size > 0:
-        return Decision("scale", "let the group shrink to zero", desired=state.desired, min_size=0)
+        sizes = shrinkable(state)
+        return Decision("scale", "let the group(s) shrink to zero", desired=state.desired, min_size=0, sizes=sizes)
     own = [m for m in in_service if m.node and m.node.being_replaced and m.node.drained_by == DRAINED_BY_CLM]
     if own:
         reason = "finish the drains CLM started before update_strategy became clc"
@@ -42,6 +44,8 @@ def plan_clc(state: PoolState, settings: RollSettings, *, removing: bool = False
         return Decision("wait", reason, wait_seconds=CONTROLLER_POLL_SECONDS)
     if booting:
         return booting
-    if state.desired > state.capacity:  # a surge left by a `rolling` roll before the switch
-        return Decision("scale", "roll finished: back to the capacity before the surge", desired=state.capacity)
+    sizes = back_to_capacity(state)  # a surge left by a `rolling` roll before the switch
+    if sizes:
+        reason = "roll finished: back to the capacity before the surge"
+        return Decision("scale", reason, desired=state.capacity, sizes=sizes)
     return Decision("done", "every node is up to date and Ready")
