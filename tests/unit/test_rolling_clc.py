@@ -89,7 +89,8 @@ def test_clc_leaves_a_drain_it_cannot_attribute_alone() -> None:
 def test_removing_a_pool_under_clc_tells_the_controller_to_launch_no_successor() -> None:
     """As clc_update.go PrepareForRemoval: the group may shrink to zero, then every node is marked with
     replacement-strategy none."""
-    assert plan_clc(pool(member(1), min_size=1), RollSettings(), removing=True).action == "scale"
+    shrink = plan_clc(pool(member(1), min_size=1), RollSettings(), removing=True)
+    assert shrink.action == "scale" and [(s.min_size, s.desired) for s in shrink.sizes] == [(0, 1)]  # each group
     decision = plan_clc(pool(member(1, outdated=False), min_size=0), RollSettings(), removing=True)
     assert decision.action == "mark" and decision.mark == ["node-1"] and decision.no_replacement
 
