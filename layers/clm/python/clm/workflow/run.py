@@ -51,9 +51,10 @@ def begin(
     """Decide whether the cluster needs a provision or decommission run; if so take its lock.
 
     Nothing to do (up to date, update blocked, decommissioned, or another running execution holds the
-    lock) gives a `skip` plan; so does an item the registry cannot read as a cluster (its problem recorded): a duplicate trigger ends quietly instead of recording a problem. When the
-    lock is held, `wake` (if given) wakes the holder's parked drains and names their nodes. A cluster whose
-    `update_strategy` is unknown is a problem on the cluster and a `skip`, before any AWS call. A cluster whose target
+    lock) gives a `skip` plan; so does an item the registry cannot read as a cluster (its problem recorded): a
+    duplicate trigger ends quietly instead of recording a problem. When the lock is held, `wake` (if given) wakes
+    the holder's parked drains and names their nodes. A cluster whose `update_strategy` is unknown is a problem on
+    the cluster and a `skip`, before any AWS call. A cluster whose target
     the hub may not or cannot reach (`reach` says why) is a problem on the cluster and a `skip`, before any other AWS
     call for it. A provision records where the cluster's resources are made; a registry edit of its account or region
     after that is refused (a problem), and its decommission acts where they are. A provision that its rollout holds
