@@ -103,6 +103,7 @@ class _Environment(SandboxedEnvironment):
             what, functools.partial(SandboxedEnvironment.call, self, context, obj), args, kwargs, estimate
         )
         if isinstance(owner, list | dict | set):  # a method that may have grown its value
+            self.limits.forget(owner)
             self.limits.given(what, (owner,))
         kind = type(result)
         if kind is not str and kind is not list:  # numbers, mappings, RegistryStr already

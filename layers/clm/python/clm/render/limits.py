@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ MAX_VALUE = 4 * 2**20  # characters: 7x the largest template of Zalando's config
 MAX_OUTPUT = 16 * 2**20
 MAX_MADE = 64 * 2**20
 MAX_INT_BITS = 4096
+FLAT_REMEMBERED = 16  # sizes of the latest sequences `+` made, kept with them (clm.render.limits.Limits._flat)
 BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "*": operator.mul,
     "**": operator.pow,
@@ -34,6 +36,7 @@ BINOPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 _CONTAINERS = (list, tuple, dict, set, frozenset, Namespace)
 _SIZED = (str, bytes, *_CONTAINERS)
+_SCALARS = (str, bytes, int, float, type(None))  # immutable, holding nothing
 
 
 class TooLarge(ValueError):
@@ -95,9 +98,28 @@ class Limits:
         """Start a rendering."""
         self._made = 0
         self._written = 0
+        self._flat: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # recent flat sequences made by `+`: sizes
 
     def _size(self, value: Any) -> int:
+        known = self._flat.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
         return text_size(value, MAX_VALUE)
+
+    def forget(self, value: Any) -> None:
+        """`value` may have changed (a method of it was called): its size is counted again when next asked."""
+        self._flat.pop(id(value), None)
+
+    def _concatenated(self, left: Any, right: Any, made: Any, size: int) -> None:
+        """Remember the size of `made` = `left + right` when it holds no container (so only its own methods can
+        change it, which `forget` it): a loop growing a list by `+` is then counted in linear time, not quadratic."""
+        if not all(isinstance(item, _SCALARS) for item in right):
+            return
+        if self._flat.get(id(left), (None,))[0] is not left and not all(isinstance(i, _SCALARS) for i in left):
+            return
+        self._flat[id(made)] = (made, size)
+        if len(self._flat) > FLAT_REMEMBERED:
+            self._flat.popitem(last=False)
 
     def _refuse_over(self, what: str, size: int) -> None:
         if size > MAX_VALUE:
@@ -114,12 +136,13 @@ class Limits:
                     " the most a template value may have"
                 )
 
-    def made(self, what: str, value: Any) -> Any:
-        """Check and count a value an operation made; return it."""
+    def made(self, what: str, value: Any, size: int | None = None) -> Any:
+        """Check and count a value an operation made (its `size` when the operation knows it exactly); return it."""
         if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
             raise TooLarge(f"{what} made an integer of {value.bit_length():,} bits; at most {MAX_INT_BITS:,}")
         if isinstance(value, _SIZED):
-            size = len(value) if isinstance(value, str) else self._size(value)
+            if size is None:
+                size = len(value) if isinstance(value, str) else self._size(value)
             if size > MAX_VALUE:
                 raise TooLarge(
                     f"{what} made more than {MAX_VALUE:,} characters or items, the most a template value may have"
@@ -143,8 +166,13 @@ class Limits:
         if bits > MAX_INT_BITS:
             raise TooLarge(f"{what} would make an integer of {bits:,} bits; at most {MAX_INT_BITS:,}")
         self.given(what, (left, right))
-        self._refuse_over(what, binop_size(symbol, left, right, self._size))
-        return self.made(what, BINOPS[symbol](left, right))
+        size = binop_size(symbol, left, right, self._size)
+        self._refuse_over(what, size)
+        if symbol != "+" or type(left) not in (list, tuple) or type(right) is not type(left):
+            return self.made(what, BINOPS[symbol](left, right))
+        made = self.made(what, left + right, size)  # two lists' or tuples' items: `size` is exact
+        self._concatenated(left, right, made, size)
+        return made
 
     def call(
         self, what: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], estimate: Any
