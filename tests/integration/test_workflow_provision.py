@@ -78,6 +78,8 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
         "reason": f"up to date at {current}",
         "desired_version": current,
         "target": {"account": "123456789012", "region": "eu-central-1"},  # where its steps act
+        "apply_only": False,  # stacks and manifests without a roll (CLM's --apply-only): not this deployment's
+        "left_outdated": {},  # what an apply-only run left outdated, by pool
     }
     assert len(instances(deployment.session)) == 3  # nothing was replaced
 
