@@ -49,10 +49,12 @@ DRAINED_BY = "clm/drained-by"
 
 class ControllerStandIn(threading.Thread):
     """The cluster-lifecycle-controller's side of its contract with CLM: a node labelled `decommission-pending`
-    is picked (its label set to draining in a write the API server guards by resourceVersion), cordoned, its pods
-    evicted (budgets decide; refused evictions are tried again), and its instance terminated through its group
-    without lowering the desired capacity, so the group launches a successor. `found` keeps each node as it was
-    when picked; `terminated` the instances, in order; `errors` anything unexpected."""
+    is picked (its label set to draining in a write the API server guards by resourceVersion), its replacement
+    asked of its group first (desired capacity + 1: the controller's default replacement strategy; every outdated
+    node is tainted NoSchedule, so an evicted pod has nowhere else to go), the node cordoned, its pods evicted
+    (budgets decide; refused evictions are tried again), and its instance terminated through its group, lowering the
+    desired capacity again. `found` keeps each node as it was when picked; `terminated` the instances, in order;
+    `errors` anything unexpected."""
 
     def __init__(self, api: k8s.ApiClient, autoscaling: Any):
         super().__init__(daemon=True)
@@ -81,15 +83,22 @@ class ControllerStandIn(threading.Thread):
             if exc.status == 409:
                 return  # changed meanwhile (CLM taking it back, say): look again
             raise
+        instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+        [group] = self.autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])["AutoScalingInstances"]
+        [described] = self.autoscaling.describe_auto_scaling_groups(
+            AutoScalingGroupNames=[group["AutoScalingGroupName"]]
+        )["AutoScalingGroups"]
+        self.autoscaling.set_desired_capacity(
+            AutoScalingGroupName=group["AutoScalingGroupName"], DesiredCapacity=described["DesiredCapacity"] + 1
+        )
         while pods := self._evictable(name):
             if self._stopping.is_set():  # the test is over: a drain its budgets still block is left as it is
                 return
             for pod in pods:
                 self._evict(pod)
             time.sleep(0.2)
-        instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
         self.autoscaling.terminate_instance_in_auto_scaling_group(
-            InstanceId=instance_id, ShouldDecrementDesiredCapacity=False
+            InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
         )
         self.terminated.append(instance_id)
 
