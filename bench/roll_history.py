@@ -179,31 +179,42 @@ def _epoch(value: datetime | str | float) -> float:
     return float(value)
 
 
+def node_passes(call: LambdaCall) -> dict[str, dict[str, Any]]:
+    """The nodes a drain call passed over, each with its pass's result (a batch's: counts, clm.workflow.drain_steps)."""
+    if call.step == "drain" and (node := (call.event.get("replacement") or {}).get("node")):
+        return {node: call.result or {}}
+    if call.step == "drain_batch":
+        return dict(((call.result or {}).get("batch_drain") or {}).get("nodes") or {})
+    return {}
+
+
+def _count(value: Any) -> int:
+    """A pass's `evicted` or `forced`: a list of names (a node's pass) or a count (a batch's)."""
+    return len(value) if isinstance(value, list) else int(value or 0)
+
+
 def node_drains(calls: list[LambdaCall]) -> list[NodeDrain]:
-    """Per node, its drain passes (and parks), in order of the first pass."""
-    passes: dict[str, list[LambdaCall]] = defaultdict(list)
+    """Per node, its drain passes (a batch's passes over it among them) and parks, in order of the first pass."""
+    passes: dict[str, list[tuple[LambdaCall, dict[str, Any]]]] = defaultdict(list)
     parks: dict[str, list[LambdaCall]] = defaultdict(list)
     for call in calls:
-        if call.step == "drain" and (call.event.get("replacement") or {}).get("node"):
-            passes[call.event["replacement"]["node"]].append(call)
-        elif call.step == "park":
+        for node, result in node_passes(call).items():
+            passes[node].append((call, result))
+        if call.step == "park":
             parks[call.event.get("node", "")].append(call)
     drains = []
-    for node, calls_of_node in passes.items():
-        results = [call.result or {} for call in calls_of_node]
-        done = next(
-            (call.ended for call, result in zip(calls_of_node, results, strict=True) if result.get("done")), None
-        )
+    for node, of_node in passes.items():
+        done = next((call.ended for call, result in of_node if result.get("done")), None)
         drains.append(
             NodeDrain(
                 node,
-                calls_of_node[0].started,
+                of_node[0][0].started,
                 done,
-                len(calls_of_node),
-                sum(len(result.get("evicted") or []) for result in results),
-                sum(len(result.get("forced") or []) for result in results),
+                len(of_node),
+                sum(_count(result.get("evicted")) for _, result in of_node),
+                sum(_count(result.get("forced")) for _, result in of_node),
                 len(parks[node]),
-                sum(call.seconds for call in [*calls_of_node, *parks[node]]),
+                sum(call.seconds for call in [*(call for call, _ in of_node), *parks[node]]),
             )
         )
     return sorted(drains, key=lambda drain: drain.started)
@@ -243,7 +254,7 @@ def roll_chain(histories: dict[str, History], run_trace: Trace) -> list[RollExec
         if not run_trace.inputs.get(arn, {}).get("pool"):
             continue
         calls = [c for c in run_trace.calls if c.execution == arn]
-        nodes = {c.event["replacement"]["node"] for c in calls if c.step == "drain" and c.event.get("replacement")}
+        nodes = {node for c in calls for node in node_passes(c)}
         handed_over = any(c.step == "plan" and (c.result or {}).get("action") == "continue" for c in calls)
         chain.append(RollExecution(arn, len(histories[arn]), started, stopped, len(nodes), handed_over))
     return sorted(chain, key=lambda execution: execution.started)

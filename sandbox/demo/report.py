@@ -76,6 +76,10 @@ def _count_drain(output: str, figures: RunFigures) -> None:
     if isinstance(result, dict) and "evicted" in result and "blocked" in result:
         figures.evictions += len(result["evicted"])
         figures.pdb_refusals += sum(1 for blocked in result["blocked"] if blocked.get("pdb"))
+    elif isinstance(result, dict) and isinstance(result.get("batch_drain"), dict):  # a batch's pass: counts a node
+        for node in (result["batch_drain"].get("nodes") or {}).values():
+            figures.evictions += int(node.get("evicted", 0))
+            figures.pdb_refusals += int(node.get("blocked", 0))
 
 
 _PHASES = (  # (label, start field, end field, colour)

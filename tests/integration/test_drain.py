@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -131,14 +132,20 @@ class Sandbox:
 
     def place_on_victim(self, manifests: str, ready: dict[str, int]) -> None:
         """Apply with the other nodes cordoned, so the pods land on the victim; wait for them Ready."""
-        self.set_unschedulable(self.nodes[1:], True)
+        self.place_on(1, manifests, ready)
+
+    def place_on(self, count: int, manifests: str, ready: dict[str, int]) -> None:
+        """Apply with all but the first `count` nodes cordoned, so the pods land on those; wait for them Ready."""
+        self.set_unschedulable(self.nodes[count:], True)
         self.apply(manifests)
-        for selector, count in ready.items():
+        for selector, pods in ready.items():
             wait_for(
-                f"{count} Ready pods {selector} on the victim",
-                lambda s=selector, c=count: len([p for p in self.pods(s, self.victim) if healthy(p)]) == c,
+                f"{pods} Ready pods {selector} on the first {count} node(s)",
+                lambda s=selector, c=pods: (
+                    sum(len([p for p in self.pods(s, node) if healthy(p)]) for node in self.nodes[:count]) == c
+                ),
             )
-        self.set_unschedulable(self.nodes[1:], False)
+        self.set_unschedulable(self.nodes[count:], False)
 
     def budget_settled(self, name: str, allowed: int) -> bool:
         pdb = self.kube.request("GET", f"/apis/policy/v1beta1/namespaces/{self.namespace}/poddisruptionbudgets/{name}")
@@ -153,22 +160,31 @@ class Sandbox:
         return self.kube.request("GET", f"/api/v1/nodes/{self.victim}")
 
 
-@pytest.fixture
-def sandbox(control_plane: ControlPlane, kube_api: client.ApiClient, aws: boto3.Session) -> Iterator[Sandbox]:
+@contextmanager
+def node_sandbox(
+    control_plane: ControlPlane, kube_api: client.ApiClient, aws: boto3.Session, count: int = 3
+) -> Iterator[Sandbox]:
+    """`count` simulated Ready nodes of a new cluster, and a namespace of its own."""
     suffix = uuid.uuid4().hex[:6]
     cluster_id = f"aws:123456789012:eu-central-1:drain-{suffix}"
     namespace = f"drain-{suffix}"
-    create_node_pool(aws, cluster_id, "workers", 3)
+    create_node_pool(aws, cluster_id, "workers", count)
     with (
         KubeClient.from_kubeconfig(control_plane.kubeconfig_path, cluster_id=cluster_id) as kube,
         NodeSimulator(kube_api, aws, cluster_id, pod_ready_delay=0.3, poll_interval=0.2) as sim,
     ):
-        nodes = sim.wait_for_ready_nodes(3, timeout=30)
+        nodes = sim.wait_for_ready_nodes(count, timeout=30)
         kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
         try:
             yield Sandbox(kube, kube_api, sim, namespace, nodes)
         finally:
             kube.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+@pytest.fixture
+def sandbox(control_plane: ControlPlane, kube_api: client.ApiClient, aws: boto3.Session) -> Iterator[Sandbox]:
+    with node_sandbox(control_plane, kube_api, aws) as made:
+        yield made
 
 
 def deployment(name: str, replicas: int, grace: int = 1) -> str:

@@ -182,3 +182,29 @@ def test_batches_are_the_plans_replace_decisions_and_the_chain_the_roll_executio
         ("roll-1", len(first.events), 2, True),
         ("roll-2", len(second.events), 1, False),
     ]
+
+
+def test_a_batchs_passes_count_as_each_of_its_nodes_passes() -> None:
+    """DrainBatch passes over several nodes at once (clm.workflow.drain_steps.drain_batch): each node's drain runs
+    from the first batch pass to the one that found it done, its evictions the batch's counts for it; a node the
+    batch left goes on with passes of its own."""
+    roll = _History("roll", {"pool": {"node_pool": "workers"}})
+    roll.call(1.0, 1.5, {"step": "plan"}, {"action": "replace", "replace": [{"node": "n1"}, {"node": "n2"}]})
+    first = {"n1": {"done": False, "evicted": 1, "forced": 0}, "n2": {"done": False, "evicted": 0, "forced": 0}}
+    second = {"n1": {"done": True, "evicted": 1, "forced": 0}, "n2": {"done": False, "evicted": 1, "forced": 1}}
+    roll.call(1.5, 3.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": first}})
+    roll.call(4.0, 5.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": second}})
+    roll.call(5.5, 6.0, _drain("n2"), {"done": True, "evicted": ["ns/c"], "forced": []})
+    roll.add(7.0, "ExecutionSucceeded")
+    histories = run_histories(_Sfn(roll), "roll")
+    run = trace(histories)
+
+    drains = node_drains(run.calls)
+    start = T0.timestamp()
+    assert [(d.node, d.started - start, d.done and d.done - start) for d in drains] == [
+        ("n1", 1.5, 5.0),
+        ("n2", 1.5, 6.0),
+    ]
+    assert [(d.passes, d.evicted, d.forced) for d in drains] == [(2, 2, 0), (3, 2, 1)]
+    assert [[d.node for d in batch] for batch in batches(run.calls, drains)] == [["n1", "n2"]]
+    assert [e.nodes for e in roll_chain(histories, run)] == [2]

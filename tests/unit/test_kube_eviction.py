@@ -241,9 +241,10 @@ def node_transport(drain_start: str, pdb_allowed: int, extra: dict[tuple[str, st
 
 
 def test_drain_pass_evicts_through_policy_v1_and_reports_the_budget_that_blocks():
+    """The budget as listed allows 2 (a listing older than another drain's eviction); the server refuses one."""
     transport = node_transport(
         "2024-05-11T09:00:00Z",
-        1,
+        2,
         {
             ("POST", "/api/v1/namespaces/app/pods/web-1/eviction"): [response(201, {"kind": "Status", "code": 201})],
             ("POST", "/api/v1/namespaces/app/pods/web-2/eviction"): [too_many_requests("web")],
@@ -313,3 +314,23 @@ def test_preflight_names_pods_several_budgets_cover():
     }
     with pytest.raises(NodeNotFound, match="node n2 does not exist"):
         preflight(KubeClient(transport), "n2")
+
+
+def test_a_pass_sends_no_more_evictions_than_the_budget_allows_as_listed():
+    """Allowed 1 with two pods: one eviction goes out; the other pod waits for the budget, with no refused request
+    (a batch's drains, and the two pods of one node, would otherwise spend the apiserver's time on 429s)."""
+    transport = node_transport(
+        "2024-05-11T09:00:00Z",
+        1,
+        {
+            ("POST", "/api/v1/namespaces/app/pods/web-1/eviction"): [response(201, {"kind": "Status", "code": 201})],
+            ("PATCH", "/api/v1/nodes/n1"): [response(200, cordoned_node("2024-05-11T09:00:00Z"))],
+        },
+    )
+    result = drain_pass(KubeClient(transport, "c1"), "n1", DrainSettings(), now=NOW, budget_seconds=0)
+    assert result["evicted"] == ["app/web-1"]
+    assert [(b["pod"], b["pdb"]) for b in result["blocked"]] == [("app/web-2", "app/web")]
+    assert "allows 1 disruptions" in result["blocked"][0]["reason"]
+    assert "1 taken by other evictions meanwhile" in result["blocked"][0]["reason"]
+    posted = [c["path"] for c in transport.calls if c["method"] == "POST"]
+    assert posted == ["/api/v1/namespaces/app/pods/web-1/eviction"]

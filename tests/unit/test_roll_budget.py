@@ -48,3 +48,9 @@ def test_the_budget_is_a_deployment_setting():
 def test_each_drain_pass_after_a_nodes_first_is_a_step():
     assert spent({**REPLACE_TWO, "passes": [1, 4]}) == 7 + 3
     assert spent({**REPLACE_TWO, "passes": [1, 1]}) == 7
+
+
+def test_each_batch_pass_after_the_first_is_a_step():
+    """A batch's passes over its nodes together (DrainBatch: a Task, a Choice and a Wait each) count as a node's."""
+    batch = {**REPLACE_TWO, "batch_drain": {"passes": 5}, "passes": [0, 2]}
+    assert spent(batch) == 7 + 4 + 1

@@ -1,4 +1,5 @@
-"""Lines' words shared by `--follow` and `clm status`: a short list, and a blocked drain (set aside or parked)."""
+"""Lines' words shared by `--follow` and `clm status`: a short list, a blocked drain (set aside or parked), and
+the lines of the drain steps."""
 
 from __future__ import annotations
 
@@ -39,3 +40,40 @@ def _blocking(drain: dict[str, Any]) -> list[str]:
             for p in drain["blocked_pods"]
         ]
     return [f"{b.get('pod')} (PDB {b.get('pdb') or '?'})" for b in drain.get("blocked", [])]
+
+
+def drain_line(step_input: dict[str, Any], drain: dict[str, Any]) -> tuple[str, str]:
+    """A Drain step's line and its colour, from the pass's result (clm.workflow.drain_steps.drain)."""
+    node = drain.get("node") or step_input.get("replacement", {}).get("instance_id")
+    if drain.get("gone"):
+        return f"Drain {node}: node gone", ""
+    if drain.get("done"):
+        forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
+        return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
+    if drain.get("blocked_pods"):  # drain_blocked: continue: set aside, or parked, with owners and budgets
+        wakes = "" if drain.get("set_aside") else " (clm provision wakes it)"
+        return f"Drain {node}: {blocked_text(drain)}{wakes}", "yellow"
+    parts = [
+        f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
+        for b in drain.get("blocked", [])
+    ]
+    waiting = f"blocked: {listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
+    if drain.get("park"):
+        parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
+        return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
+    return f"Drain {node}: {waiting}; next pass in {drain.get('wait_seconds', 0)} s", "yellow"
+
+
+def drain_batch_line(_: dict[str, Any], decision: dict[str, Any]) -> tuple[str, str]:
+    """A DrainBatch step's line and its colour: nodes drained of the batch, this pass's evictions, what is next."""
+    batch = decision.get("batch_drain") or {}
+    nodes = batch.get("nodes") or {}
+    drained = sum(1 for r in decision.get("replace") or [] if r.get("drained"))
+    total = len(decision.get("replace") or [])
+    evicted, blocked = (sum(n.get(key, 0) for n in nodes.values()) for key in ("evicted", "blocked"))
+    text = f"DrainBatch: {drained} of {total} nodes drained; this pass {evicted} evicted, {blocked} blocked"
+    if drained == total:
+        return text, ""
+    if batch.get("again"):
+        return f"{text}; next pass in {batch.get('wait_seconds', 0)} s", "yellow"
+    return f"{text}; each node left goes on with passes of its own", "yellow"

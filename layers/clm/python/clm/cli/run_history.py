@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from clm.cli.drain_text import blocked_text, listed
+from clm.cli.drain_text import drain_batch_line, drain_line, listed
 from clm.cli.executions import execution_name
-from clm.kube.settings import format_duration
 
 # The helpers clm.workflow.run.fail makes problem titles with: a failed step reads as the problem it records.
 from clm.workflow.run import error_title, innermost_error
@@ -311,27 +310,6 @@ def _scale(_: dict[str, Any], scaled: dict[str, Any]) -> StepLine:
     return "Scale: desired capacity " + ", ".join(f"{g.get('DesiredCapacity')} of {g.get('asg')}" for g in groups), ""
 
 
-def _drain(step_input: dict[str, Any], drain: dict[str, Any]) -> StepLine:
-    node = drain.get("node") or step_input.get("replacement", {}).get("instance_id")
-    if drain.get("gone"):
-        return f"Drain {node}: node gone", ""
-    if drain.get("done"):
-        forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
-        return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
-    if drain.get("blocked_pods"):  # drain_blocked: continue: set aside, or parked, with owners and budgets
-        wakes = "" if drain.get("set_aside") else " (clm provision wakes it)"
-        return f"Drain {node}: {blocked_text(drain)}{wakes}", "yellow"
-    parts = [
-        f"{b.get('pod')} ({b.get('reason')}{'; PDB ' + b['pdb'] if b.get('pdb') else ''})"
-        for b in drain.get("blocked", [])
-    ]
-    waiting = f"blocked: {listed(parts)}" if parts else f"{len(drain.get('terminating', []))} pod(s) terminating"
-    if drain.get("park"):
-        parked = f"parked for {format_duration(drain['park']['seconds'])}, until the force rules allow"
-        return f"Drain {node}: {waiting}; {parked} (clm provision wakes it)", "yellow"
-    return f"Drain {node}: {waiting}; next pass in {drain.get('wait_seconds', 0)} s", "yellow"
-
-
 def _terminate(step_input: dict[str, Any], terminated: dict[str, Any]) -> StepLine:
     replacement = step_input.get("replacement", {})
     node = f" (node {replacement['node']})" if replacement.get("node") else ""
@@ -395,7 +373,8 @@ STEP_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any]], StepLine]] = {
     "Plan": _plan,
     "Scale": _scale,
     "Mark": _mark,
-    "Drain": _drain,
+    "DrainBatch": drain_batch_line,
+    "Drain": drain_line,
     "ParkDrain": lambda _input, woken: (f"ParkDrain: woken by {woken.get('woken_by')}", ""),
     "Terminate": _terminate,
     "Resume": _named("Resume: auto scaling processes resumed"),

@@ -119,3 +119,26 @@ def list_budgets(kube: KubeClient, namespace: str = "", now: datetime | None = N
 def budgets_for(pod: Pod, budgets: Sequence[Budget]) -> list[Budget]:
     """The budgets covering `pod`."""
     return [budget for budget in budgets if budget.selects(pod)]
+
+
+class Allowance:
+    """The disruptions each budget allows in one round of evictions: as listed, less those this round took (so
+    evictions through one budget, from one node or a batch's, go out only as far as it allows)."""
+
+    def __init__(self, budgets: Sequence[Budget]):
+        self.left = {budget.key: budget.disruptions_allowed for budget in budgets if budget.up_to_date}
+
+    def refuses(self, budget: Budget) -> bool:
+        """Whether `budget` has nothing left to allow (a budget the server has not processed is left to it)."""
+        return self.left.get(budget.key, 1) <= 0
+
+    def take(self, budgets: Sequence[Budget]) -> None:
+        """One disruption from each of `budgets` (a pod's covering budgets)."""
+        for budget in budgets:
+            if budget.key in self.left:
+                self.left[budget.key] -= 1
+
+    def describe(self, budget: Budget) -> str:
+        """Why `budget` refuses, in words: as listed, or used up by this round's other evictions."""
+        taken = budget.disruptions_allowed - self.left.get(budget.key, budget.disruptions_allowed)
+        return budget.describe() + (f"; {taken} taken by other evictions meanwhile" if taken > 0 else "")

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from clm.kube.budgets import Budget, budgets_for, list_budgets
+from clm.kube.budgets import Allowance, Budget, budgets_for, list_budgets
 from clm.kube.errors import NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, EvictionOutcome, delete_pod, evict
 from clm.kube.force_rules import force_decision, siblings_of
@@ -64,7 +64,7 @@ MAX_LISTED = 20
 EVICTION_WORKERS = 8
 
 
-class _PassClock:
+class PassClock:
     """Wall time that starts at the caller's `now` and advances with the monotonic clock."""
 
     def __init__(self, now: datetime | None):
@@ -89,7 +89,9 @@ class _Blocked:
 
 
 @dataclass
-class _Observation:
+class Observation:
+    """A node's pods and the budgets, listed together."""
+
     pods: NodePods
     pods_version: str
     budgets: list[Budget]
@@ -108,13 +110,15 @@ def _ahead_of(seconds: float) -> int:
     return max(1, math.floor(seconds - LEAD))
 
 
-class _Drainer:
+class NodeDrainer:
+    """The drain of one node within a pass: evicts, forces, and says when to act again and what to watch."""
+
     def __init__(
         self,
         kube: KubeClient,
         node: str,
         settings: DrainSettings,
-        clock: _PassClock,
+        clock: PassClock,
         drain: DrainClock,
         deadline: float,
         pool: ThreadPoolExecutor,
@@ -134,20 +138,25 @@ class _Drainer:
         self.seen = seen  # blocking budget -> its resourceVersion, as the previous pass saw it
         self.versions: dict[str, str] = {}  # the same, as this pass last saw it
 
-    def observe(self) -> _Observation:
+    def observe(self) -> Observation:
         return _observe(self.kube, self.node, self.clock, self.pool)
 
-    def evict(self, observation: _Observation) -> bool:
-        """Evict every pod no budget is known to refuse; remember the blocked ones. True if any went."""
+    def evict(self, observation: Observation, allowance: Allowance) -> bool:
+        """Evict every pod the budgets let go, as `allowance` counts what they allow (taking from it); remember the
+        blocked ones. True if any went."""
         self.blocked, candidates = [], []
         self.versions = {b.key: b.version for b in observation.budgets}
         for pod in observation.pods.evictable:
-            refusing = [b for b in budgets_for(pod, observation.budgets) if b.blocks]
-            if refusing and phase(pod) != "Pending":  # the server evicts pending pods regardless of budgets
+            covering = budgets_for(pod, observation.budgets)
+            refusing = [b for b in covering if allowance.refuses(b)]
+            if phase(pod) == "Pending":  # the server evicts pending pods regardless of budgets
+                candidates.append(pod)
+            elif refusing:
                 self.blocked.append(
-                    _Blocked(pod, refusing[0].describe(), refusing[0].key, any(b.settling for b in refusing))
+                    _Blocked(pod, allowance.describe(refusing[0]), refusing[0].key, any(b.settling for b in refusing))
                 )
             else:
+                allowance.take(covering)
                 candidates.append(pod)
         outcomes = self._evict_all(candidates)
         evicted_at = self.clock.now()
@@ -173,7 +182,7 @@ class _Drainer:
         pdb = outcome.pdb or (named[0].key if named else None)
         return _Blocked(pod, outcome.reason, pdb, any(b.settling for b in named))
 
-    def force(self, observation: _Observation) -> bool:
+    def force(self, observation: Observation) -> bool:
         """Force-delete the blocked pods the force rules allow (after one, the interval rule stops the rest)."""
         namespace_pods: dict[str, list[Pod]] = {}
 
@@ -208,7 +217,7 @@ class _Drainer:
             forced = True
         return forced
 
-    def next_step(self, observation: _Observation) -> tuple[float | None, int]:
+    def next_step(self, observation: Observation) -> tuple[float | None, int]:
         """When to act again within this pass (monotonic; None: not within it), and wait_seconds after it."""
         now, mono = self.clock.now(), time.monotonic()
         if self.blocked:  # progress needs an eviction or a forced deletion
@@ -217,7 +226,7 @@ class _Drainer:
             wake_at, wait_seconds = self._next_for_terminating(observation, now, mono)
         return (None if wake_at is None else min(wake_at, self.deadline)), wait_seconds
 
-    def _next_for_terminating(self, observation: _Observation, now: datetime, mono: float) -> tuple[float | None, int]:
+    def _next_for_terminating(self, observation: Observation, now: datetime, mono: float) -> tuple[float | None, int]:
         last = max((self._seconds_left(pod, now) for pod in observation.waiting_for), default=None)
         if last is None:  # what was listed went away meanwhile: list again soon
             return None, SETTLING_WAIT
@@ -264,30 +273,27 @@ class _Drainer:
                 waits.append(_ahead_of(until_force))
         return min(wakes, default=None), max(1, min(waits, default=SETTLING_WAIT))
 
-    def watches(self, observation: _Observation) -> list[WatchSpec]:
-        specs = [
-            WatchSpec(
-                "/api/v1/pods",
-                observation.pods_version,
-                lambda kind, _: kind == "DELETED",
-                (("fieldSelector", f"spec.nodeName={self.node}"),),
-            )
-        ]
-        blocking = {b.pdb for b in self.blocked if b.pdb}
-        if blocking:
+    def watches(self, observation: Observation) -> list[WatchSpec]:
+        """A pod of the node deleted; a budget blocking it opening."""
+        blocking = self.blocking
+        budgets = [budget_watch(self.kube, blocking, observation.budgets_version)] if blocking else []
+        return [self.pod_watch(observation), *budgets]
 
-            def opened(_: str, pdb: dict[str, Any]) -> bool:
-                key = f"{pdb['metadata'].get('namespace')}/{pdb['metadata']['name']}"
-                return key in blocking and int((pdb.get("status") or {}).get("disruptionsAllowed", 0)) > 0
+    def pod_watch(self, observation: Observation) -> WatchSpec:
+        """A pod of the node deleted."""
+        query = (("fieldSelector", f"spec.nodeName={self.node}"),)
+        return WatchSpec("/api/v1/pods", observation.pods_version, lambda kind, _: kind == "DELETED", query)
 
-            specs.append(WatchSpec(self.kube.discovery.pdb_resource().path(), observation.budgets_version, opened))
-        return specs
+    @property
+    def blocking(self) -> set[str]:
+        """The budgets blocking the node, as `namespace/name`."""
+        return {b.pdb for b in self.blocked if b.pdb}
 
     def parks(self) -> bool:
         """Whether only budgets that will not change on their own block the node (so the drain may park)."""
         return bool(self.blocked) and not any(b.settling for b in self.blocked)
 
-    def result(self, observation: _Observation, done: bool, wait_seconds: int) -> dict[str, Any]:
+    def result(self, observation: Observation, done: bool, wait_seconds: int) -> dict[str, Any]:
         if self.progressed and not done:
             record_progress(self.kube, self.node, self.progress_at)
         result = {
@@ -307,7 +313,7 @@ class _Drainer:
             result["park"] = {"seconds": wait_seconds, "since": format_time(observation.at)}
         return result
 
-    def run(self, first: _Observation) -> dict[str, Any]:
+    def run(self, first: Observation) -> dict[str, Any]:
         """Drain from `first`, listed while the cordon went out (so a pod bound meanwhile may be missing from it)."""
         observation, cordoned = first, False
         while True:
@@ -319,13 +325,18 @@ class _Drainer:
                 return result
             observation, cordoned = self.observe(), True
 
-    def act(self, observation: _Observation) -> dict[str, Any] | None:
-        """Evict, force, or watch for what is expected soon; the pass's result when it ends here, else None."""
-        progressed = self.evict(observation)
+    def progress(self, observation: Observation, allowance: Allowance) -> bool:
+        """Evict and force what `observation` allows; True (and the progress noted) if any pod went."""
+        progressed = self.evict(observation, allowance)
         progressed = self.force(observation) or progressed
         if progressed:
             self.settle_watch_ends = None
             self.progressed, self.progress_at = True, self.clock.now()
+        return progressed
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        """Evict, force, or watch for what is expected soon; the pass's result when it ends here, else None."""
+        if self.progress(observation, Allowance(observation.budgets)):
             if time.monotonic() < self.deadline:
                 return None  # list again: what was evicted is terminating now
             return self.result(observation, False, SETTLING_WAIT)  # listed before this round: soon again
@@ -336,15 +347,32 @@ class _Drainer:
         return None
 
 
-def _observe(kube: KubeClient, node: str, clock: _PassClock, pool: ThreadPoolExecutor) -> _Observation:
+def budget_watch(kube: KubeClient, blocking: set[str], version: str) -> WatchSpec:
+    """One of `blocking` (budgets as `namespace/name`) allowing a disruption, from the listing at `version`."""
+
+    def opened(_: str, pdb: dict[str, Any]) -> bool:
+        key = f"{pdb['metadata'].get('namespace')}/{pdb['metadata']['name']}"
+        return key in blocking and int((pdb.get("status") or {}).get("disruptionsAllowed", 0)) > 0
+
+    return WatchSpec(kube.discovery.pdb_resource().path(), version, opened)
+
+
+def _observe(kube: KubeClient, node: str, clock: PassClock, pool: ThreadPoolExecutor) -> Observation:
     """The node's pods and every budget, listed together."""
+    budgets = pool.submit(list_budgets, kube, now=clock.now())
+    return observe_pods(kube, node, clock, budgets.result)
+
+
+def observe_pods(
+    kube: KubeClient, node: str, clock: PassClock, budgets: Callable[[], tuple[list[Budget], str]]
+) -> Observation:
+    """The node's pods, with the budgets `budgets()` gives once the pods are listed (a listing made meanwhile)."""
     at = clock.now()
-    budgets = pool.submit(list_budgets, kube, now=at)
     listed = kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
-    observation = _Observation(
+    observation = Observation(
         sort_node_pods(listed.get("items") or []),
         listed.get("metadata", {}).get("resourceVersion", ""),
-        *budgets.result(),
+        *budgets(),
         at,
     )
     cutoff = clock.now() - timedelta(seconds=TERMINATION_HEADROOM)
@@ -371,7 +399,7 @@ def drain_pass(
     else null, budgets_seen: {pdb: resourceVersion} of the blocking budgets}; lists hold at most MAX_LISTED names.
     A node that no longer exists is done ({"node", "done": true, "gone": true, "wait_seconds": 0}).
     """
-    clock = _PassClock(now)
+    clock = PassClock(now)
     deadline = time.monotonic() + budget_seconds
     with ThreadPoolExecutor(EVICTION_WORKERS) as pool:
         # The first listing and discovery go out with the cordon; evictions wait until the cordon is in place.
@@ -381,5 +409,5 @@ def drain_pass(
             drain = cordon(kube, node, clock.now(), settings.taint_effect)
         except NodeNotFound:
             return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
-        drainer = _Drainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result(), seen or {})
+        drainer = NodeDrainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result(), seen or {})
         return drainer.run(first.result())

@@ -110,8 +110,10 @@ class Decision:
     no_replacement: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict for the Step Functions payload, without empty fields."""
-        return {key: value for key, value in asdict(self).items() if value not in (None, [])}
+        """A JSON-able dict for the Step Functions payload, without empty fields; `batch` when several nodes are
+        replaced at once (their drains go together: clm.kube.batch_drain)."""
+        fields = {key: value for key, value in asdict(self).items() if value not in (None, [])}
+        return {**fields, "batch": True} if len(self.replace) > 1 else fields
 
 
 def plan(state: PoolState, settings: RollSettings, *, removing: bool = False, lead: float = 0.0) -> Decision:

@@ -38,10 +38,12 @@ def steps_per_execution(environ: Mapping[str, str] = os.environ) -> int:
 
 def spent(previous: Mapping[str, Any] | None) -> int:
     """The steps spent once the plan after `previous` (this execution's last decision, if any) is made: a replace
-    decision's nodes, and the drain passes each took beyond its first (`passes`, one count a node)."""
+    decision's nodes, and the drain passes each took beyond its first (`passes`, one count a node), and those of
+    its batch's passes beyond the first (`batch_drain.passes`)."""
     if not previous:
         return 1
-    extra = sum(max(int(count or 0) - 1, 0) for count in previous.get("passes") or [])
+    batch = int((previous.get("batch_drain") or {}).get("passes") or 0)  # a batch's passes over its nodes together
+    extra = sum(max(int(count or 0) - 1, 0) for count in [*(previous.get("passes") or []), batch])
     return int(previous.get("spent", 0)) + 1 + len(previous.get("replace") or []) + extra
 
 

@@ -15,9 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from clm.kube.settings import DrainSettings
 from clm.kube.waiting import WatchSpec, wait_for_event
-from clm.model import Cluster
 from clm.rolling.clc import plan_clc
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
@@ -29,6 +27,7 @@ from clm.stacks.inventory import NodePoolInventory, node_pool_inventory
 from clm.stacks.names import node_pool_stack_name
 from clm.stacks.removed import node_pool_stacks
 from clm.workflow.cluster_access import kube_client, registry_cluster, rendering
+from clm.workflow.drain_steps import DRAIN_STEPS, pool_drain_settings
 from clm.workflow.maintenance import fleet_freezes, hold_disruption
 from clm.workflow.node_events import announce_replaced
 from clm.workflow.roll_budget import steps_per_execution, within_budget
@@ -239,27 +238,6 @@ def scale(event: dict[str, Any]) -> dict[str, Any]:
     return {"groups": changed}
 
 
-def drain(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, node_pool, replacement, previous}` -> one drain pass over the replacement's node
-    (cordons it first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the
-    passes this execution has made over the node counting this one (the execution's budget counts them).
-    A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
-    node is left cordoned while the roll goes on (clm.workflow.drain_aside)."""
-    from clm.kube.drain import drain_pass
-    from clm.workflow.drain_aside import announces, blocked
-
-    previous = event.get("previous") or {}
-    passes = int(previous.get("passes") or 0) + 1
-    node = event["replacement"].get("node")
-    if not node:
-        return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
-    cluster = rendering(event["rendering"]).cluster
-    settings = pool_drain_settings(cluster, event["node_pool"])
-    with kube_client(cluster, of_event(event)) as kube:
-        result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
-        return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
-
-
 def mark(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool, decision}` -> hand the decision's `mark` nodes to the
     cluster-lifecycle-controller (taint, label, CLM's drained-by), take back its `take_back` ones (clm.kube.nodes);
@@ -275,15 +253,6 @@ def mark(event: dict[str, Any]) -> dict[str, Any]:
         handed = [n for n in decision.get("mark") or [] if hand_over(kube, n, effect, no_replacement=no_replacement)]
         taken = [n for n in decision.get("take_back") or [] if take_back(kube, n)]
     return {"handed_over": handed, "taken_back": taken}
-
-
-def pool_drain_settings(cluster: Cluster, pool: str) -> DrainSettings:
-    """The cluster's drain settings for `pool` (a master pool's decommission taint is never NoSchedule; a pool gone
-    from the registry is not a master one)."""
-
-    registered = next((p for p in cluster.node_pools if p.name == pool), None)
-    master = registered is not None and registered.is_master
-    return DrainSettings.from_config_items(cluster.config_items, cluster.id, master=master)
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +312,7 @@ STEPS = {
     "suspend": suspend,
     "plan": plan,
     "scale": scale,
-    "drain": drain,
+    **DRAIN_STEPS,
     "mark": mark,
     "terminate": terminate,
     "resume": resume,

@@ -1,0 +1,148 @@
+"""One drain pass over a batch of nodes, evicting through their budgets together.
+
+The nodes of a batch share budgets (a web Deployment's pods spread over them): drained one pass per node, each
+node's pass would watch the same budget and race the others for it. One pass over them all lists the budgets
+once, hands each disruption a budget allows to the node with the most pods left, and watches the budgets once,
+so evictions go out as soon as a budget allows, with no refusal spent on another node's turn. Each node keeps
+its own drain (clm.kube.drain.NodeDrainer): its clocks, force rules and result are a single node pass's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from clm.kube.budgets import Allowance, list_budgets
+from clm.kube.drain import (
+    EVICTION_WORKERS,
+    PASS_BUDGET,
+    SETTLING_WAIT,
+    NodeDrainer,
+    Observation,
+    PassClock,
+    budget_watch,
+    observe_pods,
+)
+from clm.kube.errors import NodeNotFound
+from clm.kube.nodes import cordon
+from clm.kube.waiting import wait_for_event
+
+if TYPE_CHECKING:
+    from clm.kube.client import KubeClient
+    from clm.kube.settings import DrainSettings
+
+GONE = {"done": True, "gone": True, "wait_seconds": 0}
+
+
+def drain_batch_pass(
+    kube: KubeClient,
+    nodes: Sequence[str],
+    settings: DrainSettings,
+    *,
+    now: datetime | None = None,
+    budget_seconds: float = PASS_BUDGET,
+    seen: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """One drain pass over `nodes` together, bounded by about `budget_seconds`; per node, the result a single
+    pass (clm.kube.drain.drain_pass) gives, `seen` holding each node's previous `budgets_seen`."""
+    clock = PassClock(now)
+    deadline = time.monotonic() + budget_seconds
+    with ThreadPoolExecutor(EVICTION_WORKERS) as pool:
+        eviction_version = pool.submit(kube.discovery.eviction_api_version)
+        first = pool.submit(_observe_all, kube, list(nodes), clock, pool)
+        clocks = dict(zip(nodes, pool.map(lambda node: _cordon(kube, node, clock, settings), nodes), strict=True))
+        results: dict[str, dict[str, Any]] = {
+            node: {"node": node, **GONE} for node, drain in clocks.items() if drain is None
+        }
+        version, previous = eviction_version.result(), seen or {}
+        drainers = {
+            node: NodeDrainer(kube, node, settings, clock, drain, deadline, pool, version, previous.get(node, {}))
+            for node, drain in clocks.items()
+            if drain is not None
+        }
+        observations = {node: o for node, o in first.result().items() if node in drainers}
+        _Batch(kube, drainers, pool, clock, deadline, results).run(observations)
+    return {node: results[node] for node in nodes}
+
+
+def _cordon(kube: KubeClient, node: str, clock: PassClock, settings: DrainSettings) -> Any:
+    try:
+        return cordon(kube, node, clock.now(), settings.taint_effect)
+    except NodeNotFound:
+        return None
+
+
+def _observe_all(kube: KubeClient, nodes: list[str], clock: PassClock, pool: ThreadPoolExecutor) -> dict:
+    """Each node's pods, all with one listing of the budgets."""
+    budgets = pool.submit(list_budgets, kube, now=clock.now())
+    listed = list(pool.map(lambda node: observe_pods(kube, node, clock, budgets.result), nodes))
+    return dict(zip(nodes, listed, strict=True))
+
+
+class _Batch:
+    """The rounds of a batch pass: evict for every node through one allowance, then watch for them all."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        drainers: dict[str, NodeDrainer],
+        pool: ThreadPoolExecutor,
+        clock: PassClock,
+        deadline: float,
+        results: dict[str, dict[str, Any]],
+    ):
+        self.kube, self.drainers, self.pool, self.clock = kube, drainers, pool, clock
+        self.deadline, self.results = deadline, results
+
+    def run(self, observations: dict[str, Observation]) -> None:
+        cordoned = False
+        while observations:
+            progressed = self._round(observations, cordoned)
+            pending = {node: o for node, o in observations.items() if node not in self.results}
+            if not pending:
+                return
+            unconfirmed = not cordoned and any(_empty(o) for o in pending.values())  # list again with the cordon
+            if not (progressed or unconfirmed) and not self._watch(pending):
+                return
+            observations, cordoned = _observe_all(self.kube, list(pending), self.clock, self.pool), True
+
+    def _round(self, observations: dict[str, Observation], cordoned: bool) -> bool:
+        """Evict and force for each node, the one with most pods left first; record the nodes found empty."""
+        allowance = Allowance(next(iter(observations.values())).budgets)
+        progressed = False
+        for node, observation in sorted(observations.items(), key=lambda item: -len(item[1].pods.evictable)):
+            drainer = self.drainers[node]
+            if _empty(observation):
+                if cordoned:  # empty only by a listing made with the cordon in place
+                    drainer.blocked = []
+                    self.results[node] = drainer.result(observation, True, 0)
+                continue
+            progressed = drainer.progress(observation, allowance) or progressed
+        if progressed and time.monotonic() >= self.deadline:  # listed before this round: soon again
+            for node, observation in observations.items():
+                self.results.setdefault(node, self.drainers[node].result(observation, False, SETTLING_WAIT))
+        return progressed
+
+    def _watch(self, pending: dict[str, Observation]) -> bool:
+        """Watch for the soonest thing any node expects; False (each node's result made) when that is not within
+        the pass."""
+        steps = {node: self.drainers[node].next_step(o) for node, o in pending.items()}
+        wake_at = min((wake for wake, _ in steps.values() if wake is not None), default=None)
+        if wake_at is None or time.monotonic() >= self.deadline:
+            for node, observation in pending.items():
+                self.results[node] = self.drainers[node].result(observation, False, steps[node][1])
+            return False
+        watches = [self.drainers[node].pod_watch(o) for node, o in pending.items()]
+        blocking = set().union(*(self.drainers[node].blocking for node in pending))
+        if blocking:
+            version = next(iter(pending.values())).budgets_version
+            watches.append(budget_watch(self.kube, blocking, version))
+        wait_for_event(self.kube, watches, wake_at)
+        return True
+
+
+def _empty(observation: Observation) -> bool:
+    return not observation.pods.evictable and not observation.waiting_for

@@ -1,0 +1,64 @@
+"""The DrainBatch step's decision after a batch pass (clm.workflow.drain_steps.after_batch_pass)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clm.cli.drain_text import drain_batch_line
+from clm.workflow.drain_steps import after_batch_pass
+
+DECISION = {
+    "action": "replace",
+    "batch": True,
+    "wait_seconds": 4,
+    "replace": [
+        {"instance_id": "i-1", "node": "n1", "decrement": False},
+        {"instance_id": "i-2", "node": "n2", "decrement": False},
+        {"instance_id": "i-3", "node": None, "decrement": False},  # never became a Node: nothing to drain
+    ],
+}
+
+
+def result(node: str, done: bool, wait: int = 0, park: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "node": node,
+        "done": done,
+        "wait_seconds": wait,
+        "evicted": ["ns/a"],
+        "forced": [],
+        "blocked": [] if done else [{"pod": "ns/b", "pdb": "ns/web", "reason": "r"}],
+        "terminating": [],
+        "park": park,
+        "budgets_seen": {} if done else {"ns/web": "7"},
+    }
+
+
+def test_drained_nodes_are_marked_and_the_batch_goes_on_for_the_others():
+    after = after_batch_pass(DECISION, {"n1": result("n1", True), "n2": result("n2", False, wait=1)})
+    assert [r.get("drained") for r in after["replace"]] == [True, None, True]
+    assert after["batch_drain"] == {
+        "passes": 1,
+        "again": True,
+        "wait_seconds": 1,
+        "seen": {"n2": {"ns/web": "7"}},
+        "nodes": {
+            "n1": {"done": True, "evicted": 1, "forced": 0, "blocked": 0, "terminating": 0},
+            "n2": {"done": False, "evicted": 1, "forced": 0, "blocked": 1, "terminating": 0},
+        },
+    }
+    assert after["wait_seconds"] == 4 and after["batch"]  # the decision's own fields are kept
+    second = after_batch_pass(after, {"n2": result("n2", True)})
+    assert [r.get("drained") for r in second["replace"]] == [True, True, True]
+    assert (second["batch_drain"]["passes"], second["batch_drain"]["again"]) == (2, False)
+    assert drain_batch_line({}, second) == ("DrainBatch: 3 of 3 nodes drained; this pass 1 evicted, 0 blocked", "")
+
+
+def test_nodes_that_would_park_leave_the_batch_for_passes_of_their_own():
+    """Only budgets that do not change on their own block them: the batch ends, and each node's own passes park
+    it, or set it aside (drain_blocked: continue), as a single node's drain does."""
+    park = {"seconds": 3600, "since": "2026-11-28T09:00:00Z"}
+    after = after_batch_pass(DECISION, {"n1": result("n1", False, 3599, park), "n2": result("n2", True)})
+    assert after["batch_drain"]["again"] is False
+    assert [r.get("drained") for r in after["replace"]] == [None, True, True]
+    line, colour = drain_batch_line({}, after)
+    assert line.endswith("each node left goes on with passes of its own") and colour == "yellow"
