@@ -182,7 +182,7 @@ def _epoch(value: datetime | str | float) -> float:
 def node_passes(call: LambdaCall) -> dict[str, dict[str, Any]]:
     """The nodes a drain call passed over, each with its pass's result (a batch's: counts, clm.workflow.drain_steps)."""
     if call.step == "drain" and (node := (call.event.get("replacement") or {}).get("node")):
-        return {node: call.result or {}}
+        return {} if (call.result or {}).get("batched") else {node: call.result or {}}
     if call.step == "drain_batch":
         return dict(((call.result or {}).get("batch_drain") or {}).get("nodes") or {})
     return {}

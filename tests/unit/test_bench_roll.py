@@ -194,6 +194,7 @@ def test_a_batchs_passes_count_as_each_of_its_nodes_passes() -> None:
     second = {"n1": {"done": True, "evicted": 1, "forced": 0}, "n2": {"done": False, "evicted": 1, "forced": 1}}
     roll.call(1.5, 3.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": first}})
     roll.call(4.0, 5.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": second}})
+    roll.call(5.1, 5.2, _drain("n1"), {"done": True, "batched": True})  # Replace's Drain of a node drained
     roll.call(5.5, 6.0, _drain("n2"), {"done": True, "evicted": ["ns/c"], "forced": []})
     roll.add(7.0, "ExecutionSucceeded")
     histories = run_histories(_Sfn(roll), "roll")

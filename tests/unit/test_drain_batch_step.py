@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clm.cli.drain_text import drain_batch_line
-from clm.workflow.drain_steps import after_batch_pass
+from clm.cli.drain_text import drain_batch_line, drain_line
+from clm.workflow.drain_steps import after_batch_pass, drain
 
 DECISION = {
     "action": "replace",
@@ -62,3 +62,18 @@ def test_nodes_that_would_park_leave_the_batch_for_passes_of_their_own():
     assert [r.get("drained") for r in after["replace"]] == [None, True, True]
     line, colour = drain_batch_line({}, after)
     assert line.endswith("each node left goes on with passes of its own") and colour == "yellow"
+
+
+def test_replace_finds_a_node_the_batch_drained_done_without_a_pass():
+    """Replace's Drain of a node DrainBatch drained returns at once (no rendering read, no Kubernetes call, no pass
+    charged to the execution's budget), so Replace terminates it: the one-node path keeps its states."""
+    event = {"cluster_id": "c", "rendering": "nowhere", "replacement": {"node": "n1", "drained": True}}
+    assert drain(event) == {
+        "node": "n1",
+        "done": True,
+        "wait_seconds": 0,
+        "passes": 0,
+        "set_aside": False,
+        "batched": True,
+    }
+    assert drain_line({}, drain(event)) is None  # --follow shows the batch's line, not this one

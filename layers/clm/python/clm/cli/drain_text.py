@@ -42,11 +42,14 @@ def _blocking(drain: dict[str, Any]) -> list[str]:
     return [f"{b.get('pod')} (PDB {b.get('pdb') or '?'})" for b in drain.get("blocked", [])]
 
 
-def drain_line(step_input: dict[str, Any], drain: dict[str, Any]) -> tuple[str, str]:
-    """A Drain step's line and its colour, from the pass's result (clm.workflow.drain_steps.drain)."""
+def drain_line(step_input: dict[str, Any], drain: dict[str, Any]) -> tuple[str, str] | None:
+    """A Drain step's line and its colour, from the pass's result (clm.workflow.drain_steps.drain); None for a node
+    the batch's passes drained (DrainBatch said so)."""
     node = drain.get("node") or step_input.get("replacement", {}).get("instance_id")
     if drain.get("gone"):
         return f"Drain {node}: node gone", ""
+    if drain.get("batched"):
+        return None
     if drain.get("done"):
         forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
         return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""

@@ -15,13 +15,16 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     (cordons it first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the
     passes this execution has made over the node counting this one (the execution's budget counts them).
     A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
-    node is left cordoned while the roll goes on (clm.workflow.drain_aside)."""
+    node is left cordoned while the roll goes on (clm.workflow.drain_aside). A replacement the batch's passes
+    drained (`drained`) is done at once."""
     from clm.kube.drain import drain_pass
     from clm.workflow.drain_aside import announces, blocked
 
     previous = event.get("previous") or {}
     passes = int(previous.get("passes") or 0) + 1
     node = event["replacement"].get("node")
+    if event["replacement"].get("drained"):  # by the batch's passes (drain_batch): no pass of its own
+        return {"node": node, "done": True, "wait_seconds": 0, "passes": 0, "set_aside": False, "batched": True}
     if not node:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
