@@ -1,26 +1,8 @@
 """One bounded, reentrant drain pass over a node, for a Step Functions loop with Wait states between passes.
 
-A pass cordons the node (idempotent; the drain start is kept on the node) while it lists the node's pods and the
-budgets (the first eviction waits for the cordon; "done" needs a listing made after it), evicts what it can,
-force-deletes a PDB-blocked pod when CLM's force rules allow, and then, while something that gates
-progress is expected soon (within WATCH_HORIZON: a budget settling as a replacement turns Ready, the
-last terminating pod's grace period ending, the force rules allowing), watches for it and acts again at
-once. Anything further away is the workflow's: the pass returns `wait_seconds` computed from what it
-saw, ending LEAD seconds before the expected moment, so that Lambda time is spent on work and short
-watches, never on long waits:
-
-- only terminating pods left: until shortly before the last one's grace period ends (exact for pods
-  this pass evicted, from the deletion timestamp's whole seconds otherwise);
-- blocked by a settling budget: a second, growing with the time since the drain last evicted or deleted a
-  pod (kept on the node) up to the poll interval; but a second (after a short watch) while the budget moves
-  (its resourceVersion differs from the one the previous pass saw: a batch's other drains are evicting through
-  it, so it opens again within seconds, however long this drain has waited for its turn);
-- blocked only by budgets that will not change on their own (every pod healthy): until shortly before
-  the force rules allow. When that is longer than the poll interval, the pass also returns `park`
-  ({seconds, since: when it listed the pods}): the workflow parks the drain for that long, unless a
-  run triggered by a change wakes it sooner (clm.workflow.parking). Kubernetes tells a serverless CLM
-  nothing when someone fixes a budget, and polling for it would make an hour blocked cost 60 times a
-  minute; parked, both cost the same three calls.
+A pass cordons the node, evicts what the budgets allow, force-deletes what CLM's force rules allow, watches for
+what is expected within WATCH_HORIZON and otherwise returns `wait_seconds` (and `park` when only budgets that will
+not change on their own block it): docs/workflows.md, "A drain pass", says when and why.
 """
 
 from __future__ import annotations
