@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clm.kube.client import KubeClient
+from clm.kube.client import KubeClient, WatchStream
 from clm.kube.errors import KubeApiError, KubeAuthError
 from clm.kube.transport import RawResponse, TransportFailure
 from clm.kube.waiting import WatchSpec, wait_for_event
@@ -237,3 +237,19 @@ def test_wait_for_event_falls_back_to_the_deadline_when_a_watch_cannot_open():
     assert wait_for_event(KubeClient(transport), [WatchSpec("/pdbs", "1", opened)], started + 0.3) is None
     assert 0.25 <= time.monotonic() - started < 1.5
     assert len(transport.calls) == 1  # no busy loop
+
+
+def test_a_garbled_watch_line_ends_the_stream_instead_of_killing_its_reader():
+    """A stream closed under its reader (the waiter's deadline) can hand it a garbled last line; seen on the
+    sandbox's apiserver as `Invalid control character` in a drain's pod watch thread. The stream ends: the
+    waiter wakes (`watch ... ended`) and lists again, as for any ended watch."""
+
+    class Garbled:
+        def lines(self) -> Iterator[str]:
+            yield json.dumps({"type": "ADDED", "object": {}}) + "\n"
+            yield '{"type": "MODIFIED", "object": {"a": "\x00'
+
+        def close(self) -> None:
+            pass
+
+    assert list(WatchStream(Garbled()).events()) == [{"type": "ADDED", "object": {}}]

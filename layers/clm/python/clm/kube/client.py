@@ -221,12 +221,13 @@ class WatchStream:
         self._stream = stream
 
     def events(self) -> Iterator[dict[str, Any]]:
-        """Each event as it arrives; ends when the server ends the watch or `close` is called."""
+        """Each event as it arrives; ends when the server ends the watch, `close` is called, or a line is not JSON
+        (a stream closed under its reader can yield a garbled last line: the caller lists again)."""
         try:
             for line in self._stream.lines():
                 if line.strip():
                     yield json.loads(line)
-        except TransportFailure:
+        except (TransportFailure, ValueError):
             return
 
     def close(self) -> None:
