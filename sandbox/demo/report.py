@@ -75,11 +75,11 @@ def _count_drain(output: str, figures: RunFigures) -> None:
     result = json.loads(output)
     if isinstance(result, dict) and "evicted" in result and "blocked" in result:
         figures.evictions += len(result["evicted"])
-        figures.pdb_refusals += sum(1 for blocked in result["blocked"] if blocked.get("pdb"))
+        figures.pdb_refusals += int(result.get("refused") or 0)
     elif isinstance(result, dict) and isinstance(result.get("batch_drain"), dict):  # a batch's pass: counts a node
         for node in (result["batch_drain"].get("nodes") or {}).values():
             figures.evictions += int(node.get("evicted", 0))
-            figures.pdb_refusals += int(node.get("blocked", 0))
+            figures.pdb_refusals += int(node.get("refused", 0))
 
 
 _PHASES = (  # (label, start field, end field, colour)

@@ -27,8 +27,10 @@ def test_figures_count_transitions_lambda_time_evictions_refusals_and_children()
         "node": "n1",
         "done": False,
         "evicted": ["example/web-1"],
+        "refused": 1,  # the server refused web-2's eviction (429); a pod the listed budget held back is no refusal
         "blocked": [
             {"pod": "example/web-2", "reason": "budget", "pdb": "example/web"},
+            {"pod": "example/web-3", "reason": "budget allows 0", "pdb": "example/web"},
             {"pod": "x/y", "reason": "n", "pdb": None},
         ],
     }
@@ -53,6 +55,15 @@ def test_figures_count_transitions_lambda_time_evictions_refusals_and_children()
     _count(events, figures, children)
     assert (figures.transitions, figures.lambda_calls, figures.lambda_seconds) == (3, 2, 1.75)
     assert (figures.evictions, figures.pdb_refusals, children) == (1, 1, [child])
+
+
+def test_a_batch_pass_counts_each_nodes_evictions_and_refusals() -> None:
+    nodes = {"n1": {"done": True, "evicted": 2, "refused": 0}, "n2": {"done": False, "evicted": 1, "refused": 1}}
+    output = json.dumps({"action": "replace", "batch_drain": {"nodes": nodes}})
+    events = [_event(1, "LambdaFunctionSucceeded", 1.0, lambdaFunctionSucceededEventDetails={"output": output})]
+    figures = RunFigures()
+    _count(events, figures, [])
+    assert (figures.evictions, figures.pdb_refusals) == (3, 1)
 
 
 def test_timeline_rows_drain_terminate_and_boot_from_the_replaced_nodes_end() -> None:

@@ -42,8 +42,8 @@ def test_drained_nodes_are_marked_and_the_batch_goes_on_for_the_others():
         "wait_seconds": 1,
         "seen": {"n2": {"ns/web": "7"}},
         "nodes": {
-            "n1": {"done": True, "evicted": 1, "forced": 0, "blocked": 0, "terminating": 0},
-            "n2": {"done": False, "evicted": 1, "forced": 0, "blocked": 1, "terminating": 0},
+            "n1": {"done": True, "evicted": 1, "forced": 0, "blocked": 0, "terminating": 0, "refused": 0},
+            "n2": {"done": False, "evicted": 1, "forced": 0, "blocked": 1, "terminating": 0, "refused": 0},
         },
     }
     assert after["wait_seconds"] == 4 and after["batch"]  # the decision's own fields are kept

@@ -113,6 +113,7 @@ class NodeDrainer:
         self.progressed = False  # in this pass: then recorded on the node when the pass ends
         self.pool, self.eviction_version = pool, eviction_version
         self.evicted: list[str] = []
+        self.refused = 0  # evictions the server refused (429: a budget; another drain took its disruption)
         self.forced: list[str] = []
         self.blocked: list[_Blocked] = []
         self.evicted_at: dict[str, datetime] = {}  # uid -> when this pass evicted it
@@ -147,6 +148,7 @@ class NodeDrainer:
                 self.evicted.append(outcome.pod)
                 self.evicted_at[pod["metadata"].get("uid", "")] = evicted_at
             elif outcome.result == BLOCKED:
+                self.refused += 1
                 self.blocked.append(self._blocked_by_server(pod, outcome, observation.budgets))
         return any(o.result == EVICTED for o in outcomes)
 
@@ -237,9 +239,11 @@ class NodeDrainer:
         wakes: list[float] = []
         waits: list[int] = []
         if any(b.settling for b in self.blocked):  # a replacement turning Ready will open the budget
-            if backoff <= WATCH_HORIZON:  # a young drain: watch for it a while
+            if backoff <= WATCH_HORIZON:  # a young drain: watch for it a while; to the pass's end when it moves
                 if self.settle_watch_ends is None:
-                    self.settle_watch_ends = mono + WATCH_HORIZON
+                    self.settle_watch_ends = (
+                        self.deadline if self._moving() or self.progressed else mono + WATCH_HORIZON
+                    )
                 if mono < self.settle_watch_ends:
                     wakes.append(self.settle_watch_ends)
             waits.append(math.ceil(backoff))
@@ -284,6 +288,7 @@ class NodeDrainer:
             "wait_seconds": 0 if done else wait_seconds,
             "evicted": _listed(self.evicted),
             "forced": _listed(self.forced),
+            "refused": self.refused,
             "blocked": [b.to_dict() for b in self.blocked[:MAX_LISTED]],
             "terminating": _listed([pod_key(p) for p in observation.waiting_for]),
             "left_behind": _listed([pod_key(p) for p in observation.overdue]),

@@ -70,7 +70,7 @@ def after_batch_pass(decision: dict[str, Any], results: dict[str, dict[str, Any]
 def _counts(result: dict[str, Any]) -> dict[str, Any]:
     """A node's pass in a few numbers (a batch's payload stays small whatever its size)."""
     counts = {key: len(result.get(key) or []) for key in ("evicted", "forced", "blocked", "terminating")}
-    return {"done": bool(result["done"]), **counts}
+    return {"done": bool(result["done"]), **counts, "refused": int(result.get("refused") or 0)}
 
 
 def pool_drain_settings(cluster: Cluster, pool: str) -> DrainSettings:
