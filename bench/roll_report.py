@@ -65,7 +65,8 @@ def roll_tables(result: RollResult) -> list[Table]:
     total, bound = result.run.seconds, result.bound
     pods, chain = result.pods_per_node, result.chain
     events = [e.events for e in chain] or [0]
-    summary = _table(f"roll of {count} nodes, max_unavailable {simulation.max_unavailable}", "figure", "value")
+    title = f"roll of {count} nodes, max_unavailable {simulation.max_unavailable}, surge {simulation.surge}"
+    summary = _table(title, "figure", "value")
     for name, value in (
         ("total (upload of the new AMI to the end of the run)", f"{total:.1f} s"),
         (

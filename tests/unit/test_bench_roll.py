@@ -51,6 +51,36 @@ def test_in_batches_boots_overlap_but_the_budgets_evictions_do_not() -> None:
     assert roll_bound([], SIM) == 0.0
 
 
+def test_a_surge_of_the_whole_pool_is_one_boot_then_every_eviction_in_turn_then_the_last_grace() -> None:
+    """surge = N: the surge boots, then the budget lets the evictions go one after the other; no node needs a
+    successor's boot (the surplus covers them all), and the slots never bind."""
+    pods = [2] * 10
+    for max_unavailable in (0, 1, 3):
+        pool = dataclasses.replace(SIM, nodes=10, surge=10, max_unavailable=max_unavailable)
+        assert budget_bound(pods, pool) == 5.0 + 19 * 1.0 + 3 == 27.0  # drain(20) holds the last grace
+        assert capacity_bound(pods, pool) == 5.0 + 10 * (1.0 + 3) / (10 + max_unavailable)
+        assert roll_bound(pods, pool) == 27.0
+    # a surge above the pool's size surges one node per outdated node at most
+    assert capacity_bound(pods, dataclasses.replace(SIM, surge=50, max_unavailable=0)) == 5.0 + 40 / 10
+    # one at a time without a surge: 10 x (drain 4 + boot 5)
+    assert roll_bound(pods, dataclasses.replace(SIM, nodes=10)) == 90.0
+
+
+def test_a_partial_surge_shares_the_drains_and_the_remaining_boots_among_surge_plus_max_unavailable_slots() -> None:
+    one = dataclasses.replace(SIM, nodes=10, surge=1, max_unavailable=1)
+    pods = [2] * 10
+    # the surge's boot, then 10 drains of 4 s and 9 successors' boots over 2 slots
+    assert capacity_bound(pods, one) == 5.0 + (10 * 4.0 + 9 * 5.0) / 2 == 47.5
+    assert roll_bound(pods, one) == 47.5
+    # the budget term does not depend on the surge: its boot comes before the first eviction instead of last
+    assert budget_bound(pods, one) == budget_bound(pods, dataclasses.replace(one, surge=0))
+    # more surge never raises the bound, down to the budget term
+    bounds = [roll_bound(pods, dataclasses.replace(one, surge=s)) for s in (1, 2, 5, 10)]
+    assert bounds == sorted(bounds, reverse=True) and bounds[-1] == 27.0
+    # a surge with max_unavailable 0: the surge's slots alone
+    assert capacity_bound([2, 2], dataclasses.replace(SIM, surge=1, max_unavailable=0)) == 5.0 + (8.0 + 5.0) / 1
+
+
 def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_roll_end() -> None:
     nodes = stretches([(("a",), 2, 10.0, 15.0), (("b", "c"), 0, 21.0, 21.5)], roll_end=27.0, simulation=SIM)
     assert [(n.nodes, n.drain_seconds, n.replace_seconds) for n in nodes] == [
