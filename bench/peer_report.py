@@ -55,20 +55,10 @@ def comparison_table(rows: list[PeerRow], nodes: int, replicas: int) -> Table:
         title=f"rolling {nodes} nodes ({replicas} web pods behind a PDB minAvailable {replicas - 1})",
         title_justify="left",
     )
-    for index, column in enumerate(
-        (
-            "tool",
-            "wall s (trigger to end)",
-            "roll s",
-            "bound s",
-            "roll / bound",
-            "wall / bound",
-            "PDB violations (lowest Ready)",
-            "peak instances",
-            "evictions",
-        )
-    ):
-        table.add_column(column, justify="left" if index == 0 else "right")
+    columns = ("wall s", "roll s", "bound s", "roll/bound", "wall/bound", "PDB violations (lowest Ready)")
+    table.add_column("tool", no_wrap=True)
+    for column in (*columns, "peak instances", "evictions"):
+        table.add_column(column, justify="right")
     for row in rows:
         table.add_row(
             row.tool,

@@ -116,7 +116,7 @@ def measured_peer(sandbox: RollSandbox, logs: Path, env: dict[str, str], command
     sandbox.simulator.wait_for_ready_nodes(simulation.nodes)
     pods = watch.pods_left(list(read.drained))
     return PeerRow(
-        "eks-rolling-update 1.1.8 (surge = pool, kubectl drain in turn)",
+        "eks-rolling-update 1.1.8",
         ended - triggered,
         read.done - read.scaled_up,
         roll_bound(pods, simulation),
@@ -181,6 +181,11 @@ def main(argv: list[str] | None = None) -> None:
         console.print(f"[bold red]benchmark failed:[/] {type(exc).__name__}: {exc} (logs in {logs})")
         raise SystemExit(1) from exc
     console.print(comparison_table(rows, one.nodes, one.replicas))
+    console.print(
+        "wall: from the trigger (CLM: the new AMI's upload; eks-rolling-update: the new launch template version) to"
+        " the end; roll: from the roll's first action (CLM: its first plan; eks-rolling-update: its scale-up) to its"
+        " end; bound: bench/roll_bound for each roll's surge"
+    )
     console.print(f"at the end: {load()}; {time.monotonic() - started:.0f} s in all")
 
 
