@@ -98,12 +98,17 @@ def stretches(
     batches: list[tuple[tuple[str, ...], int, float, float]], roll_end: float, simulation: Simulation
 ) -> list[BatchStretch]:
     """`batches`: (nodes, pods, first pass start, last done) in order; batch i's replace stretch ends when batch
-    i+1's drain starts, the last one at `roll_end` (when the roll saw its replacements Ready)."""
+    i+1's drain starts, the last one at `roll_end` (when the roll saw its replacements Ready). A batch whose nodes
+    the surge's surplus covers (terminated with decrement, the first ones) waits for no boot: its bound is 0."""
     ends = [start for _, _, start, _ in batches[1:]] + [roll_end]
-    return [
-        BatchStretch(nodes, pods, done - start, end - done, simulation.drain_bound(pods), simulation.boot_delay)
-        for (nodes, pods, start, done), end in zip(batches, ends, strict=True)
-    ]
+    surplus = min(simulation.surge, sum(len(nodes) for nodes, *_ in batches))
+    result = []
+    for (nodes, pods, start, done), end in zip(batches, ends, strict=True):
+        covered = min(len(nodes), surplus)
+        surplus -= covered
+        boot = simulation.boot_delay if len(nodes) > covered else 0.0
+        result.append(BatchStretch(nodes, pods, done - start, end - done, simulation.drain_bound(pods), boot))
+    return result
 
 
 def roll_bound(pods_per_node: list[int], simulation: Simulation) -> float:

@@ -90,6 +90,20 @@ def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_r
     assert [(n.drain_overhead, n.replace_overhead) for n in nodes] == [(1.0, 1.0), (0.5, 0.5)]
 
 
+def test_a_batch_the_surges_surplus_covers_waits_for_no_boot() -> None:
+    """surge 2, max_unavailable 1: the first batch of 3 has 2 nodes terminated with decrement and one successor to
+    boot; the batches after it boot their successors; with surge = pool no batch boots (the surge booted first)."""
+    batches = [(("a", "b", "c"), 6, 10.0, 16.0), (("d",), 2, 22.0, 26.0), (("e",), 2, 32.0, 36.0)]
+    surged = dataclasses.replace(SIM, surge=2)
+    assert [s.boot_delay for s in stretches(batches, 42.0, surged)] == [5.0, 5.0, 5.0]
+    whole = dataclasses.replace(SIM, surge=5, max_unavailable=1)
+    one_batch = [(("a", "b", "c", "d", "e"), 10, 10.0, 22.0)]
+    [stretch] = stretches(one_batch, 22.5, whole)
+    assert (stretch.boot_delay, stretch.replace_overhead, stretch.drain_bound) == (0.0, 0.5, 12.0)
+    two = [(("a", "b"), 4, 10.0, 16.0), (("c",), 2, 16.5, 20.0)]
+    assert [s.boot_delay for s in stretches(two, 21.0, dataclasses.replace(SIM, surge=2))] == [0.0, 5.0]
+
+
 class _History:
     """Events of one execution with ids, previous ids and timestamps (seconds after T0)."""
 
