@@ -27,6 +27,7 @@ from kubernetes import config
 from roll_bound import Simulation
 from roll_sandbox import (
     EXAMPLES,
+    BenchError,
     RollSandbox,
     bench_cluster,
     moto_server_logged,
@@ -49,6 +50,10 @@ AUDIT_POLICY = {
     "rules": [{"level": "Metadata", "userGroups": [AUDIT_GROUP]}, {"level": "None"}],
 }
 WORKLOAD_DIR = "cluster/manifests/example-app/"
+CLUSTER_STACK = "cluster/stack.yaml"
+SUBNET = '"10.0.{{ loop.index0 * 32 }}.0/19"'  # the example cluster stack's subnets, in every VPC alike
+# Each cluster's network of its own (10.<i>.0.0/16): node names (ip-10-<i>-...) never collide on the shared server.
+NET_ITEM = "hub_net"
 NAMESPACE = "example"
 POOL_LABEL = "node.kubernetes.io/node-pool"
 SIMULATOR_POLL = 2.0  # seconds between a simulator's looks at its groups (0.5 by default: 20 would load moto)
@@ -96,7 +101,12 @@ def hub_clusters(count: int, simulation: Simulation) -> list[Cluster]:
                 local_id=local_id,
                 alias=f"hub-{local_id}",
                 api_server_url=base.api_server_url.replace(base.local_id, local_id),
-                config_items={**base.config_items, "kube_auth_secret": f"clm/{local_id}"},
+                config_items={
+                    **base.config_items,
+                    "kube_auth_secret": f"clm/{local_id}",
+                    "vpc_cidr": f"10.{i}.0.0/16",
+                    NET_ITEM: f"10.{i}",
+                },
                 node_pools=[pool],
             )
         )
@@ -113,15 +123,25 @@ def per_cluster_workload(text: str) -> str:
     )
 
 
+def per_cluster_network(text: str) -> str:
+    """The example cluster stack with subnets in the cluster's own network (config item NET_ITEM)."""
+    if SUBNET not in text:
+        raise BenchError(f"examples/config/{CLUSTER_STACK}: no subnet {SUBNET} to move into the cluster's network")
+    return text.replace(SUBNET, SUBNET.replace("10.0", f"{{{{ cluster.config_items.{NET_ITEM} }}}}"))
+
+
 def rollout_policy(clusters: int) -> str:
     """One wave taking every cluster at once (no health gate: the roll alone is measured)."""
     return f"max_concurrency: {clusters}\nwaves:\n  - {{name: hub, concurrency: 100%}}\nhealth: false\n"
 
 
 def hub_config(simulation: Simulation, clusters: int) -> dict[str, str]:
-    """The files uploaded over examples/config: the per-cluster example app (the web pods' grace set) and the
-    rollout policy."""
-    changed = {"cluster/rollout.yaml": rollout_policy(clusters)}
+    """The files uploaded over examples/config: the per-cluster network and example app (the web pods' grace set),
+    and the rollout policy."""
+    changed = {
+        "cluster/rollout.yaml": rollout_policy(clusters),
+        CLUSTER_STACK: per_cluster_network((EXAMPLES / "config" / CLUSTER_STACK).read_text()),
+    }
     for path in sorted((EXAMPLES / "config" / WORKLOAD_DIR).glob("*.yaml")):
         relative = WORKLOAD_DIR + path.name
         text = workload_with_grace(simulation.grace) if path.name == "02-workload.yaml" else path.read_text()

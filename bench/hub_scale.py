@@ -66,6 +66,10 @@ class Measured:
     reads: Rate
     writes: Rate
     kube: dict[str, Rate]
+    started_by_machine: dict[str, int]
+    runs_at_once: int  # the most provision runs running at one instant
+    run_starts: tuple[float, float]  # the first and the last run's start, seconds after the upload
+    sfn_api: dict[str, Rate]  # Step Functions API calls of the functions (throttled per account and region)
 
 
 def load() -> str:
@@ -107,7 +111,12 @@ def measure(hub: Hub, logs: Path, timeout: float) -> Measured:
     arns = [e["executionArn"] for m in machines for e in _executions(sfn, m) if e["startDate"].timestamp() >= start]
     times = history_times({arn: history(sfn, arn) for arn in arns})
     described = [sfn.describe_execution(executionArn=arn) for arn in runs]
-    run_seconds = sum((d["stopDate"] - d["startDate"]).total_seconds() for d in described)
+    spans = [(d["startDate"].timestamp(), d["stopDate"].timestamp()) for d in described]
+    run_seconds = sum(stop - begin for begin, stop in spans)
+    sfn_calls: dict[str, list[float]] = {}
+    for at, record in calls.records:
+        if record["action"].startswith("states:"):
+            sfn_calls.setdefault(record["action"], []).append(at)
     read_units, write_units = registry_units(sandbox)
     reads, writes = dynamodb_units(((at, r["action"]) for at, r in calls.records), read_units, write_units)
     with hub.plane.audit_log.open() as audit:
@@ -129,6 +138,10 @@ def measure(hub: Hub, logs: Path, timeout: float) -> Measured:
         reads=rate([t for t, _ in reads], start, end, [u for _, u in reads]),
         writes=rate([t for t, _ in writes], start, end, [u for _, u in writes]),
         kube={cluster: rate(ts, start, end) for cluster, ts in sorted(kube.items())},
+        started_by_machine={machine: len(ts) for machine, ts in sorted(times.started.items())},
+        runs_at_once=peak_concurrency(spans),
+        run_starts=(min(b for b, _ in spans) - start, max(b for b, _ in spans) - start),
+        sfn_api={action: rate(ts, start, end) for action, ts in sorted(sfn_calls.items())},
     )
 
 
@@ -229,6 +242,16 @@ def main() -> None:
         measured = measure(hub, logs, timeout=900 + 60 * args.clusters * args.nodes)
         console.print(f"rolled; load {load()}; moto's CPU {hub.sandbox.server_cpu_seconds():.0f} s")
     console.print(measured_table(measured))
+    console.print(
+        f"provision runs: {measured.clusters}, at most {measured.runs_at_once} running at once, started "
+        f"{measured.run_starts[0]:.1f}-{measured.run_starts[1]:.1f} s after the upload, "
+        f"{measured.run_seconds / measured.clusters:.0f} s each on average; executions started: "
+        + ", ".join(f"{machine} {count}" for machine, count in measured.started_by_machine.items())
+    )
+    console.print(
+        "Step Functions API calls of the functions (total, peak /s): "
+        + (", ".join(f"{action} {r.total:.0f} ({r.peak:.0f})" for action, r in measured.sfn_api.items()) or "none")
+    )
     demand = demand_of(measured)
     console.print(computed_table(demand, args.region, args.fleet))
     found = bindings(demand, quotas(args.region))

@@ -154,3 +154,15 @@ def test_hub_clusters_are_distinct_with_their_own_secret_and_pool():
     assert [c.config_items["kube_auth_secret"] for c in clusters] == ["clm/hub-01", "clm/hub-02", "clm/hub-03"]
     assert [c.node_pools[0].name for c in clusters] == ["pool-hub-01", "pool-hub-02", "pool-hub-03"]
     assert all(c.node_pools[0].min_size == c.node_pools[0].max_size == 2 for c in clusters)
+
+
+def test_each_cluster_has_a_network_of_its_own():
+    config = hub_sandbox.hub_config(Simulation(2, 4, 5.0, 3.0, 1.0), clusters=2)
+    stack = config[hub_sandbox.CLUSTER_STACK]
+    assert hub_sandbox.SUBNET not in stack
+    assert '"{{ cluster.config_items.hub_net }}.{{ loop.index0 * 32 }}.0/19"' in stack
+    clusters = hub_sandbox.hub_clusters(2, Simulation(2, 4, 5.0, 3.0, 1.0))
+    assert [(c.config_items["vpc_cidr"], c.config_items["hub_net"]) for c in clusters] == [
+        ("10.1.0.0/16", "10.1"),
+        ("10.2.0.0/16", "10.2"),
+    ]
