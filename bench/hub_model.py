@@ -32,6 +32,10 @@ from dataclasses import dataclass
 
 SFN_QUOTAS = "doc_source/limits-overview.md of awsdocs/aws-step-functions-developer-guide"
 LARGE_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+# A run starts its executions one after another, its steps between them (provision; after the stack steps, each
+# pool's roll-node-pool; a hand-over every clm:rollStepsPerExecution steps): clusters whose runs start together
+# (reconcile starts them in one call) take one token each from the StartExecution bucket, then refill it slowly.
+STARTS_TOGETHER = 1.0
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,8 @@ class Quota:
 
 @dataclass(frozen=True)
 class Demand:
-    """What one rolling cluster asks of the hub: executions started together when its run begins (a burst: reconcile
-    starts runs in one call), and mean rates while it rolls (per second; Lambda: concurrent calls)."""
+    """What one rolling cluster asks of the hub: executions it starts in one burst (STARTS_TOGETHER), and mean rates
+    while it rolls (per second; Lambda: concurrent calls)."""
 
     start_burst: float
     transitions: float

@@ -77,11 +77,12 @@ class HistoryTimes:
     started: dict[str, list[float]]
     transitions: list[float]
     calls: list[tuple[float, float]]
+    by_state: Counter[str]  # transitions by state name
 
 
 def history_times(histories: dict[str, History]) -> HistoryTimes:
     """The timestamps of every history (execution ARN -> events)."""
-    result = HistoryTimes(defaultdict(list), [], [])
+    result = HistoryTimes(defaultdict(list), [], [], Counter())
     for arn, events in histories.items():
         machine = arn.split(":")[-2]
         opened: dict[int, float] = {}
@@ -91,6 +92,7 @@ def history_times(histories: dict[str, History]) -> HistoryTimes:
                 result.started[machine].append(at)
             elif kind.endswith("StateEntered"):
                 result.transitions.append(at)
+                result.by_state[event.get("stateEnteredEventDetails", {}).get("name", "?")] += 1
             elif kind in ("LambdaFunctionStarted", "TaskStarted"):
                 opened[event["id"]] = at
             elif kind in _LAMBDA_ENDS or (

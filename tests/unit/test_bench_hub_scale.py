@@ -166,3 +166,33 @@ def test_each_cluster_has_a_network_of_its_own():
         ("10.1.0.0/16", "10.1"),
         ("10.2.0.0/16", "10.2"),
     ]
+
+
+def test_demand_of_a_rolling_cluster_is_per_second_of_its_run():
+    import hub_report
+
+    rates = {name: hub_rates.Rate(total, 0, 0) for name, total in (("t", 300), ("r", 60), ("w", 30), ("s", 40))}
+    measured = hub_report.Measured(
+        clusters=20,
+        nodes=60,
+        window=100,
+        run_seconds=1500,
+        run_spread=(70, 75, 80),
+        by_state={},
+        starts=rates["s"],
+        starts_per_cluster=2,
+        transitions=rates["t"],
+        lambda_calls=rates["s"],
+        lambda_seconds=600,
+        lambda_peak=20,
+        reads=rates["r"],
+        writes=rates["w"],
+        kube={},
+        started_by_machine={},
+        runs_at_once=20,
+        run_starts=(5, 10),
+        sfn_api={},
+        pdb_violations=0,
+    )
+    demand = hub_report.demand_of(measured)
+    assert demand == hub_model.Demand(hub_model.STARTS_TOGETHER, 0.2, 1.0, 0.04, 0.02)  # peak 20 / 20 > 600/1500
