@@ -106,6 +106,12 @@ def bindings(demand: Demand, region_quotas: list[Quota]) -> list[Binding]:
     return sorted(found, key=lambda binding: binding.clusters)
 
 
+def aligned_clusters(quota: Quota, busiest: float) -> float:
+    """Clusters whose busiest seconds (`busiest` each) a token bucket absorbs when they all come in the same second:
+    the bucket, full, plus that second's refill."""
+    return ((quota.bucket or 0.0) + quota.limit) / busiest if busiest > 0 else math.inf
+
+
 def safe_max_running(found: list[Binding], clusters: int) -> int:
     """The largest `clm:maxRunning` under which no quota binds, for a fleet of `clusters` (at least 1)."""
     return max(1, min(clusters, math.floor(min(b.clusters for b in found))))

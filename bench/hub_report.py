@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hub_model import LARGE_REGIONS, STARTS_TOGETHER, Demand, bindings, fleet_hours, quotas, safe_max_running
+from hub_model import (
+    LARGE_REGIONS,
+    STARTS_TOGETHER,
+    Demand,
+    aligned_clusters,
+    bindings,
+    fleet_hours,
+    quotas,
+    safe_max_running,
+)
 from hub_rates import Rate
 from rich.console import Console
 from rich.table import Table
@@ -145,6 +154,13 @@ def report(
         f"First to bind: {found[0].quota.name} at {found[0].clusters:,.0f} clusters rolling at once; the setting that "
         f"bounds it is clm:maxRunning (reconcile's cap; default 10; a rollout policy's max_concurrency caps a "
         f"config rollout below it): at most {safe:,} for {fleet:,} clusters."
+    )
+    busiest = measured.transitions.peak / measured.clusters
+    transition = next(b.quota for b in found if b.quota.name.endswith("StateTransition"))
+    console.print(
+        f"Busiest second: {busiest:.2f} transitions per rolling cluster; were every cluster's busiest second at once "
+        f"(runs started by one upload), bucket and refill would hold {aligned_clusters(transition, busiest):,.0f} "
+        "clusters in it; beyond, Step Functions delays transitions (ExecutionThrottled), it does not fail them."
     )
     console.print(
         f"A pool of {fleet_nodes} nodes rolled one at a time asks the same per second as the sandbox's (its nodes one "

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 
 import hub_model
 import hub_rates
+import hub_report
 import hub_sandbox
 from roll_bound import Simulation
 
@@ -168,31 +169,46 @@ def test_each_cluster_has_a_network_of_its_own():
     ]
 
 
-def test_demand_of_a_rolling_cluster_is_per_second_of_its_run():
-    import hub_report
-
+def _measured() -> hub_report.Measured:
     rates = {name: hub_rates.Rate(total, 0, 0) for name, total in (("t", 300), ("r", 60), ("w", 30), ("s", 40))}
-    measured = hub_report.Measured(
+    return hub_report.Measured(
         clusters=20,
         nodes=60,
         window=100,
         run_seconds=1500,
         run_spread=(70, 75, 80),
-        by_state={},
+        by_state={"Drain": 120},
         starts=rates["s"],
         starts_per_cluster=2,
-        transitions=rates["t"],
+        transitions=hub_rates.Rate(300, 40, 3),
         lambda_calls=rates["s"],
         lambda_seconds=600,
         lambda_peak=20,
         reads=rates["r"],
         writes=rates["w"],
-        kube={},
-        started_by_machine={},
+        kube={"hub-01": hub_rates.Rate(100, 10, 1)},
+        started_by_machine={"clm-provision": 20},
         runs_at_once=20,
         run_starts=(5, 10),
         sfn_api={},
         pdb_violations=0,
     )
-    demand = hub_report.demand_of(measured)
+
+
+def test_demand_of_a_rolling_cluster_is_per_second_of_its_run():
+    demand = hub_report.demand_of(_measured())
     assert demand == hub_model.Demand(hub_model.STARTS_TOGETHER, 0.2, 1.0, 0.04, 0.02)  # peak 20 / 20 > 600/1500
+
+
+def test_report_names_the_first_quota_to_bind_and_the_setting(capsys):
+    hub_report.report(_measured(), "eu-central-1", fleet=1000, fleet_nodes=50, node_seconds=150, max_running=20)
+    out = capsys.readouterr().out
+    assert "First to bind: Step Functions StartExecution at 800 clusters" in out  # its bucket; Lambda at 1,000
+    assert "clm:maxRunning" in out and "0 PDB violations" in out
+    assert "1,000 clusters x 50 nodes, 10 at once, 150 s per node: 210.4 h" in out  # 100 rounds of 75 s + 7,500 s
+
+
+def test_aligned_busiest_seconds_are_absorbed_by_the_full_bucket_and_one_refill():
+    transition = next(q for q in hub_model.quotas("eu-central-1") if q.name.endswith("StateTransition"))
+    assert hub_model.aligned_clusters(transition, busiest=2.0) == (800 + 500) / 2
+    assert math.isinf(hub_model.aligned_clusters(transition, busiest=0))
