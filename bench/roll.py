@@ -1,7 +1,7 @@
 """Roll benchmark: a pool of N nodes rolled by CLM on the sandbox, against the physical limit, and its cost per node.
 
-    .venv/bin/python bench/roll.py [--nodes 20] [--max-unavailable 1] [--boot-delay 5] [--grace 3] [--pod-ready 1]
-                                   [--replicas 2N] [--blocked 60,600] [--split]
+    .venv/bin/python bench/roll.py [--nodes 20] [--max-unavailable 1] [--surge 0] [--boot-delay 5] [--grace 3]
+                                   [--pod-ready 1] [--replicas 2N] [--blocked 60,600] [--split]
 
 The sandbox (roll_sandbox): the CDK app deployed into moto's server, run as a process of its own with the Lambda
 handlers in-process (warm containers, as Lambda keeps them; a fresh interpreter per call would time Python's
@@ -9,14 +9,15 @@ start, not CLM) so that Step Functions, the handlers and AWS (CLM's side) do not
 process's node simulator and watcher (the kubelets' side); the real Kubernetes control plane; the node simulator
 (new Nodes Ready `--boot-delay` s after launch, pods Ready `--pod-ready` s after binding, grace periods in real
 time). Time is scaled only through these delays (seconds where AWS and kubelets take minutes); Wait states and the
-roll's own timing run in real time. kube-1 gets one pool of exactly N nodes (`--max-unavailable`: a count or a
-percentage of the pool, its config item; `--split`: one auto scaling group per zone, the test profile modelled on
+roll's own timing run in real time. kube-1 gets one pool of exactly N nodes (`--max-unavailable`, `--surge`: counts
+or percentages of the pool, its config items; `--split`: one auto scaling group per zone, the test profile modelled on
 Zalando's worker-splitaz, N a multiple of 3) and `--replicas` web pods with a `--grace` s grace period behind their
 PodDisruptionBudget (minAvailable = replicas - 1). A new worker AMI uploaded to the config bucket triggers the roll
 (S3 event, reconcile, provision), timed from the upload to the end of the run:
 
 - lower bound (roll_bound): max(capacity, budget): every node's drain and its successor's boot shared among
-  max_unavailable slots, or every eviction of the pool one after the other (one budget) then a grace and a boot;
+  max_unavailable slots (with a surge: its boot, then surge + max_unavailable slots, no boot for the nodes the
+  surplus covers), or every eviction of the pool one after the other (one budget), a grace and a boot;
   per node k_i observed (pods evicted); ratio = total / bound; control overhead per node = (total - bound) / N;
 - the chain of roll-node-pool executions (each hands over after its budget of steps), the history events of each
   (Step Functions fails an execution at 25,000), state transitions per node;
@@ -54,7 +55,7 @@ from roll_bound import Simulation, stretches
 from roll_cost import log_offset, no_change_run, run_usage
 from roll_history import Trace, batches, node_drains, roll_chain, run_histories, trace
 from roll_report import RollResult, blocked_table, roll_tables, targets_table
-from roll_sandbox import BenchError, RollSandbox, start
+from roll_sandbox import NEW_AMI, BenchError, RollSandbox, start
 from roll_watch import ReadyWatch
 
 from clm.rolling.settings import roll_settings
@@ -65,20 +66,21 @@ from clm_sandbox.nodesim import EventKind
 console = Console(highlight=False, width=130)
 
 
-def measure_roll(sandbox: RollSandbox, logs: Path) -> RollResult:
-    """Trigger the roll (a new AMI in the config), time it, and read its histories (kept in `logs`)."""
+def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str = "roll") -> RollResult:
+    """Trigger the roll (worker AMI `ami` in the config), time it, and read its histories (kept in `logs` as
+    `name`-histories.json)."""
     simulation = sandbox.simulation
     watch = ReadyWatch(sandbox.kube_api, simulation.replicas - 1)
     watch.start()
     cpu = sandbox.server_cpu_seconds()
     try:
-        run = sandbox.run(sandbox.new_ami)
+        run = sandbox.run(lambda: sandbox.new_ami(ami))
     finally:
         watch.stop()
     cpu = sandbox.server_cpu_seconds() - cpu
     sfn = sandbox.client("stepfunctions")
     histories = run_histories(sfn, run.arn)
-    (logs / "roll-histories.json").write_text(json.dumps(histories, default=str))
+    (logs / f"{name}-histories.json").write_text(json.dumps(histories, default=str))
     run_trace = trace(histories)
     drains = node_drains(run_trace.calls)
     if not drains or any(d.done is None for d in drains):
@@ -152,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-unavailable", default="1", help="the pool's max_unavailable: a count or a percentage ('10%%'; 1)"
     )
+    parser.add_argument("--surge", default="0", help="the pool's surge: a count or a percentage ('100%%'; 0)")
     parser.add_argument("--boot-delay", type=float, default=5.0, help="seconds from launch to a Ready Node (5)")
     parser.add_argument("--grace", type=int, default=3, help="the web pods' termination grace period, s (3)")
     parser.add_argument("--pod-ready", type=float, default=1.0, help="seconds from binding to a Ready pod (1)")
@@ -165,25 +168,27 @@ def main(argv: list[str] | None = None) -> None:
     """Run the benchmark; exit 0 with its figures (targets missed or not), 1 if the sandbox fails."""
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the sandbox's processes
+    settings = roll_settings({"max_unavailable": args.max_unavailable, "surge": args.surge}, {}, pool_size=args.nodes)
     simulation = Simulation(
         args.nodes,
         args.replicas or 2 * args.nodes,
         args.boot_delay,
         args.grace,
         args.pod_ready,
-        roll_settings({"max_unavailable": args.max_unavailable}, {}, pool_size=args.nodes).max_unavailable,
+        settings.max_unavailable,
+        settings.surge,
     )
     blocked = [int(s) for s in args.blocked.split(",") if s.strip()]
     logs = Path(tempfile.mkdtemp(prefix="clm-roll-bench-"))
     started = time.monotonic()
     console.print(
-        f"roll benchmark: {simulation} (max_unavailable {args.max_unavailable!r}"
+        f"roll benchmark: {simulation} (max_unavailable {args.max_unavailable!r}, surge {args.surge!r}"
         f"{', one group per zone' if args.split else ''}); logs in {logs}\n"
         f"at the start: {load()}"
     )
     try:
         with ExitStack() as stack:
-            sandbox = start(stack, simulation, logs, _say, args.max_unavailable, split=args.split)
+            sandbox = start(stack, simulation, logs, _say, args.max_unavailable, args.surge, split=args.split)
             console.print(f"[dim]setup done after {time.monotonic() - started:.0f} s; rolling ({load()})[/]")
             offset = log_offset(logs)
             result = measure_roll(sandbox, logs)

@@ -20,13 +20,31 @@ A roll that takes at most m nodes out at a time (max_unavailable m, no surge) is
 
     bound = max(capacity, budget)
 
-For m = 1 the capacity term is the sum of every node's drain and boot, the bound of a one-at-a-time roll; it is
-never below the budget term while pod_ready_delay <= grace + boot_delay (each node adds a boot_delay and a grace
-where the budget term has a pod_ready_delay). k_i is observed (the pods the drain evicted from node i): where the
-scheduler put the pods is not CLM's choice. Everything else a run takes (the provision steps before the roll,
-Lambda calls, Wait states ending after the event they wait for, API latencies, batches waiting for their slowest
-node) is overhead. A batch's own bound (its nodes drained together: drain(sum of its k_i) + boot_delay) is what
-CLM's batch-at-a-time schedule could do at best; the stretches compare each batch with it.
+With a surge s > 0 (s' = min(s, N) extra nodes: CLM surges at most one per outdated node; eks-rolling-update
+doubles the group, s = N) the pool may hold N + s' instances with N - m of them in service, so s' + m instances
+may be unavailable at once, and the roll scales the group up first and waits for the new nodes before the first
+cordon (CLM and eks-rolling-update both do):
+
+- capacity: the surge boots (one boot_delay, its nodes side by side), then the s' + m slots share every old
+  node's drain and the boots of the N - s' successors still to come; a node the surplus covers is terminated with
+  decrement and needs no boot: T >= boot_delay + (sum_i drain(k_i) + (N - s') * boot_delay) / (s' + m);
+- budget: the evictions still go one after the other, and the first one waits for the surge's nodes to take its
+  pod: T >= boot_delay + drain(P), the same sum as without a surge: its boot comes first instead of last (no
+  boot need follow the last eviction: the surplus can cover the last node, and does for every node when s >= N).
+
+For s = N (eks-rolling-update's surge; CLM's `surge` = the pool's size) the budget term is the bound: one boot,
+then P - 1 waits for a replacement pod, then the last pod's grace: boot_delay + (P - 1) * pod_ready + grace
+(drain(P) holds the last grace already); the capacity term, boot_delay + sum_i drain(k_i) / (N + m), is never
+above it since drain(k_1) + ... + drain(k_N) <= N * drain(P). For 10 nodes of 2 pods (5 s boot, 3 s grace, 1 s
+pod Ready): 5 + 19 + 3 = 27 s, where one at a time takes 10 * (1 + 3 + 5) = 90 s.
+
+For m = 1 and no surge the capacity term is the sum of every node's drain and boot, the bound of a one-at-a-time
+roll; it is never below the budget term while pod_ready_delay <= grace + boot_delay (each node adds a boot_delay
+and a grace where the budget term has a pod_ready_delay). k_i is observed (the pods the drain evicted from node
+i): where the scheduler put the pods is not the roll's choice. Everything else a run takes (the provision steps
+before the roll, Lambda calls, Wait states ending after the event they wait for, API latencies, batches waiting
+for their slowest node) is overhead. A batch's own bound (its nodes drained together: drain(sum of its k_i) +
+boot_delay) is what CLM's batch-at-a-time schedule could do at best; the stretches compare each batch with it.
 """
 
 from __future__ import annotations
@@ -36,7 +54,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Simulation:
-    """The node simulator's settings, the workload and the roll's max_unavailable (a count, resolved)."""
+    """The node simulator's settings, the workload and the roll's max_unavailable and surge (counts, resolved)."""
 
     nodes: int
     replicas: int
@@ -44,6 +62,7 @@ class Simulation:
     grace: float
     pod_ready_delay: float
     max_unavailable: int = 1
+    surge: int = 0
 
     def drain_bound(self, pods: int) -> float:
         """The least time to drain nodes holding `pods` pods of the budget between them."""
@@ -79,24 +98,38 @@ def stretches(
     batches: list[tuple[tuple[str, ...], int, float, float]], roll_end: float, simulation: Simulation
 ) -> list[BatchStretch]:
     """`batches`: (nodes, pods, first pass start, last done) in order; batch i's replace stretch ends when batch
-    i+1's drain starts, the last one at `roll_end` (when the roll saw its replacements Ready)."""
+    i+1's drain starts, the last one at `roll_end` (when the roll saw its replacements Ready). A batch whose nodes
+    the surge's surplus covers (terminated with decrement, the first ones) waits for no boot: its bound is 0."""
     ends = [start for _, _, start, _ in batches[1:]] + [roll_end]
-    return [
-        BatchStretch(nodes, pods, done - start, end - done, simulation.drain_bound(pods), simulation.boot_delay)
-        for (nodes, pods, start, done), end in zip(batches, ends, strict=True)
-    ]
+    surplus = min(simulation.surge, sum(len(nodes) for nodes, *_ in batches))
+    result = []
+    for (nodes, pods, start, done), end in zip(batches, ends, strict=True):
+        covered = min(len(nodes), surplus)
+        surplus -= covered
+        boot = simulation.boot_delay if len(nodes) > covered else 0.0
+        result.append(BatchStretch(nodes, pods, done - start, end - done, simulation.drain_bound(pods), boot))
+    return result
 
 
 def roll_bound(pods_per_node: list[int], simulation: Simulation) -> float:
-    """The lower bound of rolling nodes that hold these numbers of budget pods, `max_unavailable` at a time."""
+    """The lower bound of rolling nodes that hold these numbers of budget pods (`max_unavailable`, `surge`)."""
     return max(capacity_bound(pods_per_node, simulation), budget_bound(pods_per_node, simulation))
 
 
 def capacity_bound(pods_per_node: list[int], simulation: Simulation) -> float:
-    """Every node's least unavailable time, shared among `max_unavailable` slots."""
-    return sum(simulation.node_bound(pods) for pods in pods_per_node) / max(simulation.max_unavailable, 1)
+    """Every node's least unavailable time shared among the slots: `max_unavailable` of them; with a surge, its
+    boot first, then `surge + max_unavailable` slots and no boot for the nodes its surplus covers."""
+    nodes = len(pods_per_node)
+    surge = min(simulation.surge, nodes)
+    if not surge:
+        return sum(simulation.node_bound(pods) for pods in pods_per_node) / max(simulation.max_unavailable, 1)
+    drains = sum(simulation.drain_bound(pods) for pods in pods_per_node)
+    return simulation.boot_delay + (drains + (nodes - surge) * simulation.boot_delay) / (
+        surge + simulation.max_unavailable
+    )
 
 
 def budget_bound(pods_per_node: list[int], simulation: Simulation) -> float:
-    """Every eviction of the roll one after the other (one budget), then the last pod's grace and a boot."""
+    """Every eviction of the roll one after the other (one budget), then the last pod's grace, and a boot: the
+    surge's before the first eviction, or the last node's successor's after the last."""
     return simulation.node_bound(sum(pods_per_node)) if pods_per_node else 0.0

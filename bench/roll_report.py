@@ -48,8 +48,9 @@ class RollResult:
 
     @property
     def batch_bound(self) -> float:
-        """The bound of the batches as the plans chose them, one after the other."""
-        return sum(b.drain_bound + b.boot_delay for b in self.batches)
+        """The bound of the batches as the plans chose them, one after the other (after the surge's boot, if any)."""
+        surge_boot = self.simulation.boot_delay if self.simulation.surge else 0.0
+        return surge_boot + sum(b.drain_bound + b.boot_delay for b in self.batches)
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -65,7 +66,8 @@ def roll_tables(result: RollResult) -> list[Table]:
     total, bound = result.run.seconds, result.bound
     pods, chain = result.pods_per_node, result.chain
     events = [e.events for e in chain] or [0]
-    summary = _table(f"roll of {count} nodes, max_unavailable {simulation.max_unavailable}", "figure", "value")
+    title = f"roll of {count} nodes, max_unavailable {simulation.max_unavailable}, surge {simulation.surge}"
+    summary = _table(title, "figure", "value")
     for name, value in (
         ("total (upload of the new AMI to the end of the run)", f"{total:.1f} s"),
         (
@@ -147,9 +149,10 @@ def _overhead_table(result: RollResult) -> Table:
     drains = [b.drain_overhead for b in result.batches]
     replaces = [b.replace_overhead for b in result.batches]
     count = len(result.batches)
+    surge = f", the surge's {result.simulation.boot_delay:g} s boot" if result.simulation.surge else ""
     for name, seconds in (
         ("upload to the provision run's start (S3 event, rule, reconcile)", started),
-        (f"provision start to the first drain (steps, suspend, plan; {waited:.0f} s in Wait states)", before),
+        (f"provision start to the first drain (steps, suspend, plan{surge}; {waited:.0f} s in Wait states)", before),
     ):
         table.add_row(name, f"{seconds:.1f}", f"{seconds / count:.2f}", "")
     table.add_row(

@@ -44,7 +44,7 @@ EXAMPLES = ROOT / "examples"
 WORKLOAD = "cluster/manifests/example-app/02-workload.yaml"
 DEFAULTS = "cluster/config-defaults.yaml"
 WEB_GRACE = "      terminationGracePeriodSeconds: 2\n"  # the web Deployment's, in WORKLOAD
-OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "worker_ami: ami-0d2b8f9a562295d9c"
+OLD_AMI, NEW_AMI = "worker_ami: ami-0c1a7f89451184c8b", "ami-0d2b8f9a562295d9c"
 SECRET = "clm/kube-1"
 # The split pool (`--split`): the test profile modelled on Zalando's worker-splitaz, one group per zone.
 SPLIT_PROFILE = "worker-splitaz"
@@ -144,18 +144,19 @@ class RollSandbox:
         self.cluster = cluster
         self.registry.put(cluster)
 
-    def new_ami(self) -> None:
-        """Upload config-defaults.yaml with a new worker AMI: the upload starts reconcile, which starts provision."""
+    def new_ami(self, ami: str = NEW_AMI) -> None:
+        """Upload config-defaults.yaml with worker AMI `ami`: the upload starts reconcile, which starts provision."""
         text = (EXAMPLES / "config" / DEFAULTS).read_text()
         if OLD_AMI not in text:
             raise BenchError(f"examples/config/{DEFAULTS}: no line {OLD_AMI!r} to change")
-        upload_config(
-            self.client("s3"), self.outputs["ConfigBucketName"], EXAMPLES / "config", _changed(DEFAULTS, text)
-        )
+        changed = {DEFAULTS: text.replace(OLD_AMI, f"worker_ami: {ami}")}
+        upload_config(self.client("s3"), self.outputs["ConfigBucketName"], EXAMPLES / "config", changed)
 
-
-def _changed(path: str, text: str) -> dict[str, str]:
-    return {path: text.replace(OLD_AMI, NEW_AMI)}
+    def set_pool_items(self, **items: str) -> None:
+        """Set config items of the pool (its `surge`, `max_unavailable`) and wait for the provision run it starts."""
+        [pool] = self.cluster.node_pools
+        pool = dataclasses.replace(pool, config_items={**pool.config_items, **items})
+        self.run(lambda: self.put_cluster(dataclasses.replace(self.cluster, node_pools=[pool])))
 
 
 def _executions(sfn: Any, machine: str) -> list[dict[str, Any]]:
@@ -167,9 +168,12 @@ def _epoch(value: datetime | float) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
-def bench_cluster(simulation: Simulation, max_unavailable: str = "1", *, split: bool = False) -> Cluster:
-    """kube-1 of examples/clusters.yaml: one pool of exactly N nodes (`max_unavailable`: its config item, a count or
-    a percentage; `split`: one group per zone, N a multiple of ZONES), `replicas` web pods, already `ready`."""
+def bench_cluster(
+    simulation: Simulation, max_unavailable: str = "1", surge: str = "0", *, split: bool = False
+) -> Cluster:
+    """kube-1 of examples/clusters.yaml: one pool of exactly N nodes, up to N + the simulation's surge while rolled
+    (`max_unavailable`, `surge`: its config items, counts or percentages; `split`: one group per zone, N a multiple
+    of ZONES), `replicas` web pods, already `ready`."""
     if split and simulation.nodes % ZONES:
         raise BenchError(f"a split pool has one group per zone: --nodes must be a multiple of {ZONES}")
     [cluster] = [c for c in load_clusters((EXAMPLES / "clusters.yaml").read_text()) if c.local_id == "kube-1"]
@@ -178,8 +182,8 @@ def bench_cluster(simulation: Simulation, max_unavailable: str = "1", *, split: 
         name="split" if split else cluster.node_pools[0].name,
         profile=SPLIT_PROFILE if split else cluster.node_pools[0].profile,
         min_size=simulation.nodes,
-        max_size=simulation.nodes,
-        config_items={"max_unavailable": max_unavailable},
+        max_size=simulation.nodes + simulation.surge,
+        config_items={"max_unavailable": max_unavailable, "surge": surge},
     )
     items = {**cluster.config_items, "app_replicas": str(simulation.replicas), "kube_auth_secret": SECRET}
     return dataclasses.replace(cluster, lifecycle_status="ready", config_items=items, node_pools=[pool])
@@ -229,11 +233,12 @@ def start(
     logs: Path,
     say: Callable[[str], None],
     max_unavailable: str = "1",
+    surge: str = "0",
     *,
     split: bool = False,
 ) -> RollSandbox:
-    """Start everything, provision the bench cluster (its pool's `max_unavailable`; `split`: one group per zone) and
-    wait for N Ready nodes and the Ready web pods."""
+    """Start everything, provision the bench cluster (its pool's `max_unavailable` and `surge`; `split`: one group
+    per zone) and wait for N Ready nodes and the Ready web pods."""
     ensure_built()
     os.environ.update(SANDBOX_ENV)
     plane = stack.enter_context(ControlPlane(log_dir=logs / "control-plane"))
@@ -242,7 +247,7 @@ def start(
     outputs = cli.bootstrap_and_deploy(endpoint, logs / "cdk.out")
     session = boto3.Session(region_name=SANDBOX_ENV["AWS_DEFAULT_REGION"])
     kube_api = config.new_client_from_config(str(plane.kubeconfig_path))
-    cluster = bench_cluster(simulation, max_unavailable, split=split)
+    cluster = bench_cluster(simulation, max_unavailable, surge, split=split)
     sandbox = RollSandbox(endpoint, server_pid, plane, kube_api, session, outputs, simulation, cluster)
     s3, bucket = sandbox.client("s3"), outputs["ConfigBucketName"]
     upload_config(s3, bucket, EXAMPLES / "config")

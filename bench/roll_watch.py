@@ -22,14 +22,16 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 class ReadyWatch:
-    """Follows the Ready pods of `namespace` with label `app`=`label`: `lowest` count seen, `changes` seen and
-    `violations` (changes after which fewer than `minimum` were Ready)."""
+    """Follows the Ready pods of `namespace` with label `app`=`label`: `lowest` count seen, `changes` seen,
+    `violations` (changes after which fewer than `minimum` were Ready) and the pods seen leaving each node
+    (terminating or deleted: evicted, for a drain)."""
 
     def __init__(self, api_client: Any, minimum: int, namespace: str = "example", app: str = "web"):
         self.minimum, self.namespace, self.app = minimum, namespace, app
         self.changes = self.violations = 0
         self.lowest: int | None = None
         self._ready: dict[str, bool] = {}
+        self._left: dict[str, set[str]] = {}  # node name -> pods seen leaving it
         self._lock = threading.Lock()
         self._synced = threading.Event()
         self._watcher = PodWatcher(api_client, self._on_event, self._on_resync)
@@ -57,11 +59,19 @@ class ReadyWatch:
         if not self._mine(pod):
             return
         with self._lock:
+            if kind == "DELETED" or pod["metadata"].get("deletionTimestamp"):
+                node = (pod.get("spec") or {}).get("nodeName") or ""
+                self._left.setdefault(node, set()).add(pod["metadata"]["name"])
             if kind == "DELETED":
                 self._ready.pop(pod["metadata"]["name"], None)
             else:
                 self._ready[pod["metadata"]["name"]] = _ready(pod)
             self._count()
+
+    def pods_left(self, nodes: list[str]) -> list[int]:
+        """How many of the pods seen leaving each of `nodes` (in their order)."""
+        with self._lock:
+            return [len(self._left.get(node, ())) for node in nodes]
 
     def _count(self) -> None:
         ready = sum(self._ready.values())

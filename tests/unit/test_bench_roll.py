@@ -51,6 +51,36 @@ def test_in_batches_boots_overlap_but_the_budgets_evictions_do_not() -> None:
     assert roll_bound([], SIM) == 0.0
 
 
+def test_a_surge_of_the_whole_pool_is_one_boot_then_every_eviction_in_turn_then_the_last_grace() -> None:
+    """surge = N: the surge boots, then the budget lets the evictions go one after the other; no node needs a
+    successor's boot (the surplus covers them all), and the slots never bind."""
+    pods = [2] * 10
+    for max_unavailable in (0, 1, 3):
+        pool = dataclasses.replace(SIM, nodes=10, surge=10, max_unavailable=max_unavailable)
+        assert budget_bound(pods, pool) == 5.0 + 19 * 1.0 + 3 == 27.0  # drain(20) holds the last grace
+        assert capacity_bound(pods, pool) == 5.0 + 10 * (1.0 + 3) / (10 + max_unavailable)
+        assert roll_bound(pods, pool) == 27.0
+    # a surge above the pool's size surges one node per outdated node at most
+    assert capacity_bound(pods, dataclasses.replace(SIM, surge=50, max_unavailable=0)) == 5.0 + 40 / 10
+    # one at a time without a surge: 10 x (drain 4 + boot 5)
+    assert roll_bound(pods, dataclasses.replace(SIM, nodes=10)) == 90.0
+
+
+def test_a_partial_surge_shares_the_drains_and_the_remaining_boots_among_surge_plus_max_unavailable_slots() -> None:
+    one = dataclasses.replace(SIM, nodes=10, surge=1, max_unavailable=1)
+    pods = [2] * 10
+    # the surge's boot, then 10 drains of 4 s and 9 successors' boots over 2 slots
+    assert capacity_bound(pods, one) == 5.0 + (10 * 4.0 + 9 * 5.0) / 2 == 47.5
+    assert roll_bound(pods, one) == 47.5
+    # the budget term does not depend on the surge: its boot comes before the first eviction instead of last
+    assert budget_bound(pods, one) == budget_bound(pods, dataclasses.replace(one, surge=0))
+    # more surge never raises the bound, down to the budget term
+    bounds = [roll_bound(pods, dataclasses.replace(one, surge=s)) for s in (1, 2, 5, 10)]
+    assert bounds == sorted(bounds, reverse=True) and bounds[-1] == 27.0
+    # a surge with max_unavailable 0: the surge's slots alone
+    assert capacity_bound([2, 2], dataclasses.replace(SIM, surge=1, max_unavailable=0)) == 5.0 + (8.0 + 5.0) / 1
+
+
 def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_roll_end() -> None:
     nodes = stretches([(("a",), 2, 10.0, 15.0), (("b", "c"), 0, 21.0, 21.5)], roll_end=27.0, simulation=SIM)
     assert [(n.nodes, n.drain_seconds, n.replace_seconds) for n in nodes] == [
@@ -58,6 +88,20 @@ def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_r
         (("b", "c"), 0.5, 5.5),
     ]
     assert [(n.drain_overhead, n.replace_overhead) for n in nodes] == [(1.0, 1.0), (0.5, 0.5)]
+
+
+def test_a_batch_the_surges_surplus_covers_waits_for_no_boot() -> None:
+    """surge 2, max_unavailable 1: the first batch of 3 has 2 nodes terminated with decrement and one successor to
+    boot; the batches after it boot their successors; with surge = pool no batch boots (the surge booted first)."""
+    batches = [(("a", "b", "c"), 6, 10.0, 16.0), (("d",), 2, 22.0, 26.0), (("e",), 2, 32.0, 36.0)]
+    surged = dataclasses.replace(SIM, surge=2)
+    assert [s.boot_delay for s in stretches(batches, 42.0, surged)] == [5.0, 5.0, 5.0]
+    whole = dataclasses.replace(SIM, surge=5, max_unavailable=1)
+    one_batch = [(("a", "b", "c", "d", "e"), 10, 10.0, 22.0)]
+    [stretch] = stretches(one_batch, 22.5, whole)
+    assert (stretch.boot_delay, stretch.replace_overhead, stretch.drain_bound) == (0.0, 0.5, 12.0)
+    two = [(("a", "b"), 4, 10.0, 16.0), (("c",), 2, 16.5, 20.0)]
+    assert [s.boot_delay for s in stretches(two, 21.0, dataclasses.replace(SIM, surge=2))] == [0.0, 5.0]
 
 
 class _History:
