@@ -77,3 +77,22 @@ def test_replace_finds_a_node_the_batch_drained_done_without_a_pass():
         "batched": True,
     }
     assert drain_line({}, drain(event)) is None  # --follow shows the batch's line, not this one
+
+
+def test_a_batch_pass_that_keeps_evicting_goes_on_within_its_limit(monkeypatch):
+    """Each eviction moves the pass's deadline (and every node drain's) another `extension` out, never past the
+    pass's limit: evictions a pod's start-up apart keep one pass going, no Wait leaves the budget open between."""
+    from types import SimpleNamespace
+
+    from clm.kube import batch_drain
+
+    now = [100.0]
+    monkeypatch.setattr(batch_drain.time, "monotonic", lambda: now[0])
+    drainers = {"n1": SimpleNamespace(deadline=105.0), "n2": SimpleNamespace(deadline=105.0)}
+    batch = batch_drain._Batch(None, drainers, None, None, (105.0, 160.0, 5.0), {})
+    now[0] = 104.0
+    batch._extend()
+    assert batch.deadline == 109.0 and {d.deadline for d in drainers.values()} == {109.0}
+    now[0] = 158.0
+    batch._extend()
+    assert batch.deadline == 160.0 and {d.deadline for d in drainers.values()} == {160.0}

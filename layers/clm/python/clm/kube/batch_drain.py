@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from clm.kube.settings import DrainSettings
 
 GONE = {"done": True, "gone": True, "wait_seconds": 0}
+# A batch pass that keeps evicting goes on (each eviction gives it another PASS_BUDGET) up to this long: evictions
+# through one budget come a pod's start-up apart, and a Wait between passes would leave the budget open meanwhile.
+# Within the roll function's 120 s timeout, with room for the pass's last round of requests.
+PASS_LIMIT = 60.0
 
 
 def drain_batch_pass(
@@ -44,12 +48,15 @@ def drain_batch_pass(
     *,
     now: datetime | None = None,
     budget_seconds: float = PASS_BUDGET,
+    limit_seconds: float = PASS_LIMIT,
     seen: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """One drain pass over `nodes` together, bounded by about `budget_seconds`; per node, the result a single
-    pass (clm.kube.drain.drain_pass) gives, `seen` holding each node's previous `budgets_seen`."""
+    """One drain pass over `nodes` together, bounded by about `budget_seconds` after its last eviction, and
+    `limit_seconds` in all; per node, the result a single pass (clm.kube.drain.drain_pass) gives, `seen` holding
+    each node's previous `budgets_seen`."""
     clock = PassClock(now)
     deadline = time.monotonic() + budget_seconds
+    limit = time.monotonic() + max(limit_seconds, budget_seconds)
     with ThreadPoolExecutor(EVICTION_WORKERS) as pool:
         eviction_version = pool.submit(kube.discovery.eviction_api_version)
         first = pool.submit(_observe_all, kube, list(nodes), clock, pool)
@@ -64,7 +71,7 @@ def drain_batch_pass(
             if drain is not None
         }
         observations = {node: o for node, o in first.result().items() if node in drainers}
-        _Batch(kube, drainers, pool, clock, deadline, results).run(observations)
+        _Batch(kube, drainers, pool, clock, (deadline, limit, budget_seconds), results).run(observations)
     return {node: results[node] for node in nodes}
 
 
@@ -91,11 +98,12 @@ class _Batch:
         drainers: dict[str, NodeDrainer],
         pool: ThreadPoolExecutor,
         clock: PassClock,
-        deadline: float,
+        bounds: tuple[float, float, float],
         results: dict[str, dict[str, Any]],
     ):
+        """`bounds`: the pass's deadline and limit (monotonic), and how far an eviction moves the deadline."""
         self.kube, self.drainers, self.pool, self.clock = kube, drainers, pool, clock
-        self.deadline, self.results = deadline, results
+        (self.deadline, self.limit, self.extension), self.results = bounds, results
 
     def run(self, observations: dict[str, Observation]) -> None:
         cordoned = False
@@ -121,10 +129,20 @@ class _Batch:
                     self.results[node] = drainer.result(observation, True, 0)
                 continue
             progressed = drainer.progress(observation, allowance) or progressed
+        if progressed:
+            self._extend()
         if progressed and time.monotonic() >= self.deadline:  # listed before this round: soon again
             for node, observation in observations.items():
                 self.results.setdefault(node, self.drainers[node].result(observation, False, SETTLING_WAIT))
         return progressed
+
+    def _extend(self) -> None:
+        """Another `extension` of the pass after an eviction, within its limit (every node's drain sees it)."""
+        deadline = min(time.monotonic() + self.extension, self.limit)
+        if deadline > self.deadline:
+            self.deadline = deadline
+            for drainer in self.drainers.values():
+                drainer.deadline = deadline
 
     def _watch(self, pending: dict[str, Observation]) -> bool:
         """Watch for the soonest thing any node expects; False (each node's result made) when that is not within
