@@ -29,11 +29,14 @@ def auto_scaling_group(account: str, region: str, name: str | None, instance_id:
     """The auto scaling group of that name, or the one holding ``instance_id``."""
     from moto.autoscaling.models import autoscaling_backends
 
-    groups = autoscaling_backends[account][region].autoscaling_groups.values()
-    for group in groups:
-        holds = instance_id is not None and any(s.instance.id == instance_id for s in group.instance_states)
-        if group.name == name or holds:
-            return Found(group.arn, {tag["Key"]: tag["Value"] for tag in group.tags or []})
+    from clm_sandbox.patches.autoscaling_atomic import LOCK
+
+    with LOCK:  # not while a call rebuilds a group's instances
+        groups = list(autoscaling_backends[account][region].autoscaling_groups.values())
+        for group in groups:
+            holds = instance_id is not None and any(s.instance.id == instance_id for s in group.instance_states)
+            if group.name == name or holds:
+                return Found(group.arn, {tag["Key"]: tag["Value"] for tag in group.tags or []})
     return Found()
 
 

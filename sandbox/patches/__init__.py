@@ -25,6 +25,7 @@ PATCHES = (
     "cloudformation_api",
     "cloudformation_inplace_updates",
     "autoscaling_launch",
+    "autoscaling_atomic",
     "cfn_s3_bucket",
     "cfn_iam_role",
     "cfn_no_value",

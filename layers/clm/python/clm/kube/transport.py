@@ -8,6 +8,7 @@ built (its import costs most of a second), never when `clm.kube` is imported.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import os
@@ -79,7 +80,8 @@ class _UrllibStream:
             raise TransportFailure(f"watch stream ended: {type(exc).__name__}") from None
 
     def close(self) -> None:
-        self._response.shutdown()
+        with contextlib.suppress(OSError):  # its socket already shut (the server ended the watch meanwhile)
+            self._response.shutdown()
         self._response.release_conn()
 
 
