@@ -18,6 +18,7 @@ from kubernetes import client
 
 from clm.kube.batch_drain import drain_batch_pass
 from clm.kube.settings import DrainSettings
+from clm.workflow.drain_steps import after_batch_pass
 from clm_sandbox.controlplane import ControlPlane
 from tests.integration.test_drain import QUICK, HealthyCounter, Sandbox, deployment, node_sandbox, pdb
 
@@ -70,4 +71,33 @@ def test_a_batch_pass_evicts_for_its_nodes_through_one_budget_as_it_allows(four_
     evicted = [pod for results in passes for result in results.values() for pod in result.get("evicted") or []]
     assert len(evicted) == len(set(evicted)) == 6
     assert len(sent) == 6, f"evictions refused by the budget: {len(sent) - 6} ({sent})"
+    assert not [p for node in victims for p in sandbox.pods("app=web", node)]
+
+
+def test_a_node_only_a_steady_budget_blocks_leaves_the_batch_to_park(four_nodes: Sandbox):
+    """A pod whose budget never allows a disruption (maxUnavailable 0, every pod healthy) holds its node: the batch
+    drains the other node, and once only that steady budget blocks, the batch ends (`again` false) with the node's
+    `park` set, so its own passes park it (or set it aside) as a single node's drain does, instead of the batch
+    polling it every second."""
+    sandbox = four_nodes
+    victims = sandbox.nodes[:2]
+    web = deployment("web", 4, grace=1) + pdb("web", "maxUnavailable: 1")
+    stuck = deployment("stuck", 1) + pdb("stuck", "maxUnavailable: 0")
+    sandbox.place_on(2, web + stuck, {"app=web": 4, "app=stuck": 1})
+    [holder] = sandbox.pods("app=stuck")
+    held = holder["spec"]["nodeName"]
+    settings = DrainSettings.from_config_items(QUICK)
+    decision = {"action": "replace", "replace": [{"instance_id": f"i-{n}", "node": n} for n in victims]}
+    deadline = time.monotonic() + 90
+    while True:
+        pending = [r["node"] for r in decision["replace"] if not r.get("drained")]
+        seen = (decision.get("batch_drain") or {}).get("seen") or {}
+        decision = after_batch_pass(decision, drain_batch_pass(sandbox.kube, pending, settings, seen=seen))
+        if not decision["batch_drain"]["again"]:
+            break
+        assert time.monotonic() < deadline, f"the batch polled on: {decision['batch_drain']}"
+        time.sleep(decision["batch_drain"]["wait_seconds"])
+    left = [r["node"] for r in decision["replace"] if not r.get("drained")]
+    assert left == [held]
+    assert decision["batch_drain"]["nodes"][held]["blocked"] == 1
     assert not [p for node in victims for p in sandbox.pods("app=web", node)]
