@@ -172,3 +172,26 @@ def test_a_budget_listed_open_that_refused_the_eviction_is_settling_not_parked_o
     result = one_pass(transport, HOUR_GRACE)
     assert [b["pdb"] for b in result["blocked"]] == ["app/web"]
     assert (result["wait_seconds"], result["park"]) == (1, None)
+
+
+def test_a_pass_that_evicted_watches_its_pods_go_when_their_grace_ends_within_it() -> None:
+    """The pod this pass evicted has a 3 s grace period, more than WATCH_HORIZON but within the pass: the pass
+    watches for it to go and finds the node empty, instead of a Wait state and another pass (a Task, a Choice and
+    a Wait: three transitions, which cost more than the seconds of watch)."""
+    pod = {**make_pod("web-1", labels=WEB)}
+    pod["metadata"]["uid"] = "u1"
+    going = terminating("web-1", NOW + timedelta(seconds=3), grace=3)
+    going["metadata"]["uid"] = "u1"
+    listed = {"metadata": {"resourceVersion": "100"}}
+    transport = node([pod], [budget(allowed=1)], NOW)
+    transport.recordings[("GET", "/api/v1/pods")] = [
+        response(200, {**listed, "items": [pod]}),
+        response(200, {**listed, "items": [going]}),
+        response(200, {**listed, "items": []}),
+    ]
+    transport.recordings[("POST", "/api/v1/namespaces/app/pods/web-1/eviction")] = [response(201, {"code": 201})]
+    transport.recordings[("PATCH", "/api/v1/nodes/n1")] = [response(200, cordoned_node(format_time(NOW)))]
+    transport.streams["/api/v1/pods"] = [{"type": "DELETED", "object": going}]
+    result = drain_pass(KubeClient(transport, "c1"), "n1", DrainSettings(), now=NOW, budget_seconds=6)
+    assert (result["done"], result["evicted"]) == (True, ["app/web-1"])
+    assert [c["path"] for c in transport.calls if c["method"] == "WATCH"] == ["/api/v1/pods"]

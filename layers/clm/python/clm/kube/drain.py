@@ -216,7 +216,8 @@ class NodeDrainer:
             return None, SETTLING_WAIT
         if last < -KUBELET_SLACK:  # overdue: look again after a wait that grows with how late it is
             return None, math.ceil(min(MAX_OVERDUE_WAIT, -last))
-        if last <= WATCH_HORIZON:
+        # Soon, or within a pass that evicted them (a pass's three transitions cost more than its seconds of watch).
+        if last <= WATCH_HORIZON or (self.progressed and mono + last + KUBELET_SLACK <= self.deadline):
             return mono + last + KUBELET_SLACK, SETTLING_WAIT
         return None, _ahead_of(last)
 
