@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -108,19 +109,36 @@ class _Batch:
     def run(self, observations: dict[str, Observation]) -> None:
         cordoned = False
         while observations:
-            progressed = self._round(observations, cordoned)
+            acted = self._round(observations, cordoned)
             pending = {node: o for node, o in observations.items() if node not in self.results}
             if not pending:
                 return
-            unconfirmed = not cordoned and any(_empty(o) for o in pending.values())  # list again with the cordon
-            if not (progressed or unconfirmed) and not self._watch(pending):
+            unconfirmed = set() if cordoned else {node for node, o in pending.items() if _empty(o)}
+            if not (acted or unconfirmed) and not self._watch(pending):
                 return
-            observations, cordoned = _observe_all(self.kube, list(pending), self.clock, self.pool), True
+            # Only what can have changed is listed again: the budgets, the nodes this pass evicted from, and those
+            # waiting for their pods to go (a cordoned node's pods change only so).
+            stale = acted | unconfirmed | {node for node, o in pending.items() if not o.pods.evictable}
+            observations, cordoned = self._refresh(pending, stale), True
 
-    def _round(self, observations: dict[str, Observation], cordoned: bool) -> bool:
-        """Evict and force for each node, the one with most pods left first; record the nodes found empty."""
+    def _refresh(self, observations: dict[str, Observation], stale: set[str]) -> dict[str, Observation]:
+        """The budgets listed again, the `stale` nodes' pods with them; the others' pods as they were."""
+        budgets = list_budgets(self.kube, now=self.clock.now())
+        listed = dict(
+            zip(
+                stale,
+                self.pool.map(lambda node: observe_pods(self.kube, node, self.clock, lambda: budgets), stale),
+                strict=True,
+            )
+        )
+        kept = {n: replace(o, budgets=budgets[0], budgets_version=budgets[1]) for n, o in observations.items()}
+        return {node: listed.get(node) or kept[node] for node in observations}
+
+    def _round(self, observations: dict[str, Observation], cordoned: bool) -> set[str]:
+        """Evict and force for each node, the one with most pods left first; record the nodes found empty. The
+        nodes that progressed."""
         allowance = Allowance(next(iter(observations.values())).budgets)
-        progressed = False
+        acted: set[str] = set()
         for node, observation in sorted(observations.items(), key=lambda item: -len(item[1].pods.evictable)):
             drainer = self.drainers[node]
             if _empty(observation):
@@ -128,13 +146,14 @@ class _Batch:
                     drainer.blocked = []
                     self.results[node] = drainer.result(observation, True, 0)
                 continue
-            progressed = drainer.progress(observation, allowance) or progressed
-        if progressed:
+            if drainer.progress(observation, allowance):
+                acted.add(node)
+        if acted:
             self._extend()
-        if progressed and time.monotonic() >= self.deadline:  # listed before this round: soon again
+        if acted and time.monotonic() >= self.deadline:  # listed before this round: soon again
             for node, observation in observations.items():
                 self.results.setdefault(node, self.drainers[node].result(observation, False, SETTLING_WAIT))
-        return progressed
+        return acted
 
     def _extend(self) -> None:
         """Another `extension` of the pass after an eviction, within its limit (every node's drain sees it)."""
@@ -153,7 +172,8 @@ class _Batch:
             for node, observation in pending.items():
                 self.results[node] = self.drainers[node].result(observation, False, steps[node][1])
             return False
-        watches = [self.drainers[node].pod_watch(o) for node, o in pending.items()]
+        # Pods going are watched where nothing is left to evict; the rest wait for a budget.
+        watches = [self.drainers[node].pod_watch(o) for node, o in pending.items() if not o.pods.evictable]
         blocking = set().union(*(self.drainers[node].blocking for node in pending))
         if blocking:
             version = next(iter(pending.values())).budgets_version
