@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 _ORIGINALS: dict[tuple[Any, str], Any] = {}
@@ -22,3 +23,15 @@ def replace(owner: Any, name: str, replacement: Any) -> Any:
 def original(owner: Any, name: str) -> Any:
     """What ``owner.<name>`` was before :func:`replace`."""
     return _ORIGINALS[(owner, name)]
+
+
+def serialize(owner: Any, name: str, lock: Any) -> None:
+    """Replace ``owner.<name>`` (a method) with one that holds ``lock`` while the original runs (idempotent)."""
+    method = getattr(owner, name)
+
+    @functools.wraps(method)
+    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return original(owner, name)(self, *args, **kwargs)
+
+    replace(owner, name, held)

@@ -9,13 +9,10 @@ instance's group (bench/roll.py, 200 nodes in batches of 20).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import threading
-from collections.abc import Callable
-from typing import Any
 
-from clm_sandbox.patches._patching import original, replace
+from clm_sandbox.patches._patching import serialize
 
 # Held by every public method of moto's AutoScalingBackend, and by the IAM judge's look-ups of groups.
 LOCK = threading.RLock()
@@ -27,15 +24,4 @@ def install() -> None:
 
     for name, value in list(vars(AutoScalingBackend).items()):
         if inspect.isfunction(value) and not name.startswith("_"):
-            replace(AutoScalingBackend, name, _atomic(name))
-
-
-def _atomic(name: str) -> Callable[..., Any]:
-    from moto.autoscaling.models import AutoScalingBackend
-
-    @functools.wraps(getattr(AutoScalingBackend, name))
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with LOCK:
-            return original(AutoScalingBackend, name)(self, *args, **kwargs)
-
-    return call
+            serialize(AutoScalingBackend, name, LOCK)

@@ -7,12 +7,9 @@ took its lock and both worked (ci15: test_faults' racing executions at the clust
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable
-from typing import Any
 
-from clm_sandbox.patches._patching import original, replace
+from clm_sandbox.patches._patching import serialize
 
 WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
 _writing = threading.RLock()
@@ -23,15 +20,4 @@ def install() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in WRITES:
-        replace(DynamoDBBackend, name, _atomic(name))
-
-
-def _atomic(name: str) -> Callable[..., Any]:
-    from moto.dynamodb.models import DynamoDBBackend
-
-    @functools.wraps(getattr(DynamoDBBackend, name))
-    def write(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _writing:
-            return original(DynamoDBBackend, name)(self, *args, **kwargs)
-
-    return write
+        serialize(DynamoDBBackend, name, _writing)
