@@ -20,6 +20,7 @@ from clm.kube.budgets import Allowance, list_budgets
 from clm.kube.drain import (
     EVICTION_WORKERS,
     PASS_BUDGET,
+    PASS_LIMIT,
     SETTLING_WAIT,
     NodeDrainer,
     Observation,
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
     from clm.kube.settings import DrainSettings
 
 GONE = {"done": True, "gone": True, "wait_seconds": 0}
-# A batch pass that keeps evicting goes on (each eviction gives it another PASS_BUDGET) up to this long: evictions
-# through one budget come a pod's start-up apart, and a Wait between passes would leave the budget open meanwhile.
-# Within the roll function's 120 s timeout, with room for the pass's last round of requests.
-PASS_LIMIT = 60.0
 
 
 def drain_batch_pass(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from clm.kube.settings import DrainSettings
 
 PASS_BUDGET = 5.0
+PASS_LIMIT = 60.0  # a pass that keeps evicting goes on this long at most (docs/workflows.md, "A drain pass")
 # A pod still terminating this long after its grace period ended is left behind (CLM's podEvictionHeadroom).
 TERMINATION_HEADROOM = 30.0
 # deletionTimestamp has whole seconds: a pod's grace period ends within a second after it.
@@ -120,6 +121,7 @@ class NodeDrainer:
         self.settle_watch_ends: float | None = None  # monotonic end of the watch on a settling budget
         self.seen = seen  # blocking budget -> its resourceVersion, as the previous pass saw it
         self.versions: dict[str, str] = {}  # the same, as this pass last saw it
+        self.extension, self.limit = 0.0, deadline  # how far an eviction moves the deadline, and never past when
 
     def observe(self) -> Observation:
         return _observe(self.kube, self.node, self.clock, self.pool)
@@ -320,6 +322,7 @@ class NodeDrainer:
         if progressed:
             self.settle_watch_ends = None
             self.progressed, self.progress_at = True, self.clock.now()
+            self.deadline = max(self.deadline, min(time.monotonic() + self.extension, self.limit))
         return progressed
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
@@ -379,7 +382,8 @@ def drain_pass(
     budget_seconds: float = PASS_BUDGET,
     seen: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One drain pass over `node`, bounded by about `budget_seconds` (plus one last round of requests).
+    """One drain pass over `node`, bounded by about `budget_seconds` after its last eviction (PASS_LIMIT in all),
+    plus one last round of requests.
 
     `now` is the pass's start in wall time (default: the clock); force rules use it. `seen` is the previous
     pass's `budgets_seen`. Returns a small JSON-able dict: {node, done, wait_seconds, evicted, forced, blocked:
@@ -398,4 +402,5 @@ def drain_pass(
         except NodeNotFound:
             return {"node": node, "done": True, "gone": True, "wait_seconds": 0}
         drainer = NodeDrainer(kube, node, settings, clock, drain, deadline, pool, eviction_version.result(), seen or {})
+        drainer.extension, drainer.limit = budget_seconds, deadline - budget_seconds + max(PASS_LIMIT, budget_seconds)
         return drainer.run(first.result())
