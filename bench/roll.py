@@ -53,7 +53,7 @@ from rich.console import Console
 from roll_blocked import add_hold_pool, blocked_drain
 from roll_bound import Simulation, stretches
 from roll_cost import log_offset, no_change_run, run_usage
-from roll_history import Trace, batches, node_drains, roll_chain, run_histories, trace
+from roll_history import Trace, batches, node_drains, roll_chain, run_histories, terminations, trace
 from roll_report import RollResult, blocked_table, roll_tables, targets_table
 from roll_sandbox import NEW_AMI, BenchError, RollSandbox, start
 from roll_watch import ReadyWatch
@@ -115,14 +115,14 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
 
 
 def successors_late(run_trace: Trace, sandbox: RollSandbox, boot_delay: float) -> list[float]:
-    """Per terminated node, how much later than the boot delay after its terminate call its successor's Node was
-    made Ready: the simulator's and moto's share of the replace stretch, not CLM's. Terminations and Nodes Ready
-    are paired in order (the successors of a batch's nodes boot alike)."""
+    """Per terminated node, how much later than the boot delay after its termination (CLM's Terminate call, or a
+    batch's pass) its successor's Node was made Ready: the simulator's and moto's share of the replace stretch, not
+    CLM's. Terminations and Nodes Ready are paired in order (the successors of a batch's nodes boot alike)."""
     assert sandbox.simulator is not None
     offset = time.time() - time.monotonic()
     ready = iter(sorted(event.at + offset for event in sandbox.simulator.events_of(EventKind.NODE_READY)))
     late = []
-    for ended in sorted(c.ended for c in run_trace.calls if c.step == "terminate"):
+    for ended in terminations(run_trace.calls):
         successor = next((at for at in ready if at > ended), None)
         if successor is None:
             break

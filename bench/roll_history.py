@@ -188,6 +188,16 @@ def node_passes(call: LambdaCall) -> dict[str, dict[str, Any]]:
     return {}
 
 
+def terminations(calls: list[LambdaCall]) -> list[float]:
+    """When each replaced node's instance was terminated (epoch seconds), oldest first: the end of its Terminate
+    call, or the time a batch's pass terminated it (its replacement's `terminated_at`)."""
+    ends = [call.ended for call in calls if call.step == "terminate"]
+    for call in calls:
+        if call.step == "drain_batch":
+            ends += [r["terminated_at"] for r in (call.result or {}).get("replace") or [] if "terminated_at" in r]
+    return sorted(set(ends))
+
+
 def _count(value: Any) -> int:
     """A pass's `evicted` or `forced`: a list of names (a node's pass) or a count (a batch's)."""
     return len(value) if isinstance(value, list) else int(value or 0)

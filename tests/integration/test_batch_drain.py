@@ -20,7 +20,17 @@ from clm.kube.batch_drain import drain_batch_pass
 from clm.kube.settings import DrainSettings
 from clm.workflow.drain_steps import after_batch_pass
 from clm_sandbox.controlplane import ControlPlane
-from tests.integration.test_drain import QUICK, HealthyCounter, Sandbox, deployment, node_sandbox, pdb
+from tests.integration.test_drain import (
+    IMAGE,
+    QUICK,
+    HealthyCounter,
+    Sandbox,
+    deployment,
+    healthy,
+    node_sandbox,
+    pdb,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +102,7 @@ def test_a_node_only_a_steady_budget_blocks_leaves_the_batch_to_park(four_nodes:
     while True:
         pending = [r["node"] for r in decision["replace"] if not r.get("drained")]
         seen = (decision.get("batch_drain") or {}).get("seen") or {}
-        decision = after_batch_pass(decision, drain_batch_pass(sandbox.kube, pending, settings, seen=seen))
+        decision = after_batch_pass(decision, drain_batch_pass(sandbox.kube, pending, settings, seen=seen), {})
         if not decision["batch_drain"]["again"]:
             break
         assert time.monotonic() < deadline, f"the batch polled on: {decision['batch_drain']}"
@@ -100,4 +110,64 @@ def test_a_node_only_a_steady_budget_blocks_leaves_the_batch_to_park(four_nodes:
     left = [r["node"] for r in decision["replace"] if not r.get("drained")]
     assert left == [held]
     assert decision["batch_drain"]["nodes"][held]["blocked"] == 1
-    assert not [p for node in victims for p in sandbox.pods("app=web", node)]
+    # Every web pod was evicted (the held node's last, fewest pods first: they may still be in their 1 s grace).
+    assert all(p["metadata"].get("deletionTimestamp") for node in victims for p in sandbox.pods("app=web", node))
+    wait_for("the web pods gone from the batch", lambda: not [p for n in victims for p in sandbox.pods("app=web", n)])
+
+
+def test_nodes_are_drained_one_after_another_and_handed_over_as_soon_as_drained(four_nodes: Sandbox, monkeypatch):
+    """One pod on the first node, eight on the second, all behind one budget (maxUnavailable 1): the node with the
+    fewest pods left goes first, so the first node is drained (its pod gone after its 1 s grace) and handed to
+    `on_drained` (the workflow terminates its instance then) while the pass still evicts from the second. Its
+    margin: the second node's 8 evictions are each a replacement pod's Ready (0.3 s) apart, at least 2.1 s after
+    the first node's eviction, against the first pod's 1 s grace; load only slows the evictions down."""
+    sandbox = four_nodes
+    first, second = sandbox.nodes[:2]
+    web = "".join(labelled_deployment(name, "web", n) for name, n in (("web-a", 1), ("web-b", 8))) + pdb(
+        "web", "maxUnavailable: 1"
+    )
+    sandbox.set_unschedulable(sandbox.nodes[1:], True)
+    sandbox.apply(labelled_deployment("web-a", "web", 1) + pdb("web", "maxUnavailable: 1"))
+    wait_for("web-a on the first node", lambda: [healthy(p) for p in sandbox.pods("app=web", first)] == [True])
+    sandbox.set_unschedulable(sandbox.nodes[1:], False)
+    sandbox.set_unschedulable([first, *sandbox.nodes[2:]], True)
+    sandbox.apply(web)
+    wait_for("web-b on the second node", lambda: sum(healthy(p) for p in sandbox.pods("app=web", second)) == 8)
+    sandbox.set_unschedulable([first, *sandbox.nodes[2:]], False)
+    wait_for("the budget settled", lambda: sandbox.budget_settled("web", 1))
+    evictions: dict[str, int] = {first: 0, second: 0}
+    handed: dict[str, int] = {}
+    request = sandbox.kube.request
+    owners = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods("app=web")}
+
+    def counting(method: str, path: str, **kwargs: Any) -> Any:
+        if method == "POST" and path.endswith("/eviction"):
+            evictions[owners[path.split("/")[-2]]] += 1
+        return request(method, path, **kwargs)
+
+    monkeypatch.setattr(sandbox.kube, "request", counting)
+    settings = DrainSettings.from_config_items(QUICK)
+    results = drain_batch_pass(
+        sandbox.kube, [second, first], settings, on_drained=lambda node: handed.setdefault(node, evictions[second])
+    )
+    assert all(result["done"] for result in results.values()), results
+    assert list(handed) == [first, second]
+    assert handed[first] < 8, f"the first node was handed over only after the second's {handed[first]} evictions"
+    assert evictions == {first: 1, second: 8}
+
+
+def labelled_deployment(name: str, app: str, replicas: int, grace: int = 1) -> str:
+    """A Deployment `name` whose pods are labelled `app` (several Deployments behind one budget)."""
+    return f"""---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {app}, deployment: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {app}, deployment: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: {grace}
+      containers: [{{name: app, image: {IMAGE}}}]
+"""

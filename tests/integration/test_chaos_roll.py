@@ -49,16 +49,28 @@ AMIS = ("ami-0d2b8f9a562295d9c", "ami-0e3c9fab673306eaf", "ami-0c1a7f89451184c8b
 # Steps per roll execution (CLM_ROLL_STEPS_PER_EXECUTION): the first execution hands over after its third plan.
 ROLL_STEPS = 4
 # Roll states to kill at, with how many times each is surely entered (over the roll's chain of executions) while
-# three nodes are replaced, by surge. HandOver#1 and Suspend#2 are the first handover, before and after.
+# three nodes are replaced, by surge. HandOver#1 and Suspend#2 are the first handover, before and after. With a
+# surge of 1 the first two nodes are a batch: DrainBatch drains and terminates them, Replace only the third.
 ROLL_STATES = {
     0: {"Suspend": 2, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
-    1: {"Suspend": 2, "Plan": 4, "Scale": 2, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
+    1: {
+        "Suspend": 2,
+        "Plan": 4,
+        "Scale": 2,
+        "WaitToPlan": 1,
+        "DrainBatch": 1,
+        "Drain": 1,
+        "Terminate": 1,
+        "HandOver": 1,
+        "Resume": 1,
+    },
 }
 # The roll's Task states, by the step their Lambda call names.
 ROLL_TASK_STEPS = {
     "Suspend": "suspend",
     "Plan": "plan",
     "Scale": "scale",
+    "DrainBatch": "drain_batch",
     "Drain": "drain",
     "Terminate": "terminate",
     "Resume": "resume",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.roll_bound import Simulation, budget_bound, capacity_bound, roll_bound, stretches
-from bench.roll_history import batches, node_drains, roll_chain, run_histories, trace
+from bench.roll_history import batches, node_drains, roll_chain, run_histories, terminations, trace
 
 SIM = Simulation(nodes=3, replicas=6, boot_delay=5.0, grace=3, pod_ready_delay=1.0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -237,9 +237,11 @@ def test_a_batchs_passes_count_as_each_of_its_nodes_passes() -> None:
     first = {"n1": {"done": False, "evicted": 1, "forced": 0}, "n2": {"done": False, "evicted": 0, "forced": 0}}
     second = {"n1": {"done": True, "evicted": 1, "forced": 0}, "n2": {"done": False, "evicted": 1, "forced": 1}}
     roll.call(1.5, 3.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": first}})
-    roll.call(4.0, 5.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": second}})
+    terminated = [{"node": "n1", "drained": True, "terminated": "InProgress", "terminated_at": T0.timestamp() + 4.5}]
+    roll.call(4.0, 5.0, {"step": "drain_batch"}, {"batch_drain": {"nodes": second}, "replace": terminated})
     roll.call(5.1, 5.2, _drain("n1"), {"done": True, "batched": True})  # Replace's Drain of a node drained
     roll.call(5.5, 6.0, _drain("n2"), {"done": True, "evicted": ["ns/c"], "forced": []})
+    roll.call(6.0, 6.5, {"step": "terminate"}, {"terminated": "InProgress"})
     roll.add(7.0, "ExecutionSucceeded")
     histories = run_histories(_Sfn(roll), "roll")
     run = trace(histories)
@@ -253,3 +255,5 @@ def test_a_batchs_passes_count_as_each_of_its_nodes_passes() -> None:
     assert [(d.passes, d.evicted, d.forced) for d in drains] == [(2, 2, 0), (3, 2, 1)]
     assert [[d.node for d in batch] for batch in batches(run.calls, drains)] == [["n1", "n2"]]
     assert [e.nodes for e in roll_chain(histories, run)] == [2]
+    # n1 terminated by the batch's pass, n2 by Replace's Terminate
+    assert [at - start for at in terminations(run.calls)] == [4.5, 6.5]

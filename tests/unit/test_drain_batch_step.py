@@ -34,7 +34,7 @@ def result(node: str, done: bool, wait: int = 0, park: dict[str, Any] | None = N
 
 
 def test_drained_nodes_are_marked_and_the_batch_goes_on_for_the_others():
-    after = after_batch_pass(DECISION, {"n1": result("n1", True), "n2": result("n2", False, wait=1)})
+    after = after_batch_pass(DECISION, {"n1": result("n1", True), "n2": result("n2", False, wait=1)}, {})
     assert [r.get("drained") for r in after["replace"]] == [True, None, True]
     assert after["batch_drain"] == {
         "passes": 1,
@@ -47,17 +47,20 @@ def test_drained_nodes_are_marked_and_the_batch_goes_on_for_the_others():
         },
     }
     assert after["wait_seconds"] == 4 and after["batch"]  # the decision's own fields are kept
-    second = after_batch_pass(after, {"n2": result("n2", True)})
+    second = after_batch_pass(after, {"n2": result("n2", True)}, {"n2": ("InProgress", 1764324000.5)})
     assert [r.get("drained") for r in second["replace"]] == [True, True, True]
+    assert [r.get("terminated") for r in second["replace"]] == [None, "InProgress", None]
+    assert second["replace"][1]["terminated_at"] == 1764324000.5
     assert (second["batch_drain"]["passes"], second["batch_drain"]["again"]) == (2, False)
-    assert drain_batch_line({}, second) == ("DrainBatch: 3 of 3 nodes drained; this pass 1 evicted, 0 blocked", "")
+    line = "DrainBatch: 3 of 3 nodes drained (1 terminated); this pass 1 evicted, 0 blocked"
+    assert drain_batch_line({}, second) == (line, "")
 
 
 def test_nodes_that_would_park_leave_the_batch_for_passes_of_their_own():
     """Only budgets that do not change on their own block them: the batch ends, and each node's own passes park
     it, or set it aside (drain_blocked: continue), as a single node's drain does."""
     park = {"seconds": 3600, "since": "2026-11-28T09:00:00Z"}
-    after = after_batch_pass(DECISION, {"n1": result("n1", False, 3599, park), "n2": result("n2", True)})
+    after = after_batch_pass(DECISION, {"n1": result("n1", False, 3599, park), "n2": result("n2", True)}, {})
     assert after["batch_drain"]["again"] is False
     assert [r.get("drained") for r in after["replace"]] == [None, True, True]
     line, colour = drain_batch_line({}, after)
@@ -89,7 +92,7 @@ def test_a_batch_pass_that_keeps_evicting_goes_on_within_its_limit(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(batch_drain.time, "monotonic", lambda: now[0])
     drainers = {"n1": SimpleNamespace(deadline=105.0), "n2": SimpleNamespace(deadline=105.0)}
-    batch = batch_drain._Batch(None, drainers, None, None, (105.0, 160.0, 5.0), {})
+    batch = batch_drain._Batch(None, drainers, None, None, (105.0, 160.0, 5.0), {}, lambda node: None)
     now[0] = 104.0
     batch._extend()
     assert batch.deadline == 109.0 and {d.deadline for d in drainers.values()} == {109.0}

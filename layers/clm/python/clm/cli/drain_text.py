@@ -68,14 +68,18 @@ def drain_line(step_input: dict[str, Any], drain: dict[str, Any]) -> tuple[str, 
 
 
 def drain_batch_line(_: dict[str, Any], decision: dict[str, Any]) -> tuple[str, str]:
-    """A DrainBatch step's line and its colour: nodes drained of the batch, this pass's evictions, what is next."""
+    """A DrainBatch step's line and its colour: nodes drained (and terminated) of the batch, this pass's evictions,
+    what is next."""
     batch = decision.get("batch_drain") or {}
     nodes = batch.get("nodes") or {}
-    drained = sum(1 for r in decision.get("replace") or [] if r.get("drained"))
-    total = len(decision.get("replace") or [])
+    replace = decision.get("replace") or []
+    drained, terminated = (sum(1 for r in replace if r.get(key)) for key in ("drained", "terminated"))
     evicted, blocked = (sum(n.get(key, 0) for n in nodes.values()) for key in ("evicted", "blocked"))
-    text = f"DrainBatch: {drained} of {total} nodes drained; this pass {evicted} evicted, {blocked} blocked"
-    if drained == total:
+    text = (
+        f"DrainBatch: {drained} of {len(replace)} nodes drained ({terminated} terminated); "
+        f"this pass {evicted} evicted, {blocked} blocked"
+    )
+    if drained == len(replace):
         return text, ""
     if batch.get("again"):
         return f"{text}; next pass in {batch.get('wait_seconds', 0)} s", "yellow"

@@ -2,15 +2,16 @@
 
 The nodes of a batch share budgets (a web Deployment's pods spread over them): drained one pass per node, each
 node's pass would watch the same budget and race the others for it. One pass over them all lists the budgets
-once, hands each disruption a budget allows to the node with the most pods left, and watches the budgets once,
-so evictions go out as soon as a budget allows, with no refusal spent on another node's turn. Each node keeps
-its own drain (clm.kube.drain.NodeDrainer): its clocks, force rules and result are a single node pass's.
+once, hands each disruption a budget allows to the node with the fewest pods left (so that nodes are drained one
+after another, each handed to `on_drained` as soon as it is), and watches the budgets once, so evictions go out as
+soon as a budget allows, with no refusal spent on another node's turn. Each node keeps its own drain
+(clm.kube.drain.NodeDrainer): its clocks, force rules and result are a single node pass's.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -48,10 +49,12 @@ def drain_batch_pass(
     budget_seconds: float = PASS_BUDGET,
     limit_seconds: float = PASS_LIMIT,
     seen: Mapping[str, Mapping[str, str]] | None = None,
+    on_drained: Callable[[str], None] = lambda node: None,
 ) -> dict[str, dict[str, Any]]:
     """One drain pass over `nodes` together, bounded by about `budget_seconds` after its last eviction, and
     `limit_seconds` in all; per node, the result a single pass (clm.kube.drain.drain_pass) gives, `seen` holding
-    each node's previous `budgets_seen`."""
+    each node's previous `budgets_seen`. `on_drained` is called with each node once it is done (drained, or
+    gone), in the pass: it must return at once."""
     clock = PassClock(now)
     deadline = time.monotonic() + budget_seconds
     limit = time.monotonic() + max(limit_seconds, budget_seconds)
@@ -62,6 +65,8 @@ def drain_batch_pass(
         results: dict[str, dict[str, Any]] = {
             node: {"node": node, **GONE} for node, drain in clocks.items() if drain is None
         }
+        for node in results:
+            on_drained(node)
         version, previous = eviction_version.result(), seen or {}
         drainers = {
             node: NodeDrainer(kube, node, settings, clock, drain, deadline, pool, version, previous.get(node, {}))
@@ -69,7 +74,7 @@ def drain_batch_pass(
             if drain is not None
         }
         observations = {node: o for node, o in first.result().items() if node in drainers}
-        _Batch(kube, drainers, pool, clock, (deadline, limit, budget_seconds), results).run(observations)
+        _Batch(kube, drainers, pool, clock, (deadline, limit, budget_seconds), results, on_drained).run(observations)
     return {node: results[node] for node in nodes}
 
 
@@ -98,10 +103,12 @@ class _Batch:
         clock: PassClock,
         bounds: tuple[float, float, float],
         results: dict[str, dict[str, Any]],
+        on_drained: Callable[[str], None],
     ):
         """`bounds`: the pass's deadline and limit (monotonic), and how far an eviction moves the deadline."""
         self.kube, self.drainers, self.pool, self.clock = kube, drainers, pool, clock
         (self.deadline, self.limit, self.extension), self.results = bounds, results
+        self.on_drained = on_drained
 
     def run(self, observations: dict[str, Observation]) -> None:
         cordoned = False
@@ -132,16 +139,17 @@ class _Batch:
         return {node: listed.get(node) or kept[node] for node in observations}
 
     def _round(self, observations: dict[str, Observation], cordoned: bool) -> set[str]:
-        """Evict and force for each node, the one with most pods left first; record the nodes found empty. The
-        nodes that progressed."""
+        """Evict and force for each node, the one with fewest pods left first; record the nodes found empty (and
+        hand them to `on_drained`). The nodes that progressed."""
         allowance = Allowance(next(iter(observations.values())).budgets)
         acted: set[str] = set()
-        for node, observation in sorted(observations.items(), key=lambda item: -len(item[1].pods.evictable)):
+        for node, observation in sorted(observations.items(), key=lambda item: len(item[1].pods.evictable)):
             drainer = self.drainers[node]
             if _empty(observation):
                 if cordoned:  # empty only by a listing made with the cordon in place
                     drainer.blocked = []
                     self.results[node] = drainer.result(observation, True, 0)
+                    self.on_drained(node)
                 continue
             if drainer.progress(observation, allowance):
                 acted.add(node)

@@ -8,6 +8,7 @@ from clm.kube.settings import DrainSettings
 from clm.model import Cluster
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.target_aws import of_event
+from clm.workflow.terminations import Terminations
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +37,10 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
 
 def drain_batch(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, node_pool, decision}` -> one pass over the replace decision's nodes not yet
-    drained, together (clm.kube.batch_drain): the decision, its drained replacements marked `drained`, with
+    drained, together (clm.kube.batch_drain), each node's instance terminated as soon as it is drained
+    (clm.workflow.terminations): the decision, its drained replacements marked `drained` (and `terminated`, with
+    the instance's new state, and `terminated_at`, unless its termination failed: Replace's Terminate does it then),
+    with
     `batch_drain`: {passes, again, wait_seconds, seen, nodes}. `again`: another batch pass after `wait_seconds`
     (some node still drains through budgets that are moving or pods that are going); otherwise each node left
     goes on with its own passes (`drain`), which park or set it aside. `nodes`: per node the pass's counts."""
@@ -47,16 +51,22 @@ def drain_batch(event: dict[str, Any]) -> dict[str, Any]:
     pending = [r["node"] for r in decision["replace"] if r.get("node") and not r.get("drained")]
     cluster = rendering(event["rendering"]).cluster
     settings = pool_drain_settings(cluster, event["node_pool"])
-    with kube_client(cluster, of_event(event)) as kube:
-        results = drain_batch_pass(kube, pending, settings, seen=previous.get("seen") or {})
-    return after_batch_pass(decision, results)
+    where = of_event(event)
+    with kube_client(cluster, where) as kube, Terminations(where, decision["replace"], cluster.name) as terminations:
+        seen = previous.get("seen") or {}
+        results = drain_batch_pass(kube, pending, settings, seen=seen, on_drained=terminations.start)
+        terminated = terminations.states()
+    return after_batch_pass(decision, results, terminated)
 
 
-def after_batch_pass(decision: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The replace `decision` after a batch pass's per-node `results` (clm.kube.batch_drain): see drain_batch."""
+def after_batch_pass(
+    decision: dict[str, Any], results: dict[str, dict[str, Any]], terminated: dict[str, tuple[str, float]]
+) -> dict[str, Any]:
+    """The replace `decision` after a batch pass's per-node `results` (clm.kube.batch_drain) and the instances it
+    `terminated` (node -> new state, epoch seconds): see drain_batch."""
     previous = decision.get("batch_drain") or {}
     left = {node: result for node, result in results.items() if not result["done"]}
-    replace = [r if r.get("node") in left else {**r, "drained": True} for r in decision["replace"]]
+    replace = [r if r.get("node") in left else _drained(r, terminated) for r in decision["replace"]]
     batch = {
         "passes": int(previous.get("passes") or 0) + 1,
         "again": any(result.get("park") is None for result in left.values()),
@@ -65,6 +75,13 @@ def after_batch_pass(decision: dict[str, Any], results: dict[str, dict[str, Any]
         "nodes": {node: _counts(result) for node, result in results.items()},
     }
     return {**decision, "replace": replace, "batch_drain": batch}
+
+
+def _drained(replacement: dict[str, Any], terminated: dict[str, tuple[str, float]]) -> dict[str, Any]:
+    if (node := replacement.get("node")) not in terminated:
+        return {**replacement, "drained": True}
+    state, at = terminated[node]
+    return {**replacement, "drained": True, "terminated": state, "terminated_at": at}
 
 
 def _counts(result: dict[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.clc import plan_clc
 from clm.rolling.observe import instance_id_of, node_state, pool_state
@@ -32,6 +30,7 @@ from clm.workflow.maintenance import fleet_freezes, hold_disruption
 from clm.workflow.node_events import announce_replaced
 from clm.workflow.roll_budget import steps_per_execution, within_budget
 from clm.workflow.target_aws import TargetAws, of_event
+from clm.workflow.terminations import terminate_replacement
 from clm.workflow.update_block import stop_if_blocked
 
 # Processes that would replace or move instances behind the roll's back.
@@ -256,26 +255,11 @@ def mark(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminate(event: dict[str, Any]) -> dict[str, Any]:
-    """`{cluster_id, rendering, replacement}` -> terminate the instance through its group, or through EC2 for a
-    Karpenter pool's (after checking its tags: clm.stacks.karpenter_pool); idempotent."""
+    """`{cluster_id, rendering, replacement}` -> terminate the replacement's instance (clm.workflow.terminations);
+    idempotent."""
     replacement = event["replacement"]
-    where = of_event(event)
-    if replacement.get("karpenter_pool"):
-        from clm.stacks.karpenter_pool import terminate_pool_instance
-
-        name = rendering(event["rendering"]).cluster.name  # the tag's name (Cluster.name)
-        pool, instance = replacement["karpenter_pool"], replacement["instance_id"]
-        state = terminate_pool_instance(where.client("ec2"), name, pool, instance)
-        return {"instance_id": replacement["instance_id"], "terminated": state}
-    try:
-        activity = where.client("autoscaling").terminate_instance_in_auto_scaling_group(
-            InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
-        )["Activity"]
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ValidationError":  # not in a group any more: already terminated
-            raise
-        return {"instance_id": replacement["instance_id"], "terminated": "already"}
-    return {"instance_id": replacement["instance_id"], "terminated": activity.get("StatusCode", "")}
+    state = terminate_replacement(of_event(event), replacement, lambda: rendering(event["rendering"]).cluster.name)
+    return {"instance_id": replacement["instance_id"], "terminated": state}
 
 
 def _baselines(where: TargetAws, groups: list[str]) -> dict[str, int]:
