@@ -18,7 +18,13 @@ from clm_sandbox.deploy.synth import Assembly, synthesize
 from clm_sandbox.iam import record
 from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret
-from tests.integration.deployment import REGION, Deployment, remove_example_objects, upload_config
+from tests.integration.deployment import (
+    REGION,
+    Deployment,
+    record_terminations,
+    remove_example_objects,
+    upload_config,
+)
 
 
 @pytest.fixture(scope="session")
@@ -62,6 +68,7 @@ def deployment(
     control_plane: ControlPlane,
     kube_api: client.ApiClient,
     request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Deployment]:
     """The CDK app deployed into moto as `cdk deploy` would and the example config uploaded; kube-1 is not in the
     registry yet (registering it is what starts its first run). Waits at the end until no execution runs, then
@@ -74,6 +81,7 @@ def deployment(
     store_kube_secret(sandbox_aws, "clm/kube-1", control_plane.kubeconfig_path.read_text())
     registry = DynamoRegistry(sandbox_aws.client("dynamodb"), outputs["RegistryTableName"])
     deployment = Deployment(sandbox_aws, registry, outputs, "aws:123456789012:eu-central-1:kube-1")
+    record_terminations(deployment, monkeypatch)
     deployment.settle()  # the upload's reconciles end before a test registers a cluster (no late second run)
     yield deployment
     deployment.settle()  # nothing may run on after the test's moto is gone

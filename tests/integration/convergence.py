@@ -18,23 +18,25 @@ def new_executions(deployment: Deployment, state_machine: str, known: set[str]) 
 
 
 def terminated(deployment: Deployment, rolls: set[str]) -> Counter[str]:
-    """How often the roll executions not in `rolls` entered Terminate, by instance id."""
+    """How often the roll executions not in `rolls` entered Terminate or TerminatedInBatch (a batch's pass
+    terminated the node), by instance id."""
     counts: Counter[str] = Counter()
     for execution in new_executions(deployment, deployment.roll_node_pool, rolls):
         pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
         for page in pages:
             for event in page["events"]:
                 entered = event.get("stateEnteredEventDetails")
-                if entered and entered["name"] == "Terminate":
+                if entered and entered["name"] in ("Terminate", "TerminatedInBatch"):
                     counts[json.loads(entered["input"])["replacement"]["instance_id"]] += 1
     return counts
 
 
 def assert_converged(
-    deployment: Deployment, nodes: NodeSimulator, again: dict[str, Any], before: set[str], rolls: set[str]
+    deployment: Deployment, nodes: NodeSimulator, again: dict[str, Any], before: set[str], since: int
 ) -> None:
     """`again`, the run after an interrupted one, succeeded (a skip only when the interrupted run had finished its
-    work), every node outdated at the start (`before`) was replaced exactly once by the rolls not in `rolls`, the
+    work), every node outdated at the start (`before`) was terminated exactly once after the first `since`
+    terminations of `deployment.terminations` (those of an interrupted call too: a batch's pass terminates), the
     group is back to its size with its processes resumed, the registry is at the desired version with nothing
     pending, and no lock is held."""
     assert again["status"] == "SUCCEEDED", again
@@ -42,7 +44,8 @@ def assert_converged(
     assert plan["action"] == "provision" or plan["reason"].startswith("up to date"), plan
     after = instances(deployment.session)
     assert len(after) == NODES and not after & before, (before, after)
-    assert terminated(deployment, rolls) == Counter(before), "every outdated instance terminated exactly once"
+    terminations = Counter(deployment.terminations[since:])
+    assert terminations == Counter(before), "every outdated instance terminated exactly once"
     assert len(nodes.wait_for_ready_nodes(NODES, timeout=30)) == NODES
     [group] = deployment.session.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     assert (group["DesiredCapacity"], group["MinSize"], group["SuspendedProcesses"]) == (NODES, NODES, [])

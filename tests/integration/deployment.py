@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class Deployment:
     registry: DynamoRegistry
     outputs: dict[str, str]
     cluster_id: str
+    terminations: list[str] = field(default_factory=list)  # by record_terminations
 
     def __post_init__(self) -> None:
         self.sfn = self.session.client("stepfunctions")
@@ -327,3 +328,19 @@ def upload_new_ami(deployment: Deployment) -> None:
     deployment.session.client("s3").put_object(
         Bucket=deployment.outputs["ConfigBucketName"], Key="config/cluster/config-defaults.yaml", Body=changed.encode()
     )
+
+
+def record_terminations(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Append to `deployment.terminations` each instance moto terminates through its group
+    (TerminateInstanceInAutoScalingGroup, whoever asks and from whichever call, even one of an execution stopped
+    meanwhile), once the termination succeeded."""
+    from moto.autoscaling.models import AutoScalingBackend
+
+    original = AutoScalingBackend.terminate_instance
+
+    def recording(backend: AutoScalingBackend, instance_id: str, should_decrement: bool) -> Any:
+        activity = original(backend, instance_id, should_decrement)
+        deployment.terminations.append(instance_id)
+        return activity
+
+    monkeypatch.setattr(AutoScalingBackend, "terminate_instance", recording)

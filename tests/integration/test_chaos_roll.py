@@ -213,7 +213,7 @@ def _chaos(
         point = KillPoint.draw(rng, surge)
         provisions = _arns(deployment, deployment.provision)
         rolls = _arns(deployment, deployment.roll_node_pool)
-        before = instances(deployment.session)
+        before, since = instances(deployment.session), len(deployment.terminations)
         watcher = HealthyPods(kube_api)
         watcher.start()
         try:
@@ -238,7 +238,7 @@ def _chaos(
             f"(roll at {kill.roll_state}, run {killed} at {killed_at}), again {recovered:4.1f} s ({action}), "
             f"lowest Ready {watcher.lowest}, total {time.monotonic() - started:4.1f} s"
         )
-        assert_converged(deployment, nodes, again, before, rolls)
+        assert_converged(deployment, nodes, again, before, since)
         assert watcher.lowest is not None and watcher.lowest >= MIN_AVAILABLE, (
             f"run {index} ({point}): {watcher.at_lowest}"
         )

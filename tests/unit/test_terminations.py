@@ -39,13 +39,20 @@ class FakeAutoScaling:
 
 def test_each_drained_node_is_terminated_once_as_the_plan_says_and_failures_are_left_to_replace(caplog):
     autoscaling, started = FakeAutoScaling(), time.time() - 0.01
-    where = SimpleNamespace(client=lambda service: autoscaling)
+    made: list[tuple[str, str]] = []
+
+    def client(service: str) -> FakeAutoScaling:
+        made.append((service, threading.current_thread().name))
+        return autoscaling
+
+    where = SimpleNamespace(client=client)
     with Terminations(where, REPLACE, "cluster") as terminations:  # type: ignore[arg-type]
         for node in ["n1", "n2", "n1", "n3", "elsewhere"]:  # a node not of the batch is never touched
             terminations.start(node)
         states = terminations.states()
     # n3's failed: Replace's Terminate does it, with retries
     assert {node: state for node, (state, _) in states.items()} == {"n1": "InProgress", "n2": "already"}
-    assert all(started <= at <= time.time() for _, at in states.values())
+    assert all(started <= at <= time.time() + 0.01 for _, at in states.values())  # rounded to 0.01 s
     assert sorted(autoscaling.calls) == [("i-1", False), ("i-2", True), ("i-3", False)]
     assert "n3 failed; Replace terminates it" in caplog.text
+    assert made == [("autoscaling", threading.current_thread().name)]  # once, in the step's thread

@@ -258,7 +258,8 @@ def terminate(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, rendering, replacement}` -> terminate the replacement's instance (clm.workflow.terminations);
     idempotent."""
     replacement = event["replacement"]
-    state = terminate_replacement(of_event(event), replacement, lambda: rendering(event["rendering"]).cluster.name)
+    name = lambda: rendering(event["rendering"]).cluster.name  # noqa: E731  # read only for a Karpenter pool's
+    state = terminate_replacement(of_event(event).client, replacement, name)
     return {"instance_id": replacement["instance_id"], "terminated": state}
 
 

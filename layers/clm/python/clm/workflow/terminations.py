@@ -18,17 +18,20 @@ log = logging.getLogger(__name__)
 WORKERS = 4
 
 
-def terminate_replacement(where: TargetAws, replacement: dict[str, Any], cluster_name: Callable[[], str]) -> str:
+def terminate_replacement(
+    client: Callable[[str], Any], replacement: dict[str, Any], cluster_name: Callable[[], str]
+) -> str:
     """Terminate the replacement's instance through its group (decrementing it when the plan says so), or through
-    EC2 for a Karpenter pool's (after checking its tags: clm.stacks.karpenter_pool); its new state, "already" when
-    it is gone. Idempotent. `cluster_name`: the tags' cluster name, asked only for a Karpenter pool's."""
+    EC2 for a Karpenter pool's (after checking its tags: clm.stacks.karpenter_pool), with `client`'s clients (e.g.
+    TargetAws.client); its new state, "already" when it is gone. Idempotent. `cluster_name`: the tags' cluster
+    name, asked only for a Karpenter pool's."""
     if replacement.get("karpenter_pool"):
         from clm.stacks.karpenter_pool import terminate_pool_instance
 
         pool, instance = replacement["karpenter_pool"], replacement["instance_id"]
-        return terminate_pool_instance(where.client("ec2"), cluster_name(), pool, instance)
+        return terminate_pool_instance(client("ec2"), cluster_name(), pool, instance)
     try:
-        activity = where.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        activity = client("autoscaling").terminate_instance_in_auto_scaling_group(
             InstanceId=replacement["instance_id"], ShouldDecrementDesiredCapacity=bool(replacement["decrement"])
         )["Activity"]
     except ClientError as exc:
@@ -42,11 +45,14 @@ class Terminations:
     """The terminations a batch pass starts as its nodes are drained, in threads of their own (the pass goes on).
 
     A termination that fails is logged and left out of :meth:`states`: Replace's Terminate step does it then,
-    with its retries."""
+    with its retries. The clients are made in the calling thread, with its credentials (a thread started in a
+    Lambda call sees the same environment on AWS, not in the sandbox's in-process calls)."""
 
     def __init__(self, where: TargetAws, replacements: list[dict[str, Any]], cluster_name: str) -> None:
-        self._where, self._name = where, cluster_name
+        self._name = cluster_name
         self._by_node = {r["node"]: r for r in replacements if r.get("node")}
+        services = {"ec2" if r.get("karpenter_pool") else "autoscaling" for r in self._by_node.values()}
+        self._clients = {service: where.client(service) for service in services}
         self._started: dict[str, Future[tuple[str, float]]] = {}
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="terminate")
 
@@ -64,7 +70,7 @@ class Terminations:
         self._started[node] = self._pool.submit(self._terminate, replacement)
 
     def _terminate(self, replacement: dict[str, Any]) -> tuple[str, float]:
-        return terminate_replacement(self._where, replacement, lambda: self._name), round(time.time(), 2)
+        return terminate_replacement(self._clients.__getitem__, replacement, lambda: self._name), round(time.time(), 2)
 
     def states(self) -> dict[str, tuple[str, float]]:
         """Node -> its instance's new state and when (epoch seconds), for every termination started that succeeded
