@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from kubernetes import client as k8s
 from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
+from tests.integration.convergence import terminated
 from tests.integration.deployment import (
     ROOT,
     Deployment,
@@ -143,7 +145,7 @@ def test_a_three_zone_split_pool_is_rolled_end_to_end_within_its_pdb_each_zone_k
     assert watcher.samples > 10 and watcher.lowest is not None and watcher.lowest >= MIN_AVAILABLE, watcher.at_lowest
     assert deployment.states(execution["executionArn"]).count("RollNodePool") == 1
     roll = deployment.roll_states()
-    assert _terminated(roll) == 3 and "Scale" in roll  # the surge, and back
+    assert terminated(deployment) == Counter(before) and "Scale" in roll  # each node once; the surge, and back
     for group in _groups(deployment):
         assert (group["DesiredCapacity"], group["SuspendedProcesses"]) == (1, [])
         assert not [t for t in group.get("Tags", []) if t["Key"] == "clm:roll-baseline-desired"]
@@ -165,7 +167,7 @@ def test_a_group_tagged_for_the_pool_outside_its_stack_is_never_touched(
         [group] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"]
     assert [i["InstanceId"] for i in group["Instances"]] == [theirs]  # not terminated, though outdated
     assert (group["DesiredCapacity"], group["MinSize"], group["SuspendedProcesses"]) == (1, 1, [])
-    assert _terminated(deployment.roll_states()) == 3  # the pool's three nodes only
+    assert sum(terminated(deployment).values()) == 3 and theirs not in terminated(deployment)  # the pool's only
     pool_groups = sorted(g["AutoScalingGroupName"] for g in _groups(deployment))
     suspended = [sorted(out["asgs"]) for out in _roll_outputs(deployment) if "suspended" in out]
     assert suspended and all(names == pool_groups for names in suspended)  # every group of the pool, no other
@@ -189,7 +191,7 @@ def test_a_removed_split_pool_is_drained_from_every_group_and_deleted_then_the_c
     assert not split_instances & instances(deployment.session)
     shrunk = [out for out in _roll_outputs(deployment) if "groups" in out]
     assert [sorted(g["MinSize"] for g in out["groups"]) for out in shrunk] == [[0, 0, 0]]  # every group, one call
-    assert _terminated(deployment.roll_states()) == 3
+    assert terminated(deployment) == Counter(split_instances)
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
     known = len(deployment.executions(deployment.provision))
     remaining = cluster.node_pools[:1]
@@ -199,8 +201,3 @@ def test_a_removed_split_pool_is_drained_from_every_group_and_deleted_then_the_c
     the_run(deployment.settle(known))
     assert {s["StackName"] for s in cloudformation.describe_stacks()["Stacks"]} == {"Clm"}
     assert deployment.registry.get(deployment.cluster_id).lifecycle_status == "decommissioned"
-
-
-def _terminated(roll_states: list[str]) -> int:
-    """The nodes the roll terminated: by Replace's Terminate, or by a batch's drain pass (TerminatedInBatch)."""
-    return roll_states.count("Terminate") + roll_states.count("TerminatedInBatch")

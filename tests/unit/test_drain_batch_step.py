@@ -45,12 +45,14 @@ def test_drained_nodes_are_marked_and_the_batch_goes_on_for_the_others():
             "n1": {"done": True, "evicted": 1, "forced": 0, "blocked": 0, "terminating": 0, "refused": 0},
             "n2": {"done": False, "evicted": 1, "forced": 0, "blocked": 1, "terminating": 0, "refused": 0},
         },
+        "unterminated": 3,  # none terminated by this pass: Replace terminates them
     }
     assert after["wait_seconds"] == 4 and after["batch"]  # the decision's own fields are kept
     second = after_batch_pass(after, {"n2": result("n2", True)}, {"n2": ("InProgress", 1764324000.5)})
     assert [r.get("drained") for r in second["replace"]] == [True, True, True]
     assert [r.get("terminated") for r in second["replace"]] == [None, "InProgress", None]
     assert second["replace"][1]["terminated_at"] == 1764324000.5
+    assert second["batch_drain"]["unterminated"] == 2  # n1, and i-3 (no Node): Replace terminates them
     assert (second["batch_drain"]["passes"], second["batch_drain"]["again"]) == (2, False)
     line = "DrainBatch: 3 of 3 nodes drained (1 terminated); this pass 1 evicted, 0 blocked"
     assert drain_batch_line({}, second) == (line, "")
@@ -80,6 +82,13 @@ def test_replace_finds_a_node_the_batch_drained_done_without_a_pass():
         "batched": True,
     }
     assert drain_line({}, drain(event)) is None  # --follow shows the batch's line, not this one
+
+
+def test_replace_ends_the_iteration_of_a_node_the_batch_terminated():
+    """Its Drain says `terminated` (the Drained choice then ends the iteration: no Terminate call)."""
+    replacement = {"node": "n1", "drained": True, "terminated": "InProgress", "terminated_at": 1764324000.5}
+    event = {"cluster_id": "c", "rendering": "nowhere", "replacement": replacement}
+    assert drain(event)["terminated"] == "InProgress" and drain(event)["done"]
 
 
 def test_a_batch_pass_that_keeps_evicting_goes_on_within_its_limit(monkeypatch):

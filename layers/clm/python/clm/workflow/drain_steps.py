@@ -17,15 +17,19 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     passes this execution has made over the node counting this one (the execution's budget counts them).
     A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
     node is left cordoned while the roll goes on (clm.workflow.drain_aside). A replacement the batch's passes
-    drained (`drained`) is done at once."""
+    drained (`drained`) is done at once, `terminated` too when they terminated it."""
     from clm.kube.drain import drain_pass
     from clm.workflow.drain_aside import announces, blocked
 
     previous = event.get("previous") or {}
     passes = int(previous.get("passes") or 0) + 1
-    node = event["replacement"].get("node")
-    if event["replacement"].get("drained"):  # by the batch's passes (drain_batch): no pass of its own
-        return {"node": node, "done": True, "wait_seconds": 0, "passes": 0, "set_aside": False, "batched": True}
+    replacement = event["replacement"]
+    node = replacement.get("node")
+    if replacement.get("drained"):  # by the batch's passes (drain_batch): no pass of its own
+        batched = {"node": node, "done": True, "wait_seconds": 0, "passes": 0, "set_aside": False, "batched": True}
+        if "terminated" in replacement:  # and its instance, by the pass: Replace ends the node's iteration
+            batched["terminated"] = replacement["terminated"]
+        return batched
     if not node:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
@@ -41,9 +45,10 @@ def drain_batch(event: dict[str, Any]) -> dict[str, Any]:
     (clm.workflow.terminations): the decision, its drained replacements marked `drained` (and `terminated`, with
     the instance's new state, and `terminated_at`, unless its termination failed: Replace's Terminate does it then),
     with
-    `batch_drain`: {passes, again, wait_seconds, seen, nodes}. `again`: another batch pass after `wait_seconds`
-    (some node still drains through budgets that are moving or pods that are going); otherwise each node left
-    goes on with its own passes (`drain`), which park or set it aside. `nodes`: per node the pass's counts."""
+    `batch_drain`: {passes, again, wait_seconds, seen, nodes, unterminated}. `again`: another batch pass after
+    `wait_seconds` (some node still drains through budgets that are moving or pods that are going); otherwise each
+    node left goes on with its own passes (`drain`), which park or set it aside, and Replace terminates the
+    `unterminated` replacements (none: no Replace). `nodes`: per node the pass's counts."""
     from clm.kube.batch_drain import drain_batch_pass
 
     decision = event["decision"]
@@ -73,6 +78,7 @@ def after_batch_pass(
         "wait_seconds": min((result["wait_seconds"] for result in left.values()), default=0),
         "seen": {node: result.get("budgets_seen") or {} for node, result in left.items()},
         "nodes": {node: _counts(result) for node, result in results.items()},
+        "unterminated": sum(1 for r in replace if "terminated" not in r),
     }
     return {**decision, "replace": replace, "batch_drain": batch}
 
