@@ -44,8 +44,7 @@ def drain_batch(event: dict[str, Any]) -> dict[str, Any]:
     drained, together (clm.kube.batch_drain), each node's instance terminated as soon as it is drained
     (clm.workflow.terminations): the decision, its drained replacements marked `drained` (and `terminated`, with
     the instance's new state, and `terminated_at`, unless its termination failed: Replace's Terminate does it then),
-    with
-    `batch_drain`: {passes, again, wait_seconds, seen, nodes, unterminated}. `again`: another batch pass after
+    with `batch_drain`: {passes, again, wait_seconds, seen, nodes, unterminated}. `again`: another batch pass after
     `wait_seconds` (some node still drains through budgets that are moving or pods that are going); otherwise each
     node left goes on with its own passes (`drain`), which park or set it aside, and Replace terminates the
     `unterminated` replacements (none: no Replace). `nodes`: per node the pass's counts."""
