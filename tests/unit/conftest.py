@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -37,3 +40,26 @@ def example_registry(aws: boto3.Session, example_clusters: list[Cluster]) -> Dyn
     for cluster in example_clusters:
         registry.put(cluster)
     return registry
+
+
+@pytest.fixture
+def reconciling(aws: boto3.Session, example_registry: DynamoRegistry, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """What the reconcile function gets from the CDK app, with a provision state machine that does nothing; yields
+    the Step Functions client."""
+    sfn = aws.client("stepfunctions")
+    definition = json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}})
+    machine = sfn.create_state_machine(
+        name="provision", definition=definition, roleArn="arn:aws:iam::123456789012:role/provision"
+    )["stateMachineArn"]
+    for name, value in {
+        "CLM_REGISTRY_TABLE": "clm-registry",
+        "CLM_CONFIG_SOURCE": str(EXAMPLES / "config"),
+        "CLM_ARTEFACT_BUCKET": "unused",
+        "CLM_PROVISION_STATE_MACHINE": machine,
+    }.items():
+        monkeypatch.setenv(name, value)
+    from clm.aws import forget_clients
+
+    forget_clients()  # clients bound to this test's moto
+    yield sfn, machine
+    forget_clients()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -18,7 +17,7 @@ from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
 from clm.targets import Target
 from clm.workflow.run import SKIP, begin
-from tests.unit.test_lambda_run import EXAMPLES, call
+from tests.unit.test_lambda_run import call
 from tests.unit.test_lambda_run import deployment as run_deployment
 
 __all__ = ["run_deployment"]  # fixture
@@ -147,29 +146,6 @@ def test_the_run_functions_begin_refuses_a_cluster_of_another_account(run_deploy
     assert (plan["action"], plan["reason"]) == (SKIP, target_refusal(cluster))
     assert [p.title for p in run_deployment.get(cluster.id).status.problems] == [plan["reason"]]
     assert run_deployment.lock_holder(cluster.id) is None
-
-
-@pytest.fixture
-def reconciling(aws: boto3.Session, example_registry: DynamoRegistry, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """What the reconcile function gets from the CDK app, with a provision state machine that does nothing; yields
-    the Step Functions client."""
-    sfn = aws.client("stepfunctions")
-    definition = json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}})
-    machine = sfn.create_state_machine(
-        name="provision", definition=definition, roleArn="arn:aws:iam::123456789012:role/provision"
-    )["stateMachineArn"]
-    for name, value in {
-        "CLM_REGISTRY_TABLE": "clm-registry",
-        "CLM_CONFIG_SOURCE": str(EXAMPLES / "config"),
-        "CLM_ARTEFACT_BUCKET": "unused",
-        "CLM_PROVISION_STATE_MACHINE": machine,
-    }.items():
-        monkeypatch.setenv(name, value)
-    from clm.aws import forget_clients
-
-    forget_clients()  # clients bound to this test's moto
-    yield sfn, machine
-    forget_clients()
 
 
 def test_reconcile_starts_no_run_for_clusters_of_accounts_not_allowed_schedule_after_schedule(

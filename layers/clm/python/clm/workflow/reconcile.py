@@ -104,12 +104,19 @@ def _reason(cluster: Cluster, config_version: str) -> str | None:
     return None
 
 
-def start_runs(sfn: Any, state_machine_arn: str, selections: list[Selection], max_running: int) -> dict[str, Any]:
-    """Start provision runs for the selections, keeping at most `max_running` executions running.
+def start_runs(
+    sfn: Any,
+    state_machine_arn: str,
+    selections: list[Selection],
+    max_running: int,
+    running_names: set[str] | None = None,
+) -> dict[str, Any]:
+    """Start provision runs for the selections, keeping at most `max_running` executions running
+    (`running_names`: those running, as listed; listed now if not given).
 
     Returns what was started, what was already started (same name), and what waits for the next reconcile.
     """
-    running_names = _running_names(sfn, state_machine_arn)
+    running_names = running_names_of(sfn, state_machine_arn) if running_names is None else running_names
     running = len(running_names)
     started, duplicates, deferred = [], [], []
     for selection in selections:
@@ -133,6 +140,7 @@ def start_runs(sfn: Any, state_machine_arn: str, selections: list[Selection], ma
     return {"started": started, "already_started": duplicates, "deferred": deferred}
 
 
-def _running_names(sfn: Any, state_machine_arn: str) -> set[str]:
+def running_names_of(sfn: Any, state_machine_arn: str) -> set[str]:
+    """The names of the state machine's running executions."""
     pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING")
     return {execution["name"] for page in pages for execution in page["executions"]}

@@ -19,7 +19,7 @@ from clm.timestamps import utc_now
 from clm.workflow import placement
 from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.follow_up import follow_up, loop_state
-from clm.workflow.reconcile import select, select_unresolvable, start_runs
+from clm.workflow.reconcile import running_names_of, select, select_unresolvable, start_runs
 from clm.workflow.rollout_gate import gate, in_rollouts, publisher, rollout_policy
 from clm.workflow.settings import Settings, SettingsError
 
@@ -44,6 +44,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     older, started = loop_state(sfn, event["execution"]) if event.get("execution") else (None, None)
     if older:
         return {"following": older, "again": False}
+    # Listed before the registry is read: a run the gate waits for that ends meanwhile is followed (looked at again).
+    running = running_names_of(sfn, state_machine)
     clusters, invalid = DynamoRegistry(client("dynamodb"), settings.registry_table).list_clusters_report()
     sources = ConfigSources(settings.config_source, client)
     change = (event.get("input") or {}).get("change")
@@ -74,8 +76,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, "")),
     )
     unresolvable = [s for s in select_unresolvable(clusters, unresolved, now) if s.cluster_id not in refused]
-    result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running)
-    waiting = len(result["deferred"]) or (gated.rolling and _runs_going(sfn, state_machine, result))
+    result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running, running)
+    waiting = len(result["deferred"]) or (gated.rolling and bool(result["started"] or running))
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
         "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
@@ -107,14 +109,6 @@ def _versions(
         except ConfigSourceError as exc:
             errors.append((cluster.id, str(exc)))
     return versions, errors
-
-
-def _runs_going(sfn: Any, state_machine: str, result: dict[str, list[str]]) -> bool:
-    """Whether provision runs go on (started now, or running): a rolling rollout is followed while they do."""
-    if result["started"]:
-        return True
-    running = sfn.list_executions(stateMachineArn=state_machine, statusFilter="RUNNING", maxResults=1)
-    return bool(running["executions"])
 
 
 def settle_upload(event: dict[str, Any]) -> dict[str, Any]:
