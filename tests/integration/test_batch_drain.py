@@ -21,7 +21,6 @@ from clm.kube.settings import DrainSettings
 from clm.workflow.drain_steps import after_batch_pass
 from clm_sandbox.controlplane import ControlPlane
 from tests.integration.test_drain import (
-    IMAGE,
     QUICK,
     HealthyCounter,
     Sandbox,
@@ -123,11 +122,11 @@ def test_nodes_are_drained_one_after_another_and_handed_over_as_soon_as_drained(
     the first node's eviction, against the first pod's 1 s grace; load only slows the evictions down."""
     sandbox = four_nodes
     first, second = sandbox.nodes[:2]
-    web = "".join(labelled_deployment(name, "web", n) for name, n in (("web-a", 1), ("web-b", 8))) + pdb(
+    web = "".join(deployment(name, n, app="web") for name, n in (("web-a", 1), ("web-b", 8))) + pdb(
         "web", "maxUnavailable: 1"
     )
     sandbox.set_unschedulable(sandbox.nodes[1:], True)
-    sandbox.apply(labelled_deployment("web-a", "web", 1) + pdb("web", "maxUnavailable: 1"))
+    sandbox.apply(deployment("web-a", 1, app="web") + pdb("web", "maxUnavailable: 1"))
     wait_for("web-a on the first node", lambda: [healthy(p) for p in sandbox.pods("app=web", first)] == [True])
     sandbox.set_unschedulable(sandbox.nodes[1:], False)
     sandbox.set_unschedulable([first, *sandbox.nodes[2:]], True)
@@ -154,20 +153,3 @@ def test_nodes_are_drained_one_after_another_and_handed_over_as_soon_as_drained(
     assert list(handed) == [first, second]
     assert handed[first] < 8, f"the first node was handed over only after the second's {handed[first]} evictions"
     assert evictions == {first: 1, second: 8}
-
-
-def labelled_deployment(name: str, app: str, replicas: int, grace: int = 1) -> str:
-    """A Deployment `name` whose pods are labelled `app` (several Deployments behind one budget)."""
-    return f"""---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {app}, deployment: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {app}, deployment: {name}}}}}
-    spec:
-      terminationGracePeriodSeconds: {grace}
-      containers: [{{name: app, image: {IMAGE}}}]
-"""

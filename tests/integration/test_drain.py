@@ -187,16 +187,19 @@ def sandbox(control_plane: ControlPlane, kube_api: client.ApiClient, aws: boto3.
         yield made
 
 
-def deployment(name: str, replicas: int, grace: int = 1) -> str:
+def deployment(name: str, replicas: int, grace: int = 1, app: str | None = None) -> str:
+    """A Deployment `name` whose pods are labelled `app: <name>`, or `app: <app>` (several Deployments behind one
+    budget), each Deployment's pods then also `deployment: <name>`."""
+    labels = f"app: {name}" if app is None else f"app: {app}, deployment: {name}"
     return f"""---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: {name}}}
 spec:
   replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
+  selector: {{matchLabels: {{{labels}}}}}
   template:
-    metadata: {{labels: {{app: {name}}}}}
+    metadata: {{labels: {{{labels}}}}}
     spec:
       terminationGracePeriodSeconds: {grace}
       containers: [{{name: app, image: {IMAGE}}}]
