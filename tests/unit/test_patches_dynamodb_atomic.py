@@ -1,5 +1,5 @@
-"""Two conditional writes of one item at once: one wins, the other's condition fails, as DynamoDB's atomic
-writes make it (moto checked both conditions before either wrote: both runs of a cluster took its lock, ci15)."""
+"""DynamoDB item operations are atomic, as on AWS: two conditional writes of one item at once, one wins (moto checked
+both conditions before either wrote: both runs of a cluster took its lock, ci15); a write waits for a read."""
 
 from __future__ import annotations
 
@@ -74,3 +74,44 @@ def test_of_two_racing_conditional_writes_one_fails(aws: boto3.Session, monkeypa
     assert sorted(outcomes)[0] == "ConditionalCheckFailedException" and len(outcomes) == 2, outcomes
     holder = ddb.get_item(TableName="t", Key={"id": {"S": "kube-1"}})["Item"]["lock"]["S"]
     assert f"took {holder}" in outcomes
+
+
+def test_a_write_waits_for_a_read_of_its_item(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read renders the item moto holds: a write in between changed it under the read's iteration (stop 38's
+    fresh clone, test_faults' racing executions: "dictionary changed size during iteration")."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    dynamodb_atomic.install()
+    ddb = aws.client("dynamodb")
+    ddb.create_table(
+        TableName="r",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.put_item(TableName="r", Item={"id": {"S": "kube-1"}})
+    describe = Item.describe_attrs
+    reading = threading.Event()
+    seen: list[tuple[set[str], set[str]]] = []
+
+    def slow_describe(self: Item, attributes: Any = None) -> Any:
+        """Holds the item for a moment, as a read does while another thread runs (the window of the race)."""
+        before = set(self.attrs)
+        reading.set()
+        time.sleep(0.3)
+        seen.append((before, set(self.attrs)))
+        return describe(self, attributes)
+
+    monkeypatch.setattr(Item, "describe_attrs", slow_describe)
+    reader = threading.Thread(target=ddb.get_item, kwargs={"TableName": "r", "Key": {"id": {"S": "kube-1"}}})
+    reader.start()
+    assert reading.wait(5)
+    ddb.update_item(
+        TableName="r",
+        Key={"id": {"S": "kube-1"}},
+        UpdateExpression="SET #lock = :lock",
+        ExpressionAttributeNames={"#lock": "lock"},
+        ExpressionAttributeValues={":lock": {"S": "a"}},
+    )
+    reader.join()
+    assert seen == [({"id"}, {"id"})]
