@@ -56,7 +56,7 @@ from roll_cost import log_offset, no_change_run, run_usage
 from roll_history import Trace, batches, node_drains, roll_chain, run_histories, terminations, trace
 from roll_report import RollResult, blocked_table, roll_tables, targets_table
 from roll_sandbox import NEW_AMI, BenchError, RollSandbox, start
-from roll_watch import ReadyWatch
+from roll_watch import ReadyWatch, budget_turns
 
 from clm.rolling.settings import roll_settings
 from clm_sandbox.demo.report import run_figures
@@ -98,6 +98,7 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
         for batch in batches(run_trace.calls, drains)
     ]
     late = successors_late(run_trace, sandbox, simulation.boot_delay)
+    turns = budget_turns(watch.timeline, simulation.replicas, [(start, done) for *_, start, done in grouped])
     return RollResult(
         run,
         run_figures(sfn, run.arn),
@@ -111,6 +112,7 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
         watch,
         cpu,
         late,
+        turns,
     )
 
 

@@ -36,6 +36,7 @@ class RollResult:
     watch: ReadyWatch
     server_cpu: float  # CPU seconds of moto's server process (Step Functions, Lambdas, AWS) during the run
     successors_late: list[float]  # per replaced node, its successor Ready later than the boot delay
+    budget_turns: tuple[list[float], list[float]]  # within the drains: roll_watch.budget_turns' dips and idles
 
     @property
     def nodes(self) -> int:
@@ -161,6 +162,13 @@ def _overhead_table(result: RollResult) -> Table:
         f"{statistics.mean(drains):.2f}",
         f"{max(drains):.2f}",
     )
+    dips, idles = result.budget_turns
+    late_pods = [dip - result.simulation.pod_ready_delay for dip in dips] or [0.0]
+    for name, seconds in (
+        ("  an eviction to its replacement pod Ready, beyond pod-ready (controllers, scheduler, simulator)", late_pods),
+        ("  every pod Ready to the next eviction (disruption controller, CLM)", idles or [0.0]),
+    ):
+        table.add_row(name, f"{sum(seconds):.1f}", f"{sum(seconds) / count:.2f}", f"{max(seconds):.2f}")
     table.add_row(
         "replacements beyond the boot delay (terminate, Wait, plan; the successors' boot)",
         f"{sum(replaces):.1f}",

@@ -8,6 +8,8 @@ hundred milliseconds would also load the machine the roll is timed on.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from clm_sandbox.nodesim.watch import PodWatcher
@@ -30,6 +32,7 @@ class ReadyWatch:
         self.minimum, self.namespace, self.app = minimum, namespace, app
         self.changes = self.violations = 0
         self.lowest: int | None = None
+        self.timeline: list[tuple[float, int]] = []  # (epoch, Ready pods) at each change of the count
         self._ready: dict[str, bool] = {}
         self._left: dict[str, set[str]] = {}  # node name -> pods seen leaving it
         self._lock = threading.Lock()
@@ -75,6 +78,32 @@ class ReadyWatch:
 
     def _count(self) -> None:
         ready = sum(self._ready.values())
+        if not self.timeline or self.timeline[-1][1] != ready:
+            self.timeline.append((time.time(), ready))
         self.changes += 1
         self.lowest = ready if self.lowest is None else min(self.lowest, ready)
         self.violations += ready < self.minimum
+
+
+def budget_turns(
+    timeline: Sequence[tuple[float, int]], full: int, windows: Sequence[tuple[float, float]]
+) -> tuple[list[float], list[float]]:
+    """Within `windows` (epochs): how long each dip below `full` Ready pods lasted (an eviction until its
+    replacement is Ready), and each stretch at `full` that a dip ended (the budget allowing until the next eviction)."""
+    dips: list[float] = []
+    idles: list[float] = []
+    dip_start = full_start = None
+    for at, ready in timeline:
+        if ready < full and dip_start is None:
+            if full_start is not None and _within(windows, full_start, at):
+                idles.append(at - full_start)
+            dip_start, full_start = at, None
+        elif ready >= full and dip_start is not None:
+            if _within(windows, dip_start, at):
+                dips.append(at - dip_start)
+            dip_start, full_start = None, at
+    return dips, idles
+
+
+def _within(windows: Sequence[tuple[float, float]], start: float, end: float) -> bool:
+    return any(low <= start and end <= high for low, high in windows)

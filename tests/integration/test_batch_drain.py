@@ -153,3 +153,43 @@ def test_nodes_are_drained_one_after_another_and_handed_over_as_soon_as_drained(
     assert list(handed) == [first, second]
     assert handed[first] < 8, f"the first node was handed over only after the second's {handed[first]} evictions"
     assert evictions == {first: 1, second: 8}
+
+
+def test_a_pass_follows_the_budget_by_one_watch_and_evicts_each_time_it_allows(four_nodes: Sandbox, monkeypatch):
+    """Six pods behind one budget (maxUnavailable 1) on one node, in one pass: each eviction waits for the budget to
+    allow it again, seen by the one watch the pass keeps on the budgets (listed once), not by listing them after
+    each eviction and opening a watch for each wait; no eviction is refused and the budget is never broken."""
+    sandbox = four_nodes
+    [victim] = sandbox.nodes[:1]
+    sandbox.set_unschedulable(sandbox.nodes[1:], True)
+    sandbox.apply(deployment("web", 6, grace=1) + pdb("web", "maxUnavailable: 1"))
+    wait_for("web on the first node", lambda: sum(healthy(p) for p in sandbox.pods("app=web", victim)) == 6)
+    sandbox.set_unschedulable(sandbox.nodes[1:], False)
+    wait_for("the budget settled", lambda: sandbox.budget_settled("web", 1))
+    counter = HealthyCounter(sandbox.api, sandbox.namespace, "app=web")
+    counter.start()
+    calls: list[str] = []
+    request, watch = sandbox.kube.request, sandbox.kube.watch
+
+    def counting(method: str, path: str, **kwargs: Any) -> Any:
+        calls.append(f"{method} {path}")
+        return request(method, path, **kwargs)
+
+    def watching(path: str, query: dict[str, Any], timeout: float) -> Any:
+        calls.append(f"WATCH {path}")
+        return watch(path, query, timeout)
+
+    monkeypatch.setattr(sandbox.kube, "request", counting)
+    monkeypatch.setattr(sandbox.kube, "watch", watching)
+    time.sleep(0.5)  # the counter has listed the pods
+    counter.arm()
+    try:
+        results = drain_batch_pass(sandbox.kube, [victim], DrainSettings.from_config_items(QUICK))
+    finally:
+        counter.stop()
+    assert results[victim]["done"] and len(results[victim]["evicted"]) == 6, results
+    assert counter.fewest is not None and counter.fewest >= 5, f"the budget was broken: {counter.counts}"
+    budgets = [call for call in calls if call.endswith("/poddisruptionbudgets")]
+    path = "/apis/policy/v1beta1/poddisruptionbudgets"
+    assert budgets == [f"GET {path}", f"WATCH {path}"]
+    assert sum(call.endswith("/eviction") for call in calls) == 6, f"evictions refused: {calls}"

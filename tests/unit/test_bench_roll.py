@@ -11,6 +11,7 @@ import pytest
 
 from bench.roll_bound import Simulation, budget_bound, capacity_bound, roll_bound, stretches
 from bench.roll_history import batches, node_drains, roll_chain, run_histories, terminations, trace
+from bench.roll_watch import budget_turns
 
 SIM = Simulation(nodes=3, replicas=6, boot_delay=5.0, grace=3, pod_ready_delay=1.0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -159,6 +160,15 @@ class _Sfn:
 
 def _drain(node: str) -> dict[str, Any]:
     return {"step": "drain", "replacement": {"node": node}, "execution": "child"}
+
+
+def test_budget_turns_split_each_eviction_into_its_replacements_start_and_the_wait_for_the_next() -> None:
+    """6 of 6 Ready; evicted at 10 (5 Ready) until the replacement is Ready at 11.5; the next eviction at 11.7,
+    Ready at 13; then between batches (outside the windows) an eviction at 20 and Ready at 21."""
+    timeline = [(0.0, 6), (10.0, 5), (11.5, 6), (11.7, 5), (13.0, 6), (20.0, 5), (21.0, 6)]
+    dips, idles = budget_turns(timeline, 6, [(9.0, 14.0)])
+    assert dips == pytest.approx([1.5, 1.3]) and idles == pytest.approx([0.2])
+    assert budget_turns(timeline, 6, [(9.0, 14.0), (19.0, 22.0)])[0] == pytest.approx([1.5, 1.3, 1.0])
 
 
 def test_trace_reads_calls_waits_and_each_nodes_drain_across_child_executions() -> None:

@@ -10,6 +10,7 @@ soon as a budget allows, with no refusal spent on another node's turn. Each node
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from clm.kube.budget_follower import BudgetFollower
 from clm.kube.budgets import Allowance, list_budgets
 from clm.kube.drain import (
     EVICTION_WORKERS,
@@ -26,7 +28,6 @@ from clm.kube.drain import (
     NodeDrainer,
     Observation,
     PassClock,
-    budget_watch,
     observe_pods,
 )
 from clm.kube.errors import NodeNotFound
@@ -74,7 +75,16 @@ def drain_batch_pass(
             if drain is not None
         }
         observations = {node: o for node, o in first.result().items() if node in drainers}
-        _Batch(kube, drainers, pool, clock, (deadline, limit, budget_seconds), results, on_drained).run(observations)
+        if observations:
+            listed = next(iter(observations.values()))
+            follower = BudgetFollower(kube, (listed.budgets, listed.budgets_version), clock, limit - time.monotonic())
+            for drainer in drainers.values():
+                drainer.follower = follower
+            batch = _Batch(kube, drainers, pool, clock, (deadline, limit, budget_seconds), results, on_drained)
+            try:
+                batch.run(observations, follower.start())
+            finally:
+                follower.stop()
     return {node: results[node] for node in nodes}
 
 
@@ -110,24 +120,34 @@ class _Batch:
         (self.deadline, self.limit, self.extension), self.results = bounds, results
         self.on_drained = on_drained
 
-    def run(self, observations: dict[str, Observation]) -> None:
-        cordoned = False
+    def run(self, observations: dict[str, Observation], follower: BudgetFollower) -> None:
+        """Rounds until every node is done or the pass ends: after a round that evicted, the nodes it evicted from
+        are listed again (their budgets allow nothing meanwhile); after a wake, the next round acts first, on the
+        budgets as `follower` keeps them, and only then lists the nodes whose pods may have gone."""
+        cordoned, woken = False, False
         while observations:
             acted = self._round(observations, cordoned)
             pending = {node: o for node, o in observations.items() if node not in self.results}
             if not pending:
                 return
             unconfirmed = set() if cordoned else {node for node, o in pending.items() if _empty(o)}
-            if not (acted or unconfirmed) and not self._watch(pending):
-                return
-            # Only what can have changed is listed again: the budgets, the nodes this pass evicted from, and those
+            # Only what can have changed is listed again: the nodes this pass evicted from, and after a wake those
             # waiting for their pods to go (a cordoned node's pods change only so).
-            stale = acted | unconfirmed | {node for node, o in pending.items() if not o.pods.evictable}
-            observations, cordoned = self._refresh(pending, stale), True
+            stale = acted | unconfirmed
+            if woken:
+                stale |= {node for node, o in pending.items() if not o.pods.evictable}
+            elif not stale:
+                if not self._watch(pending, follower):
+                    return
+                observations, woken = self._refresh(pending, set(), follower), True
+                continue
+            observations, cordoned, woken = self._refresh(pending, stale, follower), True, False
 
-    def _refresh(self, observations: dict[str, Observation], stale: set[str]) -> dict[str, Observation]:
-        """The budgets listed again, the `stale` nodes' pods with them; the others' pods as they were."""
-        budgets = list_budgets(self.kube, now=self.clock.now())
+    def _refresh(
+        self, observations: dict[str, Observation], stale: set[str], follower: BudgetFollower
+    ) -> dict[str, Observation]:
+        """The `stale` nodes' pods listed again, the others' as they were; the budgets as `follower` has them."""
+        budgets = follower.listing()
         listed = dict(
             zip(
                 stale,
@@ -168,7 +188,7 @@ class _Batch:
             for drainer in self.drainers.values():
                 drainer.deadline = deadline
 
-    def _watch(self, pending: dict[str, Observation]) -> bool:
+    def _watch(self, pending: dict[str, Observation], follower: BudgetFollower) -> bool:
         """Watch for the soonest thing any node expects; False (each node's result made) when that is not within
         the pass."""
         steps = {node: self.drainers[node].next_step(o) for node, o in pending.items()}
@@ -180,10 +200,9 @@ class _Batch:
         # Pods going are watched where nothing is left to evict; the rest wait for a budget.
         watches = [self.drainers[node].pod_watch(o) for node, o in pending.items() if not o.pods.evictable]
         blocking = set().union(*(self.drainers[node].blocking for node in pending))
-        if blocking:
-            version = next(iter(pending.values())).budgets_version
-            watches.append(budget_watch(self.kube, blocking, version))
-        wait_for_event(self.kube, watches, wake_at)
+        wake: queue.Queue[str] = queue.Queue()
+        with follower.waking(blocking, wake):
+            wait_for_event(self.kube, watches, wake_at, wake)
         return True
 
 

@@ -25,6 +25,7 @@ from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.timestamps import format_time, utc_now
 
 if TYPE_CHECKING:
+    from clm.kube.budget_follower import BudgetFollower
     from clm.kube.client import KubeClient
     from clm.kube.settings import DrainSettings
 
@@ -122,6 +123,7 @@ class NodeDrainer:
         self.seen = seen  # blocking budget -> its resourceVersion, as the previous pass saw it
         self.versions: dict[str, str] = {}  # the same, as this pass last saw it
         self.extension, self.limit = 0.0, deadline  # how far an eviction moves the deadline, and never past when
+        self.follower: BudgetFollower | None = None  # told of each eviction (a batch's pass)
 
     def observe(self) -> Observation:
         return _observe(self.kube, self.node, self.clock, self.pool)
@@ -143,15 +145,22 @@ class NodeDrainer:
             else:
                 allowance.take(covering)
                 candidates.append(pod)
+        if self.follower is not None:
+            for pod in candidates:
+                self.follower.evicting(pod, budgets_for(pod, observation.budgets))
         outcomes = self._evict_all(candidates)
         evicted_at = self.clock.now()
         for pod, outcome in zip(candidates, outcomes, strict=True):
             if outcome.result == EVICTED:
                 self.evicted.append(outcome.pod)
                 self.evicted_at[pod["metadata"].get("uid", "")] = evicted_at
-            elif outcome.result == BLOCKED:
+                continue
+            blocked = self._blocked_by_server(pod, outcome, observation.budgets) if outcome.result == BLOCKED else None
+            if self.follower is not None:
+                self.follower.refused(pod, blocked.pdb if blocked else None)
+            if blocked is not None:
                 self.refused += 1
-                self.blocked.append(self._blocked_by_server(pod, outcome, observation.budgets))
+                self.blocked.append(blocked)
         return any(o.result == EVICTED for o in outcomes)
 
     def _evict_all(self, pods: list[Pod]) -> list[EvictionOutcome]:

@@ -73,12 +73,15 @@ class _Watcher(threading.Thread):
                     self.stream.close()
 
 
-def wait_for_event(kube: KubeClient, specs: list[WatchSpec], deadline: float) -> str | None:
-    """Block until a relevant event on any watch (returns what woke it) or `deadline` (monotonic; returns None)."""
+def wait_for_event(
+    kube: KubeClient, specs: list[WatchSpec], deadline: float, wake: queue.Queue[str] | None = None
+) -> str | None:
+    """Block until a relevant event on any watch, or a message on `wake` from the caller's own watchers (returns
+    what woke it), or `deadline` (monotonic; returns None)."""
     remaining = deadline - time.monotonic()
-    if remaining <= 0 or not specs:  # nothing to watch: return, the caller ends its pass (no sleeping)
+    if remaining <= 0 or not (specs or wake):  # nothing to watch: return, the caller ends its pass (no sleeping)
         return None
-    wake: queue.Queue[str] = queue.Queue()
+    wake = wake or queue.Queue()
     stop = threading.Event()
     watchers = [_Watcher(kube, spec, remaining, wake, stop) for spec in specs]
     for watcher in watchers:
