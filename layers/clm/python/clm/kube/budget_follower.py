@@ -96,8 +96,10 @@ class BudgetFollower:
                 self._wakes.remove(entry)
 
     def _seen(self, budget: Budget) -> Budget:
-        spent = self._spent.get(budget.key) or budget.key in self._refusing
-        return replace(budget, disruptions_allowed=0) if spent else budget
+        """As its status will show once the server counted the eviction in flight: settling, allowing none."""
+        if not (self._spent.get(budget.key) or budget.key in self._refusing):
+            return budget
+        return replace(budget, disruptions_allowed=0, disrupted_pods=max(budget.disrupted_pods, 1))
 
     def _notify(self) -> None:
         allowing = {key for key, b in self._budgets.items() if self._seen(b).disruptions_allowed > 0}
