@@ -15,7 +15,7 @@ import pytest
 from clm.kube.budget_follower import BudgetFollower
 from clm.kube.budgets import Budget
 from clm.kube.discovery import Resource
-from clm.kube.drain import PassClock
+from clm.kube.drain_observation import PassClock
 from clm.kube.errors import KubeApiError
 
 RESOURCE = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)

@@ -20,16 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from clm.kube.budget_follower import BudgetFollower
 from clm.kube.budgets import Allowance, list_budgets
-from clm.kube.drain import (
-    EVICTION_WORKERS,
-    PASS_BUDGET,
-    PASS_LIMIT,
-    SETTLING_WAIT,
-    NodeDrainer,
-    Observation,
-    PassClock,
-    observe_pods,
-)
+from clm.kube.drain import EVICTION_WORKERS, PASS_BUDGET, PASS_LIMIT, SETTLING_WAIT, NodeDrainer
+from clm.kube.drain_observation import Observation, PassClock, observe_pods
 from clm.kube.errors import NodeNotFound
 from clm.kube.nodes import cordon
 from clm.kube.waiting import wait_for_event

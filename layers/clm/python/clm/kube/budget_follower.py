@@ -21,7 +21,7 @@ from clm.kube.errors import KubeError
 
 if TYPE_CHECKING:
     from clm.kube.client import KubeClient, WatchStream
-    from clm.kube.drain import PassClock
+    from clm.kube.drain_observation import PassClock
 
 log = logging.getLogger(__name__)
 

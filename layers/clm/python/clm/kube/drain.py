@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from clm.kube.budgets import Allowance, Budget, budgets_for, list_budgets
+from clm.kube.budgets import Allowance, Budget, budgets_for
+from clm.kube.drain_observation import Observation, PassClock, observe
 from clm.kube.errors import NodeNotFound
 from clm.kube.eviction import BLOCKED, EVICTED, EvictionOutcome, delete_pod, evict
 from clm.kube.force_rules import force_decision, siblings_of
 from clm.kube.nodes import DrainClock, cordon, record_forced_deletion, record_progress
-from clm.kube.pods import NodePods, Pod, deletion_deadline, phase, pod_key, sort_node_pods
+from clm.kube.pods import Pod, deletion_deadline, phase, pod_key
 from clm.kube.waiting import WatchSpec, wait_for_event
-from clm.timestamps import format_time, utc_now
+from clm.timestamps import format_time
 
 if TYPE_CHECKING:
     from clm.kube.budget_follower import BudgetFollower
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 
 PASS_BUDGET = 5.0
 PASS_LIMIT = 60.0  # a pass that keeps evicting goes on this long at most (docs/workflows.md, "A drain pass")
-# A pod still terminating this long after its grace period ended is left behind (CLM's podEvictionHeadroom).
-TERMINATION_HEADROOM = 30.0
 # deletionTimestamp has whole seconds: a pod's grace period ends within a second after it.
 STAMP_PRECISION = 1.0
 # Waits for a pod past its grace period grow with how late it is, up to this.
@@ -48,17 +47,6 @@ MAX_LISTED = 20
 EVICTION_WORKERS = 8
 
 
-class PassClock:
-    """Wall time that starts at the caller's `now` and advances with the monotonic clock."""
-
-    def __init__(self, now: datetime | None):
-        self.start = now or utc_now()
-        self.started = time.monotonic()
-
-    def now(self) -> datetime:
-        return self.start + timedelta(seconds=time.monotonic() - self.started)
-
-
 @dataclass
 class _Blocked:
     pod: Pod
@@ -70,19 +58,6 @@ class _Blocked:
 
     def to_dict(self) -> dict[str, Any]:
         return {"pod": pod_key(self.pod), "reason": self.reason, "pdb": self.pdb}
-
-
-@dataclass
-class Observation:
-    """A node's pods and the budgets, listed together."""
-
-    pods: NodePods
-    pods_version: str
-    budgets: list[Budget]
-    budgets_version: str
-    at: datetime
-    waiting_for: list[Pod] = field(default_factory=list)  # terminating, within their grace period + headroom
-    overdue: list[Pod] = field(default_factory=list)  # terminating past that: left behind
 
 
 def _listed(keys: Sequence[str]) -> list[str]:
@@ -126,7 +101,7 @@ class NodeDrainer:
         self.follower: BudgetFollower | None = None  # told of each eviction (a batch's pass)
 
     def observe(self) -> Observation:
-        return _observe(self.kube, self.node, self.clock, self.pool)
+        return observe(self.kube, self.node, self.clock, self.pool)
 
     def evict(self, observation: Observation, allowance: Allowance) -> bool:
         """Evict every pod the budgets let go, as `allowance` counts what they allow (taking from it); remember the
@@ -357,31 +332,6 @@ def budget_watch(kube: KubeClient, blocking: set[str], version: str) -> WatchSpe
     return WatchSpec(kube.discovery.pdb_resource().path(), version, opened)
 
 
-def _observe(kube: KubeClient, node: str, clock: PassClock, pool: ThreadPoolExecutor) -> Observation:
-    """The node's pods and every budget, listed together."""
-    budgets = pool.submit(list_budgets, kube, now=clock.now())
-    return observe_pods(kube, node, clock, budgets.result)
-
-
-def observe_pods(
-    kube: KubeClient, node: str, clock: PassClock, budgets: Callable[[], tuple[list[Budget], str]]
-) -> Observation:
-    """The node's pods, with the budgets `budgets()` gives once the pods are listed (a listing made meanwhile)."""
-    at = clock.now()
-    listed = kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
-    observation = Observation(
-        sort_node_pods(listed.get("items") or []),
-        listed.get("metadata", {}).get("resourceVersion", ""),
-        *budgets(),
-        at,
-    )
-    cutoff = clock.now() - timedelta(seconds=TERMINATION_HEADROOM)
-    for pod in observation.pods.terminating:
-        end = deletion_deadline(pod)
-        (observation.overdue if end and end < cutoff else observation.waiting_for).append(pod)
-    return observation
-
-
 def drain_pass(
     kube: KubeClient,
     node: str,
@@ -405,7 +355,7 @@ def drain_pass(
     with ThreadPoolExecutor(EVICTION_WORKERS) as pool:
         # The first listing and discovery go out with the cordon; evictions wait until the cordon is in place.
         eviction_version = pool.submit(kube.discovery.eviction_api_version)
-        first = pool.submit(_observe, kube, node, clock, pool)
+        first = pool.submit(observe, kube, node, clock, pool)
         try:
             drain = cordon(kube, node, clock.now(), settings.taint_effect)
         except NodeNotFound:
