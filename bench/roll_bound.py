@@ -99,14 +99,16 @@ def stretches(
 ) -> list[BatchStretch]:
     """`batches`: (nodes, pods, first pass start, last done) in order; batch i's replace stretch ends when batch
     i+1's drain starts, the last one at `roll_end` (when the roll saw its replacements Ready). A batch whose nodes
-    the surge's surplus covers (terminated with decrement, the first ones) waits for no boot: its bound is 0."""
+    the surge's surplus covers (terminated with decrement, the first ones) waits for no boot: its bound is 0; nor
+    does one the next batch started less than a boot after (the window slid over the booting successors)."""
     ends = [start for _, _, start, _ in batches[1:]] + [roll_end]
     surplus = min(simulation.surge, sum(len(nodes) for nodes, *_ in batches))
     result = []
-    for (nodes, pods, start, done), end in zip(batches, ends, strict=True):
+    for index, ((nodes, pods, start, done), end) in enumerate(zip(batches, ends, strict=True)):
         covered = min(len(nodes), surplus)
         surplus -= covered
-        boot = simulation.boot_delay if len(nodes) > covered else 0.0
+        slid = index < len(batches) - 1 and end - done < simulation.boot_delay
+        boot = simulation.boot_delay if len(nodes) > covered and not slid else 0.0
         result.append(BatchStretch(nodes, pods, done - start, end - done, simulation.drain_bound(pods), boot))
     return result
 

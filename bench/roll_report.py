@@ -170,7 +170,7 @@ def _overhead_table(result: RollResult) -> Table:
     ):
         table.add_row(name, f"{sum(seconds):.1f}", f"{sum(seconds) / count:.2f}", f"{max(seconds):.2f}")
     table.add_row(
-        "replacements beyond the boot delay (terminate, Wait, plan; the successors' boot)",
+        "replacements beyond the boot delay (terminate, Wait, plan; the successors' boot, unless the window slid)",
         f"{sum(replaces):.1f}",
         f"{statistics.mean(replaces):.2f}",
         f"{max(replaces):.2f}",

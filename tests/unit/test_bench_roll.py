@@ -91,6 +91,13 @@ def test_each_replacement_ends_where_the_next_drain_starts_and_the_last_at_the_r
     assert [(n.drain_overhead, n.replace_overhead) for n in nodes] == [(1.0, 1.0), (0.5, 0.5)]
 
 
+def test_a_batch_the_next_started_beside_waits_for_no_boot() -> None:
+    """The window slid: the next batch started 2 s after the first was drained (the boot is 5 s); the last batch
+    waits for its successors' boot before the roll ends."""
+    nodes = stretches([(("a",), 2, 10.0, 15.0), (("b",), 2, 17.0, 22.0)], roll_end=28.0, simulation=SIM)
+    assert [(n.boot_delay, n.replace_overhead) for n in nodes] == [(0.0, 2.0), (5.0, 1.0)]
+
+
 def test_a_batch_the_surges_surplus_covers_waits_for_no_boot() -> None:
     """surge 2, max_unavailable 1: the first batch of 3 has 2 nodes terminated with decrement and one successor to
     boot; the batches after it boot their successors; with surge = pool no batch boots (the surge booted first)."""

@@ -112,6 +112,40 @@ def test_group_still_launching_is_waited_for() -> None:
     assert (decision.action, decision.wait_seconds) == ("wait", 10)
 
 
+def test_a_batch_starts_beside_booting_successors_within_max_unavailable() -> None:
+    """A window sliding over the pool: the next batch takes max_unavailable less the successors still booting (and
+    the instances not launched yet), instead of waiting for all of them; a full window still waits."""
+    outdated = [member(n) for n in range(1, 6)]
+    booting = member(6, outdated=False, ready=False, age=1.0)
+    decision = plan(pool(*outdated, booting, boot=20.0), RollSettings(max_unavailable=3))
+    assert (decision.action, len(decision.replace), decision.wait_seconds) == ("replace", 2, 0)
+    launching = plan(pool(*outdated, booting, desired=7, boot=20.0), RollSettings(max_unavailable=3))
+    assert len(launching.replace) == 1
+    full = pool(*outdated, *(member(n, outdated=False, ready=False, age=1.0) for n in (6, 7, 8)), boot=20.0)
+    assert plan(full, RollSettings(max_unavailable=3)).action == "wait"
+
+
+@pytest.mark.parametrize(
+    ("state", "roll"),
+    [
+        (pool(member(1), member(2), member(3, outdated=False, ready=False, age=1.0)), RollSettings()),  # one at a time
+        (
+            pool(member(3, outdated=False, ready=False, age=1.0), member(4, outdated=False)),
+            RollSettings(max_unavailable=3),
+        ),
+        (
+            pool(member(1), member(2), member(3, outdated=False, ready=False, age=1.0), baseline=2),
+            RollSettings(max_unavailable=3, surge=1),
+        ),
+    ],
+    ids=["one-at-a-time", "nothing-left-to-replace", "surge-booting"],
+)
+def test_booting_nodes_are_waited_for_where_the_window_does_not_slide(state: PoolState, roll: RollSettings) -> None:
+    """One node at a time (nothing starts beside the booting one); no outdated node left (the roll is done only
+    once they are Ready); a surge in effect (its extra nodes are Ready before any drain)."""
+    assert plan(state, roll).action == "wait"
+
+
 def test_nodes_already_being_replaced_are_continued_first() -> None:
     state = pool(member(1), member(2, draining=True), member(3, outdated=False, ready=False, age=5))
     decision = plan(state, RollSettings())

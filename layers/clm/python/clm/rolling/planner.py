@@ -127,6 +127,8 @@ def plan(state: PoolState, settings: RollSettings, *, removing: bool = False, le
         return decision
     if all(r.decrement for r in decision.replace):  # the group shrinks: no successor to wait for
         return decision
+    if _slides(state, settings, removing):  # the next plan takes more nodes beside the booting ones, or waits
+        return decision
     wait = max(0, math.floor(state.typical_boot_seconds - lead - BOOT_LEAD))
     return dataclasses.replace(decision, wait_seconds=wait)
 
@@ -146,16 +148,12 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         return replace_decision(taken_out, state, removing, "continue the nodes already being replaced", settings)
 
     booting = [m for m in in_service if not (m.node and m.node.ready)]
-    waiting = wait_for_boot(state, booting, settings)
-    if waiting:
-        return waiting
-    if len(in_service) < state.desired:
-        missing = state.desired - len(in_service)
-        return Decision(
-            "wait", f"waiting for the group to launch {missing} instance(s)", wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS
-        )
-
+    missing = max(state.desired - len(in_service), 0)
+    waiting = wait_for_boot(state, booting, settings) or _launching(missing)
     outdated = [m for m in (in_service if removing else [m for m in in_service if m.outdated]) if m not in aside]
+    unavailable = len(booting) + missing
+    if waiting and not (outdated and _slides(state, settings, removing) and settings.max_unavailable > unavailable):
+        return waiting
     if aside and not outdated:  # nothing else to do: back to them, their drains wait for the force rules
         return replace_decision(aside, state, removing, come_back_reason(aside), settings, may_aside=False)
     if state.karpenter:
@@ -168,7 +166,21 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
             reason = "roll finished: back to the capacity before the surge"
             return Decision("scale", reason, desired=state.capacity, sizes=sizes)
         return Decision("done", "every node is up to date and Ready")
-    return _next_batch(state, settings, outdated, removing)
+    return _next_batch(state, settings, outdated, removing, unavailable)
+
+
+def _launching(missing: int) -> Decision | None:
+    if not missing:
+        return None
+    reason = f"waiting for the group to launch {missing} instance(s)"
+    return Decision("wait", reason, wait_seconds=UNKNOWN_BOOT_WAIT_SECONDS)
+
+
+def _slides(state: PoolState, settings: RollSettings, removing: bool) -> bool:
+    """Whether a batch may start while successors boot, they and it within max_unavailable (a window sliding over
+    the pool): not while a surge is in effect (its nodes are Ready first), nor for Karpenter or a removal (no
+    successors), nor one node at a time (nothing would start beside the one booting)."""
+    return not (removing or state.karpenter) and state.desired <= state.capacity and settings.max_unavailable > 1
 
 
 def _beside_controller(in_service: list[Member]) -> Decision | None:
@@ -241,8 +253,11 @@ def _boot_watch(remaining: float | None) -> float | None:
     return max(remaining, 0.0) + BOOT_SLACK
 
 
-def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool) -> Decision:
-    """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes."""
+def _next_batch(
+    state: PoolState, settings: RollSettings, outdated: list[Member], removing: bool, unavailable: int = 0
+) -> Decision:
+    """Surge if configured, then choose up to `extra + max_unavailable` outdated nodes, less the `unavailable` ones
+    (booting or not launched yet)."""
     capacity = 0 if removing else state.capacity
     if settings.surge and not removing and not state.karpenter:
         sizes = surge_sizes(state, outdated, settings.surge)
@@ -253,7 +268,7 @@ def _next_batch(state: PoolState, settings: RollSettings, outdated: list[Member]
     extra = max(state.desired - capacity, 0)
     # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
     taking_out = removing or state.karpenter
-    allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable
+    allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable - unavailable
     if state.karpenter:  # the nodes Karpenter is taking out itself count as unavailable
         allowed -= len(_disrupted(state.members))
     budget = min(allowed, len(outdated))
