@@ -178,3 +178,13 @@ def test_without_a_watch_each_listing_lists_the_budgets() -> None:
     assert made.broken and kube.watches == 1
     assert allowed(made) == 1 and allowed(made) == 1 and kube.lists == 2
     made.stop()
+
+
+def test_an_object_the_follower_cannot_read_leaves_it_listing_for_each_round(follower) -> None:
+    """A budget event it cannot read (here, no name) must not leave the pass on the budgets it had: it lists."""
+    made, kube = follower
+    kube.listed = pdb(0, "20")
+    kube.feed.put({"type": "MODIFIED", "object": {"metadata": {"namespace": "web"}}})
+    made._thread.join(5)
+    assert made.broken
+    assert allowed(made) == 0 and kube.lists == 1

@@ -108,6 +108,14 @@ class BudgetFollower:
                 wake.put(f"budget {sorted(blocking & allowing)[0]} allows a disruption")
 
     def _follow(self) -> None:
+        """Watch until stopped; a watch that cannot be kept (or an object it cannot read) leaves listing per round."""
+        try:
+            self._watch_until_stopped()
+        except Exception:  # a thread of its own: nothing above it would see the error
+            log.exception("following the budgets failed, listing them for each round")
+        self.broken = True
+
+    def _watch_until_stopped(self) -> None:
         idle = 0
         while idle < MAX_IDLE_WATCHES:
             with self._lock:
@@ -126,7 +134,6 @@ class BudgetFollower:
                     return
             idle = 0 if self._apply_all(stream) else idle + 1
             self._relist()
-        self.broken = True
 
     def _apply_all(self, stream: WatchStream) -> bool:
         """Apply the stream's events until it ends; whether any came."""
