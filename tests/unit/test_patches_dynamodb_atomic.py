@@ -14,19 +14,25 @@ from botocore.exceptions import ClientError
 from clm_sandbox.patches import dynamodb_atomic
 
 
-def test_of_two_racing_conditional_writes_one_fails(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from moto.dynamodb import models
-
-    dynamodb_atomic.install()
+def table_with_one_item(aws: boto3.Session, name: str) -> Any:
+    """A DynamoDB client, with the patch installed and table `name` holding the item `kube-1`."""
     dynamodb_atomic.install()
     ddb = aws.client("dynamodb")
     ddb.create_table(
-        TableName="t",
+        TableName=name,
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    ddb.put_item(TableName="t", Item={"id": {"S": "kube-1"}})
+    ddb.put_item(TableName=name, Item={"id": {"S": "kube-1"}})
+    return ddb
+
+
+def test_of_two_racing_conditional_writes_one_fails(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.dynamodb import models
+
+    dynamodb_atomic.install()
+    ddb = table_with_one_item(aws, "t")
     parser = models.create_condition_expression_parser
 
     def slow_parser(*args: Any) -> Any:
@@ -81,15 +87,7 @@ def test_a_write_waits_for_a_read_of_its_item(aws: boto3.Session, monkeypatch: p
     fresh clone, test_faults' racing executions: "dictionary changed size during iteration")."""
     from moto.dynamodb.models.dynamo_type import Item
 
-    dynamodb_atomic.install()
-    ddb = aws.client("dynamodb")
-    ddb.create_table(
-        TableName="r",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb.put_item(TableName="r", Item={"id": {"S": "kube-1"}})
+    ddb = table_with_one_item(aws, "r")
     describe = Item.describe_attrs
     reading = threading.Event()
     seen: list[tuple[set[str], set[str]]] = []

@@ -111,18 +111,17 @@ class NodeDrainer:
         for pod in observation.pods.evictable:
             covering = budgets_for(pod, observation.budgets)
             refusing = [b for b in covering if allowance.refuses(b)]
-            if phase(pod) == "Pending":  # the server evicts pending pods regardless of budgets
-                candidates.append(pod)
-            elif refusing:
+            pending = phase(pod) == "Pending"  # the server evicts pending pods regardless of budgets
+            if refusing and not pending:
                 self.blocked.append(
                     _Blocked(pod, allowance.describe(refusing[0]), refusing[0].key, any(b.settling for b in refusing))
                 )
-            else:
+                continue
+            if not pending:
                 allowance.take(covering)
-                candidates.append(pod)
-        if self.follower is not None:
-            for pod in candidates:
-                self.follower.evicting(pod, budgets_for(pod, observation.budgets))
+            candidates.append(pod)
+            if self.follower is not None:  # before the request: the watch may show the eviction before its answer
+                self.follower.evicting(pod, covering)
         outcomes = self._evict_all(candidates)
         evicted_at = self.clock.now()
         for pod, outcome in zip(candidates, outcomes, strict=True):
