@@ -213,10 +213,22 @@ def roll(sandbox: Sandbox, cluster_id: str) -> Rolled:
     return Rolled(watch, run_figures(sfn, outcome.arn), seconds)
 
 
-def quiet(sfn: Any, timeout: float = 120.0) -> None:
+def upload_reconciled(sfn: Any, reconcile: str, timeout: float = 60.0) -> None:
+    """Wait for the upload's reconcile to start and end: it reads the registry, so a cluster registered while it
+    runs gets a run from it beside the registry change's (one of them works, the other skips, and the demo would
+    follow either)."""
+    deadline = time.monotonic() + timeout
+    while not sfn.list_executions(stateMachineArn=reconcile)["executions"]:
+        if time.monotonic() > deadline:
+            raise DemoError(f"the upload started no reconcile within {timeout:.0f} s")
+        time.sleep(0.5)
+    quiet(sfn, timeout, "waiting for the upload's reconcile (no cluster registered yet)")
+
+
+def quiet(sfn: Any, timeout: float = 120.0, why: str = "") -> None:
     """Wait until no execution runs: reconcile follows the rollout until a look after the run records it completed
     (every 30 s), and the IAM report must hold every call the demo caused."""
-    console.print("waiting for reconcile's last look at the rollout (it records the rollout completed)")
+    console.print(why or "waiting for reconcile's last look at the rollout (it records the rollout completed)")
     machines = [m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]]
     deadline = time.monotonic() + timeout
     while any(sfn.list_executions(stateMachineArn=m, statusFilter="RUNNING")["executions"] for m in machines):
@@ -283,6 +295,7 @@ def run(args: argparse.Namespace) -> None:
             )
         )
         sfn, machine = sandbox.session.client("stepfunctions"), sandbox.outputs["ProvisionStateMachineArn"]
+        upload_reconciled(sfn, sandbox.outputs["ReconcileStateMachineArn"])
         followed(
             sfn,
             machine,
