@@ -72,6 +72,13 @@ class Deployment:
         still = [(e["name"], self.states(e["executionArn"])[-3:]) for e in running]
         pytest.fail(f"executions did not settle within {timeout} s; running: {still}")
 
+    def only_run(self, known: int) -> dict[str, Any]:
+        """The one provision execution started after the first `known` (waiting as `settle`), described; fails
+        naming each run (name, input, status) when there is not exactly one."""
+        runs = self.settle(known)
+        assert len(runs) == 1, f"expected one run, got {[(r['name'], r['input'], r['status']) for r in runs]}"
+        return runs[0]
+
     def start(self) -> dict[str, Any]:
         """Start provision from the console (StartExecution with the documented input) and wait for it."""
         known = len(self.executions(self.provision))

@@ -206,7 +206,7 @@ def test_a_target_whose_trust_names_another_hub_is_refused_by_the_run_and_nothin
     cluster = elsewhere(base, account=target.account, region=target.region)
     before = where_things_are(deployment)
     deployment.registry.put(cluster)
-    [run] = deployment.settle(0)
+    run = deployment.only_run(0)
     plan = json.loads(run["output"])["plan"]
     role = f"arn:aws:iam::{target.account}:role/clm-target-{target.region}-run"
     why = f"the hub cannot assume {role} (AccessDenied): {DEPLOY_HINT}"

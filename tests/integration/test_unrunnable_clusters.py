@@ -38,7 +38,7 @@ def test_an_unresolvable_channel_is_a_problem_on_the_cluster_recorded_once(deplo
     cluster = dataclasses.replace(cluster, channel="gamma")  # the config bucket has no config/gamma/
     deployment.registry.put(cluster)  # the registry change starts reconcile
 
-    [run] = deployment.settle(known=0)  # the registry change's run
+    run = deployment.only_run(0)  # the registry change's run
     assert run["status"] == "SUCCEEDED"
     [problem] = deployment.registry.get(cluster.id).status.problems
     assert problem.title == "configuration: cluster aws:123456789012:eu-central-1:kube-1 (channel 'gamma'): s3://" + (
@@ -85,7 +85,7 @@ def test_a_provider_clm_does_not_provision_is_a_problem_on_that_item(deployment:
         },
         ExpressionAttributeValues={":gke": {"S": "zalando-gke"}},
     )
-    [run] = deployment.settle(known)  # the spec change's run
+    run = deployment.only_run(known)  # the spec change's run
     assert run["status"] == "SUCCEEDED"
     item = deployment.session.client("dynamodb").get_item(TableName=table, Key={"id": {"S": cluster.id}})["Item"]
     [problem] = item["status"]["M"]["problems"]["L"]

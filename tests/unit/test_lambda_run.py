@@ -14,7 +14,7 @@ import pytest
 
 from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry, create_table
-from clm.workflow.lambda_handler import UnknownStep
+from clm.workflow.lambda_handler import TransientError, UnknownStep
 from clm.workflow.settings import SettingsError
 from tests.lambdas import FakeContext, load_handler_module
 
@@ -86,6 +86,28 @@ def test_fail_records_the_problem(deployment: DynamoRegistry) -> None:
     error = {"Error": "StackFailed", "Cause": json.dumps({"errorMessage": "stack kube-1: VPC failed"})}
     assert call("fail", cluster_id=cluster_id, error=error)["problem"] == "StackFailed: stack kube-1: VPC failed"
     assert deployment.lock_holder(cluster_id) is None
+
+
+def test_a_failed_run_keeps_its_lock_until_its_rollout_is_halted(deployment, monkeypatch) -> None:
+    """A reconcile that finds the cluster free must find the rollout halted, or it starts the failed version again;
+    a halt whose event is refused keeps the lock for the step's retry."""
+    from clm.workflow import rollout_gate
+
+    cluster_id = deployment.list_clusters()[0].id
+    plan = call("begin", cluster_id=cluster_id)
+    held = []
+
+    def halting(*args: Any) -> None:
+        held.append(deployment.lock_holder(cluster_id))
+        raise rollout_gate.RolloutEventsRefused("event bus clm: rollout events refused")
+
+    monkeypatch.setattr(rollout_gate, "halt_on_failure", halting)
+    with pytest.raises(TransientError, match="rollout events refused"):
+        call("fail", cluster_id=cluster_id, plan=plan, error={"Error": "ApplyError", "Cause": "bad manifest"})
+    assert held == [EXECUTION] and deployment.lock_holder(cluster_id) == EXECUTION
+    monkeypatch.setattr(rollout_gate, "halt_on_failure", lambda *args: held.append(deployment.lock_holder(cluster_id)))
+    call("fail", cluster_id=cluster_id, plan=plan, error={"Error": "ApplyError", "Cause": "bad manifest"})
+    assert held == [EXECUTION, EXECUTION] and deployment.lock_holder(cluster_id) is None
 
 
 def test_unknown_step_and_missing_settings_are_clear_errors(deployment, monkeypatch) -> None:

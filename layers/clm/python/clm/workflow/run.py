@@ -150,13 +150,12 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
 
 
 def fail(registry: DynamoRegistry, cluster_id: str, execution: str, error: str, cause: str, step: str = "") -> Problem:
-    """Record a failed run's error as a problem on the cluster (naming the `step` when known) and release the lock;
-    `next_version` stays."""
+    """Record a failed run's error as a problem on the cluster (naming the `step` when known); `next_version` and
+    the lock stay (the caller releases it once the failure's consequences are recorded)."""
     error, cause = innermost_error(error, cause)
     title = f"step {step}: {error_title(error, cause)}" if step else error_title(error, cause)
     problem = Problem(title=title, type=PROBLEM_TYPES + error, instance=execution)
     registry.record_problem(cluster_id, problem)
-    registry.release_lock(cluster_id, execution)
     return problem
 
 

@@ -207,7 +207,8 @@ def succeed(event: dict[str, Any]) -> dict[str, Any]:
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:
     """`{cluster_id, execution, plan, error: {Error, Cause, Step?}}` -> the problem recorded on the cluster; a run
-    that was bringing the cluster a new configuration version halts that version's rollout."""
+    that was bringing the cluster a new configuration version halts that version's rollout; then the lock is
+    released (a reconcile that finds the cluster free finds the rollout halted, and starts no second run of it)."""
     error, settings = event.get("error") or {}, Settings.from_env()
     registry = _registry(settings)
     cluster = registry.get(event["cluster_id"])
@@ -227,6 +228,7 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     )
     if halted:
         rollout_gate.publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, ""))([halted])
+    registry.release_lock(event["cluster_id"], event["execution"])
     return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted)}
 
 
