@@ -122,14 +122,15 @@ def wait_for_roll(
     pytest.fail(f"no roll reached {what} within {timeout} s")
 
 
-def the_run(executions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The one execution that did the work; every other one must have skipped (lock held or up to date)."""
+def the_run(executions: list[dict[str, Any]], status: str = "SUCCEEDED") -> dict[str, Any]:
+    """The one execution that did the work, ended with `status`; every other one must have skipped (lock held, up
+    to date, or held by its rollout: reconcile's next time window names a run anew)."""
     outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
-    assert all(e["status"] == "SUCCEEDED" for e in executions), [
-        (e["status"], e.get("error"), e.get("cause")) for e in executions
-    ]
     working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
-    assert len(working) == 1, [outputs[e["executionArn"]].get("plan") for e in executions]
+    assert len(working) == 1 and all(e["status"] == "SUCCEEDED" for e in executions if e not in working), [
+        (e["name"], e["status"], outputs[e["executionArn"]].get("plan"), e.get("error")) for e in executions
+    ]
+    assert working[0]["status"] == status, (working[0]["status"], working[0].get("error"), working[0].get("cause"))
     return working[0]
 
 
