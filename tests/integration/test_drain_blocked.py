@@ -7,7 +7,6 @@ owner and budget; a `Node Replaced` event names each old node and its successor.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,15 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
+from tests.integration.deployment import (
+    ROOT,
+    Deployment,
+    NodeLooks,
+    instances,
+    provisioned,
+    the_run,
+    upload_new_ami,
+)
 from tests.integration.fleet import capture_events, received
 from tests.integration.test_drain_parking import (
     FORCE_AFTER_20_S,
@@ -79,26 +86,6 @@ def _stuck_on(kube_api: k8s.ApiClient, node: str, name: str = NAME) -> str:
     pytest.fail(f"the stuck pod is not Ready on {node}")
 
 
-class Cordons(threading.Thread):
-    """Looks at the Nodes until stopped: which are unschedulable (node name -> bool), at each look."""
-
-    def __init__(self, kube_api: k8s.ApiClient):
-        super().__init__(daemon=True)
-        self.core, self.seen, self.stop = k8s.CoreV1Api(kube_api), [], threading.Event()
-        self.start()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.seen.append({n.metadata.name: bool(n.spec.unschedulable) for n in self.core.list_node().items})
-            time.sleep(0.1)
-
-    def of(self, node: str) -> list[bool]:
-        """Whether `node` was unschedulable, at each look while it existed (once stopped)."""
-        self.stop.set()
-        self.join(timeout=5)
-        return [look[node] for look in self.seen if node in look]
-
-
 def _entered(history: list[dict[str, Any]], state: str) -> list[dict[str, Any]]:
     details = [e["stateEnteredEventDetails"] for e in history if "stateEnteredEventDetails" in e]
     return [json.loads(d["input"]) for d in details if d["name"] == state]
@@ -134,7 +121,7 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     middle = names[1]
     pod = _stuck_on(kube_api, middle)
     queue = capture_events(deployment, "clm.node")
-    cordons = Cordons(kube_api)
+    cordons = NodeLooks(kube_api)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
     status = _status_while_set_aside(deployment, middle)
@@ -206,7 +193,7 @@ def test_a_workload_blocking_every_node_cannot_cordon_the_pool_and_the_force_rul
     owners = {node: f"stuck.{i}.x-y" for i, node in enumerate(names)}
     pods = {node: _stuck_on(kube_api, node, owner) for node, owner in owners.items()}
     queue = capture_events(deployment, "clm.node")
-    cordons = Cordons(kube_api)
+    cordons = NodeLooks(kube_api)
     known = len(deployment.executions(deployment.provision))
     upload_new_ami(deployment)
     the_run(deployment.settle(known, timeout=300))

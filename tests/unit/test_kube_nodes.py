@@ -139,6 +139,23 @@ def test_mark_for_decommission(labels, taints, expected):
     assert patches(transport)[0]["body"] == expected
 
 
+def test_a_node_just_listed_is_marked_without_reading_it_again_unless_it_changed_meanwhile():
+    listed = node({"lifecycle-status": "ready"})
+    transport = RecordedTransport(
+        {
+            ("GET", "/api/v1/nodes/n1"): [response(200, node({"lifecycle-status": "ready"}))],
+            ("PATCH", "/api/v1/nodes/n1"): [
+                response(409, status_body(409, "Conflict", "changed")),
+                response(200, node()),
+            ],
+        }
+    )
+    mark_for_decommission(KubeClient(transport), "n1", known=listed)
+    assert [c["method"] for c in transport.calls] == ["PATCH", "GET", "PATCH"]
+    mark_for_decommission(KubeClient(transport), "n1", known=node({"lifecycle-status": "draining"}, taints=[TAINT]))
+    assert len(transport.calls) == 3  # marked already, as listed: nothing to write
+
+
 def test_the_no_schedule_taint_replaces_the_preferred_one():
     transport = RecordedTransport(
         {

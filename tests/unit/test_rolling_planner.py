@@ -10,8 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clm.rolling.marks import to_mark
 from clm.rolling.planner import Decision, NodeStartupTimeout, PoolBlocked, plan
-from clm.rolling.pool import LIFECYCLE_DRAINING, Member, NodeState, PoolState, RollSettings
+from clm.rolling.pool import (
+    LIFECYCLE_DECOMMISSION_PENDING,
+    LIFECYCLE_DRAINING,
+    Member,
+    NodeState,
+    PoolState,
+    RollSettings,
+)
 
 
 def member(
@@ -150,6 +158,27 @@ def test_nodes_already_being_replaced_are_continued_first() -> None:
     state = pool(member(1), member(2, draining=True), member(3, outdated=False, ready=False, age=5))
     decision = plan(state, RollSettings())
     assert [r.instance_id for r in decision.replace] == ["i-2"]
+
+
+def marked(n: int, *, cordoned: bool = False, outdated: bool = True) -> Member:
+    """A node as CLM's rolling update leaves it marked (rolling_update.go markOldNodes): decommission-pending."""
+    node = NodeState(f"node-{n}", ready=True, unschedulable=cordoned, lifecycle_status=LIFECYCLE_DECOMMISSION_PENDING)
+    return Member(f"i-{n}", "a", "InService", outdated, 1000.0, node)
+
+
+def test_nodes_marked_for_replacement_still_serve_and_only_the_cordoned_ones_are_continued() -> None:
+    """A pool Zalando's CLM left mid-roll has every outdated node marked and only its batch cordoned: the batch is
+    continued, and the marked rest are taken within max_unavailable, not all at once."""
+    assert [r.instance_id for r in plan(pool(*(marked(n) for n in range(5))), RollSettings()).replace] == ["i-0"]
+    left = pool(marked(0), marked(1, cordoned=True), marked(2), member(3, outdated=False))
+    assert [r.instance_id for r in plan(left, RollSettings(max_unavailable=2)).replace] == ["i-1"]
+
+
+def test_a_roll_marks_every_outdated_node_not_marked_yet_but_none_of_a_karpenter_pool() -> None:
+    state = pool(member(1), marked(2), member(3, draining=True), member(4, outdated=False), member(5, node=False))
+    assert to_mark(state) == ["node-1"]
+    assert to_mark(state, removing=True) == ["node-1", "node-4"]
+    assert to_mark(replace(state, karpenter=True)) == []
 
 
 def test_node_with_volumes_waits_for_a_new_node_in_its_az() -> None:

@@ -102,7 +102,7 @@ def test_failure_records_the_lambda_error_message_and_keeps_next_version(example
     assert status.problems[-1].type == "https://cluster-lifecycle-manager.zalando.org/problems/NodeStartupTimeout"
     assert status.problems[-1].instance == EXECUTION
     assert status.next_version == plan.desired_version
-    assert example_registry.lock_holder(cluster_id) is None
+    assert example_registry.lock_holder(cluster_id) == EXECUTION  # the fail step releases it after the halt
     assert fail(example_registry, cluster_id, EXECUTION, "States.Timeout", "").title == "States.Timeout"
 
 

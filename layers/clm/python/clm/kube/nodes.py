@@ -91,10 +91,11 @@ def _with_taint(node: Node, effect: str) -> list[dict[str, Any]] | None:
     return [t for t in taints if t.get("key") != TAINT_KEY] + [taint]
 
 
-def _patch_node(kube: KubeClient, name: str, change: Any) -> Node:
-    """Apply `change(node) -> merge patch | None` with optimistic concurrency; return the node."""
-    for _ in range(_CONFLICT_RETRIES):
-        node = kube.get(node_path(name))
+def _patch_node(kube: KubeClient, name: str, change: Any, known: Node | None = None) -> Node:
+    """Apply `change(node) -> merge patch | None` with optimistic concurrency; return the node. `known`: the node
+    as just listed, tried first (a conflict reads it again)."""
+    for attempt in range(_CONFLICT_RETRIES):
+        node = known if known is not None and attempt == 0 else kube.get(node_path(name))
         if node is None:
             raise NodeNotFound(f"node {name} does not exist", kube.cluster_id)
         patch = change(node)
@@ -120,14 +121,17 @@ def _marks(node: Node, label: str, effect: str) -> dict[str, Any]:
     return patch
 
 
-def mark_for_decommission(kube: KubeClient, name: str, taint_effect: str = PREFER_NO_SCHEDULE) -> None:
-    """Label a node decommission-pending (unless already draining) and taint it, so new pods avoid it."""
+def mark_for_decommission(
+    kube: KubeClient, name: str, taint_effect: str = PREFER_NO_SCHEDULE, known: Node | None = None
+) -> None:
+    """Label a node decommission-pending (unless already draining) and taint it, so new pods avoid it (`known`: the
+    node as just listed, saving a read)."""
 
     def change(node: Node) -> dict[str, Any]:
         current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
         return _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING, taint_effect)
 
-    _patch_node(kube, name, change)
+    _patch_node(kube, name, change, known)
 
 
 def drained_by(node: Node) -> str:

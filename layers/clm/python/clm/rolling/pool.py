@@ -32,9 +32,18 @@ class NodeState:
     drained_by: str = ""  # who drains it (clm.kube.nodes.DRAINED_BY): CLM, the cluster-lifecycle-controller, or ""
 
     @property
-    def being_replaced(self) -> bool:
-        """CLM has started to take this node out (cordoned or marked for draining)."""
+    def marked(self) -> bool:
+        """Labelled for replacement (decommission-pending, as CLM marks every outdated node: rolling_update.go
+        markOldNodes) or draining."""
         return self.lifecycle_status in {LIFECYCLE_DRAINING, LIFECYCLE_DECOMMISSION_PENDING}
+
+    @property
+    def being_replaced(self) -> bool:
+        """Taken out: draining, or marked and cordoned (CLM cordons a batch before its drains label them draining),
+        or handed to the cluster-lifecycle-controller. A node only marked still serves."""
+        if self.lifecycle_status == LIFECYCLE_DECOMMISSION_PENDING:
+            return self.unschedulable or self.drained_by == DRAINED_BY_CONTROLLER
+        return self.lifecycle_status == LIFECYCLE_DRAINING
 
     @property
     def with_controller(self) -> bool:

@@ -13,8 +13,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from clm.kube.settings import DrainSettings
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.clc import plan_clc
+from clm.rolling.marks import to_mark
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
@@ -112,7 +114,8 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
 
     The cluster's `update_strategy` (its registry item as it is now: a switch acts at the next plan) decides who
     drains: CLM (`rolling`, clm.rolling.planner), or the cluster-lifecycle-controller, CLM marking the nodes and
-    waiting (`clc`, clm.rolling.clc).
+    waiting (`clc`, clm.rolling.clc). Under `rolling`, a `replace` decision first marks every other outdated node of
+    the pool for replacement (clm.rolling.marks), so that the pods its drains evict prefer up-to-date nodes.
 
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
     MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
@@ -146,7 +149,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         baselines = {} if karpenter else _baselines(where, inventory.group_names)
         size = sum(baselines.get(group.name, group.desired) for group in inventory.groups) or inventory.desired
         settings = _capped(roll_settings(items, cluster.config_items, cluster.id, size), disruptions, pool)
-        state, nodes_version = _observe(kube, pool, inventory, baselines, karpenter)
+        state, listed = _observe(kube, pool, inventory, baselines, karpenter)
         lead = time.monotonic() - started  # how long the next plan will take to see the pool
         if strategy == CLC:
             decision = plan_clc(state, settings, removing=removing)
@@ -155,11 +158,15 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
-            if wait_for_event(kube, [_ready_watch(nodes_version, booting)], deadline) is not None:
-                state = _observe(kube, pool, inventory, baselines, karpenter)[0]
+            if wait_for_event(kube, [_ready_watch(_version(listed), booting)], deadline) is not None:
+                state, listed = _observe(kube, pool, inventory, baselines, karpenter)
                 decision = plan_next(state, settings, removing=removing, lead=lead)
         awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
-    hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
+        hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
+        if strategy != CLC and decision.action == "replace":  # the batch's own nodes are marked by their cordon
+            batch = {replacement.node for replacement in decision.replace}
+            names = [name for name in to_mark(state, removing=removing) if name not in batch]
+            _mark_outdated(kube, names, listed, pool_drain_settings(cluster, pool))
     carried = {"awaiting": awaiting} if awaiting else {}  # terminated nodes whose successor is not named yet
     return within_budget({**decision.to_dict(), **carried}, event.get("previous"), budget)
 
@@ -199,11 +206,25 @@ def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
 
 def _observe(
     kube: Any, pool: str, inventory: NodePoolInventory, baselines: dict[str, int], karpenter: bool
-) -> tuple[PoolState, str]:
-    """The pool's state with its Nodes as listed now, and the resourceVersion of that list."""
+) -> tuple[PoolState, dict[str, Any]]:
+    """The pool's state with its Nodes as listed now, and that list."""
     listed = kube.get("/api/v1/nodes") or {}
     state = pool_state(pool, inventory, listed.get("items", []), baselines, datetime.now(UTC), karpenter=karpenter)
-    return state, (listed.get("metadata") or {}).get("resourceVersion", "")
+    return state, listed
+
+
+def _version(listed: dict[str, Any]) -> str:
+    """The resourceVersion of a list."""
+    return str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _mark_outdated(kube: Any, names: list[str], listed: dict[str, Any], settings: DrainSettings) -> None:
+    """Mark the nodes `names` for replacement (label, taint: clm.kube.nodes), each from its object in `listed`."""
+    from clm.kube.nodes import mark_for_decommission
+
+    by_name = {node["metadata"]["name"]: node for node in listed.get("items", [])}
+    for name in names:
+        mark_for_decommission(kube, name, settings.taint_effect, by_name.get(name))
 
 
 def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
