@@ -206,11 +206,11 @@ def first_run_config_map(
 
 @dataclass(frozen=True)
 class NodeLook:
-    """A Node at one look: cordoned, and marked for replacement (labelled decommission-pending or draining, and
-    tainted decommission-pending)."""
+    """A Node at one look: cordoned, and tainted for replacement (CLM's decommission taint); its lifecycle label."""
 
     unschedulable: bool
-    marked: bool
+    tainted: bool
+    lifecycle: str
 
 
 class NodeLooks(threading.Thread):
@@ -238,9 +238,8 @@ class NodeLooks(threading.Thread):
 
 
 def _look(node: k8s.V1Node) -> NodeLook:
-    labelled = (node.metadata.labels or {}).get("lifecycle-status") in ("decommission-pending", "draining")
     tainted = any(t.key == "decommission-pending" for t in node.spec.taints or [])
-    return NodeLook(bool(node.spec.unschedulable), labelled and tainted)
+    return NodeLook(bool(node.spec.unschedulable), tainted, (node.metadata.labels or {}).get("lifecycle-status", ""))
 
 
 class HealthyPods(threading.Thread):

@@ -88,8 +88,9 @@ def test_provision_creates_stacks_applies_manifests_and_records_the_version(
 def test_config_change_rolls_every_node_without_breaking_the_pdb(
     deployment: Deployment, nodes: NodeSimulator, kube_api: k8s.ApiClient
 ) -> None:
-    """Before its first cordon the roll marks every outdated node (label, PreferNoSchedule taint), as CLM does
-    (pkg/updatestrategy/rolling_update.go markOldNodes): evicted pods prefer the up-to-date nodes."""
+    """Before its first cordon the roll taints every outdated node (PreferNoSchedule), as CLM marks them
+    (pkg/updatestrategy/rolling_update.go markOldNodes): evicted pods prefer the up-to-date nodes. No node waiting
+    is labelled decommission-pending: that label hands a node to the cluster-lifecycle-controller."""
     register_example_cluster(deployment)
     before = provisioned(deployment, nodes, kube_api)
     old = {node.metadata.name for node in k8s.CoreV1Api(kube_api).list_node().items}
@@ -106,7 +107,8 @@ def test_config_change_rolls_every_node_without_breaking_the_pdb(
     assert len(after) == 3 and not after & before, (before, after)
     assert watcher.samples > 10 and watcher.lowest is not None and watcher.lowest >= 2  # PDB minAvailable=2
     cordoning = [look for look in looks.stopped() if any(look[n].unschedulable for n in old & look.keys())]
-    assert cordoning and all(look[n].marked for look in cordoning for n in old & look.keys()), cordoning[:1]
+    assert cordoning and all(look[n].tainted for look in cordoning for n in old & look.keys()), cordoning[:1]
+    assert not [n for look in looks.seen for n in look.values() if n.lifecycle == "decommission-pending"]
     assert deployment.states(execution["executionArn"]).count("RollNodePool") == 1
     assert deployment.roll_states().count("Terminate") == 3
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3

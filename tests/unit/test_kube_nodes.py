@@ -1,4 +1,4 @@
-"""Node marks: cordon, mark_for_decommission, hand_over and take_back write CLM's label, taint, clocks and drainer in
+"""Node marks: cordon, taint_for_replacement, hand_over and take_back write CLM's label, taint, clocks and drainer in
 one conflict-safe patch."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from clm.kube.nodes import (
     decommission_taint,
     drain_clock,
     hand_over,
-    mark_for_decommission,
+    taint_for_replacement,
     take_back,
 )
 from clm.kube.transport import TransportFailure
@@ -114,12 +114,9 @@ def test_an_invalid_drain_start_is_replaced():
     ("labels", "taints", "expected"),
     [
         (
-            {"lifecycle-status": "ready"},
+            {"lifecycle-status": "ready"},  # the label stays: the cluster-lifecycle-controller's hand-over signal
             [OTHER_TAINT],
-            {
-                "metadata": {"labels": {"lifecycle-status": "decommission-pending"}, "resourceVersion": "5"},
-                "spec": {"taints": [OTHER_TAINT, TAINT]},
-            },
+            {"metadata": {"resourceVersion": "5"}, "spec": {"taints": [OTHER_TAINT, TAINT]}},
         ),
         (
             {"lifecycle-status": "draining"},
@@ -128,18 +125,18 @@ def test_an_invalid_drain_start_is_replaced():
         ),
     ],
 )
-def test_mark_for_decommission(labels, taints, expected):
+def test_taint_for_replacement(labels, taints, expected):
     transport = RecordedTransport(
         {
             ("GET", "/api/v1/nodes/n1"): [response(200, node(labels, taints=taints))],
             ("PATCH", "/api/v1/nodes/n1"): [response(200, node())],
         }
     )
-    mark_for_decommission(KubeClient(transport), "n1")
+    taint_for_replacement(KubeClient(transport), "n1")
     assert patches(transport)[0]["body"] == expected
 
 
-def test_a_node_just_listed_is_marked_without_reading_it_again_unless_it_changed_meanwhile():
+def test_a_node_just_listed_is_tainted_without_reading_it_again_unless_it_changed_meanwhile():
     listed = node({"lifecycle-status": "ready"})
     transport = RecordedTransport(
         {
@@ -150,10 +147,10 @@ def test_a_node_just_listed_is_marked_without_reading_it_again_unless_it_changed
             ],
         }
     )
-    mark_for_decommission(KubeClient(transport), "n1", known=listed)
+    taint_for_replacement(KubeClient(transport), "n1", known=listed)
     assert [c["method"] for c in transport.calls] == ["PATCH", "GET", "PATCH"]
-    mark_for_decommission(KubeClient(transport), "n1", known=node({"lifecycle-status": "draining"}, taints=[TAINT]))
-    assert len(transport.calls) == 3  # marked already, as listed: nothing to write
+    taint_for_replacement(KubeClient(transport), "n1", known=node(taints=[TAINT]))
+    assert len(transport.calls) == 3  # tainted already, as listed: nothing to write
 
 
 def test_the_no_schedule_taint_replaces_the_preferred_one():
@@ -163,7 +160,7 @@ def test_the_no_schedule_taint_replaces_the_preferred_one():
             ("PATCH", "/api/v1/nodes/n1"): [response(200, node())],
         }
     )
-    mark_for_decommission(KubeClient(transport), "n1", NO_SCHEDULE)
+    taint_for_replacement(KubeClient(transport), "n1", NO_SCHEDULE)
     assert patches(transport)[0]["body"]["spec"]["taints"] == [OTHER_TAINT, HARD_TAINT]
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clm.rolling.marks import to_mark
+from clm.rolling.marks import to_taint
 from clm.rolling.planner import Decision, NodeStartupTimeout, PoolBlocked, plan
 from clm.rolling.pool import (
     LIFECYCLE_DECOMMISSION_PENDING,
@@ -174,11 +174,14 @@ def test_nodes_marked_for_replacement_still_serve_and_only_the_cordoned_ones_are
     assert [r.instance_id for r in plan(left, RollSettings(max_unavailable=2)).replace] == ["i-1"]
 
 
-def test_a_roll_marks_every_outdated_node_not_marked_yet_but_none_of_a_karpenter_pool() -> None:
-    state = pool(member(1), marked(2), member(3, draining=True), member(4, outdated=False), member(5, node=False))
-    assert to_mark(state) == ["node-1"]
-    assert to_mark(state, removing=True) == ["node-1", "node-4"]
-    assert to_mark(replace(state, karpenter=True)) == []
+def test_a_roll_taints_every_outdated_node_not_tainted_yet_but_none_of_a_karpenter_pool() -> None:
+    tainted = replace(member(2), node=replace(member(2).node, tainted=True))
+    state = pool(
+        member(1), tainted, member(3, draining=True), marked(4), member(5, outdated=False), member(6, node=False)
+    )
+    assert to_taint(state) == ["node-1", "node-4"]
+    assert to_taint(state, removing=True) == ["node-1", "node-4", "node-5"]
+    assert to_taint(replace(state, karpenter=True)) == []
 
 
 def test_node_with_volumes_waits_for_a_new_node_in_its_az() -> None:

@@ -121,15 +121,15 @@ def _marks(node: Node, label: str, effect: str) -> dict[str, Any]:
     return patch
 
 
-def mark_for_decommission(
+def taint_for_replacement(
     kube: KubeClient, name: str, taint_effect: str = PREFER_NO_SCHEDULE, known: Node | None = None
 ) -> None:
-    """Label a node decommission-pending (unless already draining) and taint it, so new pods avoid it (`known`: the
-    node as just listed, saving a read)."""
+    """Taint a node to be replaced (CLM's decommission taint), so new pods prefer other nodes; its label stays, the
+    cluster-lifecycle-controller's hand-over signal. `known`: the node as just listed, saving a read."""
 
     def change(node: Node) -> dict[str, Any]:
-        current = (node["metadata"].get("labels") or {}).get(LIFECYCLE_LABEL)
-        return _marks(node, DRAINING if current == DRAINING else DECOMMISSION_PENDING, taint_effect)
+        taints = _with_taint(node, taint_effect)
+        return {} if taints is None else {"spec": {"taints": taints}}
 
     _patch_node(kube, name, change, known)
 

@@ -1,19 +1,25 @@
-"""The nodes a roll marks for replacement before it drains: every outdated one, as CLM does at each step of a
-rolling update (rolling_update.go markOldNodes), so that the pods its drains evict prefer up-to-date nodes (the
-taint is PreferNoSchedule) and move once."""
+"""The nodes a roll taints before it drains: every outdated one, as CLM marks them at each step of a rolling update
+(rolling_update.go markOldNodes), so that the pods its drains evict prefer up-to-date nodes (the taint is
+PreferNoSchedule) and move once. CLM also labels them decommission-pending; here that label stays the
+cluster-lifecycle-controller's hand-over signal (`update_strategy: clc`), so that a controller a cluster's
+configuration deploys never takes the nodes of a `rolling` roll."""
 
 from __future__ import annotations
 
-from clm.rolling.pool import PoolState
+from clm.rolling.pool import LIFECYCLE_DRAINING, PoolState
 
 
-def to_mark(state: PoolState, *, removing: bool = False) -> list[str]:
-    """The Nodes of the pool's outdated in-service members (every member when `removing`) not marked yet; none in
-    a Karpenter pool (Karpenter chooses where pods go)."""
+def to_taint(state: PoolState, *, removing: bool = False) -> list[str]:
+    """The Nodes of the pool's outdated in-service members (every member when `removing`) without the decommission
+    taint, draining ones aside (their cordon sets it); none in a Karpenter pool (Karpenter chooses where pods go)."""
     if state.karpenter:
         return []
     return [
         m.node.name
         for m in state.members
-        if m.in_service and (removing or m.outdated) and m.node is not None and not m.node.marked
+        if m.in_service
+        and (removing or m.outdated)
+        and m.node is not None
+        and not m.node.tainted
+        and m.node.lifecycle_status != LIFECYCLE_DRAINING
     ]

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from clm.kube.blocked_drain import blocked_until
-from clm.kube.nodes import DRAINED_BY
+from clm.kube.nodes import DRAINED_BY, TAINT_KEY
 from clm.rolling.pool import LIFECYCLE_READY, GroupState, Member, NodeState, PoolState
 from clm.rolling.replaced import REPLACES_ANNOTATION
 from clm.stacks.inventory import NodePoolInventory
@@ -51,6 +51,7 @@ def node_state(node: dict[str, Any], now: datetime | None = None) -> NodeState:
         set_aside_seconds=None if until is None or now is None else (until - now).total_seconds(),
         replaces=(metadata.get("annotations") or {}).get(REPLACES_ANNOTATION, ""),
         drained_by=(metadata.get("annotations") or {}).get(DRAINED_BY, ""),
+        tainted=any(t.get("key") == TAINT_KEY for t in spec.get("taints") or []),
     )
 
 

@@ -30,12 +30,7 @@ class NodeState:
     set_aside_seconds: float | None = None
     replaces: str = ""  # the old node it was paired with as its successor (clm.rolling.replaced)
     drained_by: str = ""  # who drains it (clm.kube.nodes.DRAINED_BY): CLM, the cluster-lifecycle-controller, or ""
-
-    @property
-    def marked(self) -> bool:
-        """Labelled for replacement (decommission-pending, as CLM marks every outdated node: rolling_update.go
-        markOldNodes) or draining."""
-        return self.lifecycle_status in {LIFECYCLE_DRAINING, LIFECYCLE_DECOMMISSION_PENDING}
+    tainted: bool = False  # it has CLM's decommission taint (clm.kube.nodes.TAINT_KEY): new pods prefer other nodes
 
     @property
     def being_replaced(self) -> bool:

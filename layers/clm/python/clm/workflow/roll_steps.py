@@ -16,7 +16,7 @@ from typing import Any
 from clm.kube.settings import DrainSettings
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.clc import plan_clc
-from clm.rolling.marks import to_mark
+from clm.rolling.marks import to_taint
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
@@ -114,8 +114,8 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
 
     The cluster's `update_strategy` (its registry item as it is now: a switch acts at the next plan) decides who
     drains: CLM (`rolling`, clm.rolling.planner), or the cluster-lifecycle-controller, CLM marking the nodes and
-    waiting (`clc`, clm.rolling.clc). Under `rolling`, a `replace` decision first marks every other outdated node of
-    the pool for replacement (clm.rolling.marks), so that the pods its drains evict prefer up-to-date nodes.
+    waiting (`clc`, clm.rolling.clc). Under `rolling`, a `replace` decision first taints every other outdated node
+    of the pool (clm.rolling.marks), so that the pods its drains evict prefer up-to-date nodes.
 
     A safe point: raises UpdateBlocked when `cluster_update_block` was set since the run began, and
     MaintenanceWindowClosed when the decision is disruptive outside the cluster's window or in a fleet freeze
@@ -163,10 +163,10 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
                 decision = plan_next(state, settings, removing=removing, lead=lead)
         awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
         hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
-        if strategy != CLC and decision.action == "replace":  # the batch's own nodes are marked by their cordon
+        if strategy != CLC and decision.action == "replace":  # the batch's own nodes are tainted by their cordon
             batch = {replacement.node for replacement in decision.replace}
-            names = [name for name in to_mark(state, removing=removing) if name not in batch]
-            _mark_outdated(kube, names, listed, pool_drain_settings(cluster, pool))
+            names = [name for name in to_taint(state, removing=removing) if name not in batch]
+            _taint_outdated(kube, names, listed, pool_drain_settings(cluster, pool))
     carried = {"awaiting": awaiting} if awaiting else {}  # terminated nodes whose successor is not named yet
     return within_budget({**decision.to_dict(), **carried}, event.get("previous"), budget)
 
@@ -218,13 +218,13 @@ def _version(listed: dict[str, Any]) -> str:
     return str((listed.get("metadata") or {}).get("resourceVersion", ""))
 
 
-def _mark_outdated(kube: Any, names: list[str], listed: dict[str, Any], settings: DrainSettings) -> None:
-    """Mark the nodes `names` for replacement (label, taint: clm.kube.nodes), each from its object in `listed`."""
-    from clm.kube.nodes import mark_for_decommission
+def _taint_outdated(kube: Any, names: list[str], listed: dict[str, Any], settings: DrainSettings) -> None:
+    """Taint the nodes `names` for replacement (clm.kube.nodes), each from its object in `listed`."""
+    from clm.kube.nodes import taint_for_replacement
 
     by_name = {node["metadata"]["name"]: node for node in listed.get("items", [])}
     for name in names:
-        mark_for_decommission(kube, name, settings.taint_effect, by_name.get(name))
+        taint_for_replacement(kube, name, settings.taint_effect, by_name.get(name))
 
 
 def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
