@@ -174,6 +174,16 @@ def test_nodes_marked_for_replacement_still_serve_and_only_the_cordoned_ones_are
     assert [r.instance_id for r in plan(left, RollSettings(max_unavailable=2)).replace] == ["i-1"]
 
 
+def test_a_workload_that_labels_every_node_draining_gets_one_batch_continued_not_the_pool() -> None:
+    """Attack: whoever may patch Nodes (a cluster workload with that right) labels every node draining, up-to-date
+    ones too; the roll continues at most max_unavailable of them at a time (beside a surge's extra nodes)."""
+    forged = pool(*(member(n, draining=True) for n in range(4)), member(4, outdated=False, draining=True))
+    assert [r.instance_id for r in plan(forged, RollSettings()).replace] == ["i-0"]
+    assert [r.instance_id for r in plan(forged, RollSettings(max_unavailable=2)).replace] == ["i-0", "i-1"]
+    surged = pool(*(member(n, draining=True) for n in range(4)), member(4, outdated=False), desired=5, baseline=4)
+    assert len(plan(surged, RollSettings(surge=1, max_unavailable=1)).replace) == 2
+
+
 def test_a_roll_taints_every_outdated_node_not_tainted_yet_but_none_of_a_karpenter_pool() -> None:
     tainted = replace(member(2), node=replace(member(2).node, tainted=True))
     state = pool(

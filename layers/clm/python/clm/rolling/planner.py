@@ -144,8 +144,10 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
         return handed
     aside = set_aside(in_service, settings)
     taken_out = [m for m in in_service if m.node is not None and m.node.being_replaced and m not in aside]
-    if taken_out:
-        return replace_decision(taken_out, state, removing, "continue the nodes already being replaced", settings)
+    if taken_out:  # at most a batch: the marks are on the nodes, where whoever may patch a Node can set them too
+        reason = "continue the nodes already being replaced"
+        most = max(_most_out(state, settings, removing), 1)
+        return replace_decision(taken_out[:most], state, removing, reason, settings)
 
     booting = [m for m in in_service if not (m.node and m.node.ready)]
     missing = max(state.desired - len(in_service), 0)
@@ -167,6 +169,14 @@ def _decide(state: PoolState, settings: RollSettings, removing: bool) -> Decisio
             return Decision("scale", reason, desired=state.capacity, sizes=sizes)
         return Decision("done", "every node is up to date and Ready")
     return _next_batch(state, settings, outdated, removing, unavailable)
+
+
+def _most_out(state: PoolState, settings: RollSettings, removing: bool) -> int:
+    """The most nodes a batch takes out: max_unavailable beside the surge's extra nodes; at least one when removing
+    a pool or in a Karpenter pool (no surge there)."""
+    if removing or state.karpenter:
+        return max(settings.max_unavailable, 1)
+    return max(state.desired - state.capacity, 0) + settings.max_unavailable
 
 
 def _launching(missing: int) -> Decision | None:
@@ -265,10 +275,9 @@ def _next_batch(
             target = pool_desired(state, sizes)
             reason = f"surge: {target - capacity} extra node(s) before replacing"
             return Decision("scale", reason, desired=target, baseline=capacity, sizes=sizes)
-    extra = max(state.desired - capacity, 0)
-    # Removing a pool, or a Karpenter pool (nothing to surge with: Karpenter launches for the drained pods).
+    # Removing a pool, or a Karpenter pool: nothing to surge with (Karpenter launches for the drained pods).
     taking_out = removing or state.karpenter
-    allowed = max(settings.max_unavailable, 1) if taking_out else extra + settings.max_unavailable - unavailable
+    allowed = _most_out(state, settings, removing) - (0 if taking_out else unavailable)
     if state.karpenter:  # the nodes Karpenter is taking out itself count as unavailable
         allowed -= len(_disrupted(state.members))
     budget = min(allowed, len(outdated))
