@@ -192,6 +192,7 @@ def test_a_roll_taints_every_outdated_node_not_tainted_yet_but_none_of_a_karpent
     assert to_taint(state) == ["node-1", "node-4"]
     assert to_taint(state, removing=True) == ["node-1", "node-4", "node-5"]
     assert to_taint(replace(state, karpenter=True)) == []
+    assert to_taint(state, limit=1) == ["node-1"]  # the next plan taints the rest
 
 
 def test_node_with_volumes_waits_for_a_new_node_in_its_az() -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from clm.rolling.pool import LIFECYCLE_DRAINING, PoolState
 
+TAINTS_PER_PLAN = 100  # a plan's writes stay within seconds however large the pool; the next plans taint the rest
 
-def to_taint(state: PoolState, *, removing: bool = False) -> list[str]:
-    """The Nodes of the pool's outdated in-service members (every member when `removing`) without the decommission
-    taint, draining ones aside (their cordon sets it); none in a Karpenter pool (Karpenter chooses where pods go)."""
+
+def to_taint(state: PoolState, *, removing: bool = False, limit: int = TAINTS_PER_PLAN) -> list[str]:
+    """Up to `limit` Nodes of the pool's outdated in-service members (every member when `removing`) without the
+    decommission taint, draining ones aside (their cordon sets it); none in a Karpenter pool (Karpenter chooses
+    where pods go)."""
     if state.karpenter:
         return []
     return [
@@ -22,4 +25,4 @@ def to_taint(state: PoolState, *, removing: bool = False) -> list[str]:
         and m.node is not None
         and not m.node.tainted
         and m.node.lifecycle_status != LIFECYCLE_DRAINING
-    ]
+    ][:limit]
