@@ -37,3 +37,20 @@ def test_a_rolling_rollout_with_no_run_going_is_not_polled(reconciling, monkeypa
         reconcile_steps, "gate", lambda *_: SimpleNamespace(allowed=[], rolling=True, wake_at=None, report=dict)
     )
     assert reconcile_steps.reconcile({})["again"] is False
+
+
+def test_a_cluster_whose_run_is_going_gets_no_run_beside_it(reconciling, example_registry) -> None:
+    """A run of the cluster holds its lock and is running (started in an earlier time window, or by a registry
+    change): reconcile starts none beside it, which would only skip, as CLM's controller never takes a cluster it
+    is updating (controller/cluster_list.go UpdateAvailable: only idle clusters are pending)."""
+    from clm.workflow import reconcile_steps
+
+    sfn, machine = reconciling
+    going = sfn.start_execution(stateMachineArn=machine, name="kube-1-going", input="{}")["executionArn"]
+    [cluster, *others] = example_registry.list_clusters()
+    assert example_registry.acquire_lock(cluster.id, going, lambda execution: True) is True
+    result = reconcile_steps.reconcile({})
+    assert cluster.id in result["already_started"]["ids"] and cluster.id not in result["started"]["ids"]
+    assert result["started"]["count"] == len(others)
+    sfn.stop_execution(executionArn=going)  # a lock whose run ended: the cluster's next run takes it over
+    assert cluster.id in reconcile_steps.reconcile({})["started"]["ids"]

@@ -79,23 +79,33 @@ class DynamoRegistry:
     def list_clusters_report(self) -> tuple[list[Cluster], list[tuple[str, str]]]:
         """Valid clusters and `(id, error message)` of invalid items, both sorted by id (rollouts' items are not
         clusters: clm.registry.rollouts)."""
+        clusters, invalid, _ = self.list_clusters_locked()
+        return clusters, invalid
+
+    def list_clusters_locked(self) -> tuple[list[Cluster], list[tuple[str, str]], dict[str, str]]:
+        """As `list_clusters_report`, and the execution holding each locked cluster's lock, by cluster id (a
+        malformed lock is left out: the run that meets it says so)."""
         clusters: list[Cluster] = []
         invalid: list[tuple[str, str]] = []
+        locks: dict[str, str] = {}
         pages = self._client.get_paginator("scan").paginate(
             TableName=self._table,
             ConsistentRead=True,
-            ProjectionExpression="#id, #spec, #status",
+            ProjectionExpression="#id, #spec, #status, #lock",
             FilterExpression="NOT begins_with(#id, :rollouts)",
-            ExpressionAttributeNames=_names("#id, #spec, #status"),
+            ExpressionAttributeNames=_names("#id, #spec, #status, #lock"),
             ExpressionAttributeValues={":rollouts": {"S": ROLLOUT_KEY_PREFIX}},
         )
         for page in pages:
             for item in page["Items"]:
+                lock = _deserialize({"lock": item["lock"]})["lock"] if "lock" in item else None
+                if isinstance(lock, dict) and isinstance(lock.get("execution"), str):
+                    locks[item["id"]["S"]] = lock["execution"]
                 try:
                     clusters.append(self._to_cluster(item))
                 except ValidationError as exc:
                     invalid.append((item["id"]["S"], str(exc)))
-        return sorted(clusters, key=lambda c: c.id), sorted(invalid)
+        return sorted(clusters, key=lambda c: c.id), sorted(invalid), locks
 
     def get(self, cluster_id: str) -> Cluster:
         """The cluster with its status; ClusterNotFound when absent, ValidationError when invalid."""

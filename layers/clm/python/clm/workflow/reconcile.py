@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -110,18 +110,22 @@ def start_runs(
     selections: list[Selection],
     max_running: int,
     running_names: set[str] | None = None,
+    in_progress: Collection[str] = (),
 ) -> dict[str, Any]:
     """Start provision runs for the selections, keeping at most `max_running` executions running
-    (`running_names`: those running, as listed; listed now if not given).
+    (`running_names`: those running, as listed; listed now if not given), none for a cluster `in_progress` (a
+    running execution holds its lock: a run started now would only skip, as CLM's controller never takes a cluster
+    it is updating).
 
-    Returns what was started, what was already started (same name), and what waits for the next reconcile.
+    Returns what was started, what was already started (same name, or in progress), and what waits for the next
+    reconcile.
     """
     running_names = running_names_of(sfn, state_machine_arn) if running_names is None else running_names
     running = len(running_names)
     started, duplicates, deferred = [], [], []
     for selection in selections:
-        if selection.execution_name in running_names:  # AWS would answer with the running one, not an error
-            duplicates.append(selection.cluster_id)
+        if selection.execution_name in running_names or selection.cluster_id in in_progress:
+            duplicates.append(selection.cluster_id)  # AWS would answer a same-name start with the running one
             continue
         if running >= max_running:
             deferred.append(selection.cluster_id)

@@ -46,7 +46,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         return {"following": older, "again": False}
     # Listed before the registry is read: a run the gate waits for that ends meanwhile is followed (looked at again).
     running = running_names_of(sfn, state_machine)
-    clusters, invalid = DynamoRegistry(client("dynamodb"), settings.registry_table).list_clusters_report()
+    clusters, invalid, locks = DynamoRegistry(client("dynamodb"), settings.registry_table).list_clusters_locked()
+    in_progress = {cluster_id for cluster_id, holder in locks.items() if holder.rsplit(":", 1)[-1] in running}
     sources = ConfigSources(settings.config_source, client)
     change = (event.get("input") or {}).get("change")
     scope = change_scope(settings.config_source, change) if isinstance(change, dict) else None
@@ -76,7 +77,7 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
         publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, "")),
     )
     unresolvable = [s for s in select_unresolvable(clusters, unresolved, now) if s.cluster_id not in refused]
-    result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running, running)
+    result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running, running, in_progress)
     waiting = len(result["deferred"]) or (gated.rolling and bool(result["started"] or running))
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
