@@ -6,6 +6,7 @@ The fixtures `deployment` and `nodes` (tests/integration/conftest.py) build on i
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -124,14 +125,22 @@ def wait_for_roll(
 
 def the_run(executions: list[dict[str, Any]], status: str = "SUCCEEDED") -> dict[str, Any]:
     """The one execution that did the work, ended with `status`; every other one must have skipped (lock held, up
-    to date, or held by its rollout: reconcile's next time window names a run anew)."""
+    to date, or held by its rollout)."""
+    [run] = the_runs(executions, 1, status)
+    return run
+
+
+def the_runs(executions: list[dict[str, Any]], count: int, status: str = "SUCCEEDED") -> list[dict[str, Any]]:
+    """The `count` executions that did the work, in order, each ended with `status`, none started before the one
+    before it ended (reconcile starts no run beside a going one); every other one must have skipped."""
     outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
     working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
-    assert len(working) == 1 and all(e["status"] == "SUCCEEDED" for e in executions if e not in working), [
+    assert len(working) == count and all(e["status"] == "SUCCEEDED" for e in executions if e not in working), [
         (e["name"], e["status"], outputs[e["executionArn"]].get("plan"), e.get("error")) for e in executions
     ]
-    assert working[0]["status"] == status, (working[0]["status"], working[0].get("error"), working[0].get("cause"))
-    return working[0]
+    assert all(e["status"] == status for e in working), [(e["status"], e.get("error"), e.get("cause")) for e in working]
+    assert all(later["startDate"] >= earlier["stopDate"] for earlier, later in itertools.pairwise(working)), working
+    return working
 
 
 def remove_example_objects(api: k8s.ApiClient, timeout: float = 60.0) -> None:

@@ -36,6 +36,7 @@ from tests.integration.deployment import (
     instances,
     provisioned,
     the_run,
+    the_runs,
     upload_new_ami,
     wait_for_roll,
 )
@@ -134,7 +135,8 @@ def _register(deployment: Deployment, strategy: str = "clc") -> None:
 
 
 def _switch(deployment: Deployment, strategy: str) -> None:
-    """Edit the registry item's update_strategy (its run is skipped: the roll's holds the lock)."""
+    """Edit the registry item's update_strategy (its run is skipped while the roll's holds the lock; reconcile, which
+    follows the roll, brings the edit once the roll's run has ended)."""
     cluster = deployment.registry.get(deployment.cluster_id)
     items = {**cluster.config_items, "update_strategy": strategy}
     deployment.registry.put(dataclasses.replace(cluster, config_items=items))
@@ -209,7 +211,7 @@ def test_switching_from_clc_to_rolling_mid_roll_takes_the_nodes_back_before_clm_
         time.sleep(0.2)
     assert _handed(kube_api) == old_nodes
     _switch(deployment, "rolling")
-    the_run(deployment.settle(known, timeout=300))
+    the_runs(deployment.settle(known, timeout=300), 2)  # the roll, then the edit
 
     [handed, taken, *_] = _marks(deployment)
     assert sorted(handed["mark"]) == sorted(old_nodes) and not handed.get("take_back")
@@ -232,7 +234,7 @@ def test_switching_from_rolling_to_clc_mid_roll_hands_over_only_what_clm_is_not_
         upload_new_ami(deployment)
         wait_for_roll(deployment, lambda states: "Drain" in states, "a drain")
         _switch(deployment, "clc")
-        the_run(deployment.settle(known, timeout=300))
+        the_runs(deployment.settle(known, timeout=300), 2)  # the roll, then the edit
     finally:
         controller.stop()
 
