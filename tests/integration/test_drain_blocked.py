@@ -21,13 +21,13 @@ from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import (
     ROOT,
     Deployment,
-    NodeLooks,
     instances,
     provisioned,
     the_run,
     upload_new_ami,
 )
 from tests.integration.fleet import capture_events, received
+from tests.integration.node_looks import NodeLooks
 from tests.integration.test_drain_parking import (
     FORCE_AFTER_20_S,
     _roll_events,

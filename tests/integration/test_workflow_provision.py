@@ -17,7 +17,6 @@ from tests.integration.deployment import (
     ROOT,
     Deployment,
     HealthyPods,
-    NodeLooks,
     instances,
     provisioned,
     register_example_cluster,
@@ -25,6 +24,7 @@ from tests.integration.deployment import (
     upload_new_ami,
 )
 from tests.integration.kill_switch import KillSwitch, When
+from tests.integration.node_looks import NodeLooks
 
 pytestmark = [
     pytest.mark.integration,
