@@ -56,7 +56,7 @@ from roll_cost import log_offset, no_change_run, run_usage
 from roll_history import Trace, batches, node_drains, roll_chain, run_histories, terminations, trace
 from roll_report import RollResult, blocked_table, roll_tables, targets_table
 from roll_sandbox import NEW_AMI, BenchError, RollSandbox, start
-from roll_watch import ReadyWatch, budget_turns
+from roll_watch import BudgetWatch, ReadyWatch, budget_turns, idle_shares
 
 from clm.rolling.settings import roll_settings
 from clm_sandbox.demo.report import run_figures
@@ -72,11 +72,14 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
     simulation = sandbox.simulation
     watch = ReadyWatch(sandbox.kube_api, simulation.replicas - 1)
     watch.start()
+    budget = BudgetWatch(sandbox.kube_api)
+    budget.start()
     cpu = sandbox.server_cpu_seconds()
     try:
         run = sandbox.run(lambda: sandbox.new_ami(ami))
     finally:
         watch.stop()
+        budget.stop()
     cpu = sandbox.server_cpu_seconds() - cpu
     sfn = sandbox.client("stepfunctions")
     histories = run_histories(sfn, run.arn)
@@ -98,7 +101,9 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
         for batch in batches(run_trace.calls, drains)
     ]
     late = successors_late(run_trace, sandbox, simulation.boot_delay)
-    turns = budget_turns(watch.timeline, simulation.replicas, [(start, done) for *_, start, done in grouped])
+    windows = [(start, done) for *_, start, done in grouped]
+    turns = budget_turns(watch.timeline, simulation.replicas, windows)
+    shares = idle_shares(watch.timeline, simulation.replicas, windows, budget.allowing)
     return RollResult(
         run,
         run_figures(sfn, run.arn),
@@ -113,6 +118,7 @@ def measure_roll(sandbox: RollSandbox, logs: Path, ami: str = NEW_AMI, name: str
         cpu,
         late,
         turns,
+        shares,
     )
 
 

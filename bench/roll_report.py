@@ -37,6 +37,7 @@ class RollResult:
     server_cpu: float  # CPU seconds of moto's server process (Step Functions, Lambdas, AWS) during the run
     successors_late: list[float]  # per replaced node, its successor Ready later than the boot delay
     budget_turns: tuple[list[float], list[float]]  # within the drains: roll_watch.budget_turns' dips and idles
+    idle_shares: tuple[list[float], list[float]]  # the idles split: roll_watch.idle_shares (controller, CLM)
 
     @property
     def nodes(self) -> int:
@@ -164,9 +165,15 @@ def _overhead_table(result: RollResult) -> Table:
     )
     dips, idles = result.budget_turns
     late_pods = [dip - result.simulation.pod_ready_delay for dip in dips] or [0.0]
+    controller, clm = result.idle_shares
     for name, seconds in (
         ("  an eviction to its replacement pod Ready, beyond pod-ready (controllers, scheduler, simulator)", late_pods),
         ("  every pod Ready to the next eviction (disruption controller, CLM)", idles or [0.0]),
+        (
+            f"    of {len(controller)} seen: the pod Ready to the budget's status allowing (disruption controller)",
+            controller or [0.0],
+        ),
+        ("    the budget's status allowing to the eviction (CLM: its watch and request)", clm or [0.0]),
     ):
         table.add_row(name, f"{sum(seconds):.1f}", f"{sum(seconds) / count:.2f}", f"{max(seconds):.2f}")
     table.add_row(

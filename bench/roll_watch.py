@@ -7,11 +7,13 @@ hundred milliseconds would also load the machine the roll is timed on.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from clm.kube.client import KubeClient
 from clm_sandbox.nodesim.watch import PodWatcher
 
 
@@ -90,13 +92,45 @@ def budget_turns(
 ) -> tuple[list[float], list[float]]:
     """Within `windows` (epochs): how long each dip below `full` Ready pods lasted (an eviction until its
     replacement is Ready), and each stretch at `full` that a dip ended (the budget allowing until the next eviction)."""
+    dips, idles = _turns(timeline, full, windows)
+    return dips, [end - start for start, end in idles]
+
+
+def idle_shares(
+    timeline: Sequence[tuple[float, int]],
+    full: int,
+    windows: Sequence[tuple[float, float]],
+    allowing: Sequence[float],
+) -> tuple[list[float], list[float]]:
+    """Each stretch at `full` (as `budget_turns`) split where the budget's status turned allowing (`allowing`:
+    epochs, BudgetWatch): the disruption controller's share (the pod Ready until the status allows; 0 when the
+    status was seen first) and CLM's (the status allowing until the eviction). A stretch with no such turn within
+    it (less `SEEN_EARLY`) is left out."""
+    controller: list[float] = []
+    clm: list[float] = []
+    for start, end in _turns(timeline, full, windows)[1]:
+        turned = next((at for at in allowing if start - SEEN_EARLY <= at <= end), None)
+        if turned is not None:
+            controller.append(max(turned - start, 0.0))
+            clm.append(end - max(turned, start))
+    return controller, clm
+
+
+# Both watches deliver from one API server, each at its own pace: a status seen up to this much before the pod's
+# Ready belongs to this stretch (the one before turned at least a pod-ready earlier, before its own eviction).
+SEEN_EARLY = 0.2
+
+
+def _turns(
+    timeline: Sequence[tuple[float, int]], full: int, windows: Sequence[tuple[float, float]]
+) -> tuple[list[float], list[tuple[float, float]]]:
     dips: list[float] = []
-    idles: list[float] = []
+    idles: list[tuple[float, float]] = []
     dip_start = full_start = None
     for at, ready in timeline:
         if ready < full and dip_start is None:
             if full_start is not None and _within(windows, full_start, at):
-                idles.append(at - full_start)
+                idles.append((full_start, at))
             dip_start, full_start = at, None
         elif ready >= full and dip_start is not None:
             if _within(windows, dip_start, at):
@@ -107,3 +141,64 @@ def budget_turns(
 
 def _within(windows: Sequence[tuple[float, float]], start: float, end: float) -> bool:
     return any(low <= start and end <= high for low, high in windows)
+
+
+class BudgetWatch:
+    """Follows the PodDisruptionBudgets of `namespace` (the bench has one): `allowing`, the epochs at which their
+    status turned from allowing no disruption to allowing some (the disruption controller's turn of the budget)."""
+
+    def __init__(self, api_client: Any, namespace: str = "example", seconds: float = 60.0):
+        self.allowing: list[float] = []
+        self._kube = KubeClient.from_api_client(api_client)
+        self._path = self._kube.discovery.pdb_resource().path(namespace)
+        self._seconds = seconds
+        self._allowed: int | None = None
+        self._budgets: dict[str, dict[str, Any]] = {}  # by name, as last seen
+        self._stream: Any = None
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="roll-bench-budget-watch", daemon=True)
+
+    def start(self) -> None:
+        """List the budgets, then follow them on a thread."""
+        self._version = self._list()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._stream is not None:
+            self._stream.close()
+        self._thread.join(timeout=10)
+
+    def _list(self) -> str:
+        listed = self._kube.get(self._path) or {}
+        self._budgets = {item["metadata"]["name"]: item for item in listed.get("items") or []}
+        self._seen()
+        return str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._stream = self._kube.watch(self._path, {"resourceVersion": self._version}, self._seconds)
+                for event in self._stream.events():
+                    item = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise RuntimeError(item.get("message", "watch error"))
+                    self._version = item["metadata"]["resourceVersion"]
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._budgets[item["metadata"]["name"]] = item
+                    elif event["type"] == "DELETED":
+                        self._budgets.pop(item["metadata"]["name"], None)
+                    self._seen()
+            except (
+                Exception
+            ):  # an expired version or a failed watch: list again (a failed list: later), unless stopping
+                if self._stopping.wait(0.5):
+                    return
+                with contextlib.suppress(Exception):
+                    self._version = self._list()
+
+    def _seen(self) -> None:
+        allowed = sum(int((b.get("status") or {}).get("disruptionsAllowed") or 0) for b in self._budgets.values())
+        if self._allowed == 0 and allowed > 0:
+            self.allowing.append(time.time())
+        self._allowed = allowed

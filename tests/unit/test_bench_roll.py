@@ -11,7 +11,7 @@ import pytest
 
 from bench.roll_bound import Simulation, budget_bound, capacity_bound, roll_bound, stretches
 from bench.roll_history import batches, node_drains, roll_chain, run_histories, terminations, trace
-from bench.roll_watch import budget_turns
+from bench.roll_watch import budget_turns, idle_shares
 
 SIM = Simulation(nodes=3, replicas=6, boot_delay=5.0, grace=3, pod_ready_delay=1.0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -176,6 +176,15 @@ def test_budget_turns_split_each_eviction_into_its_replacements_start_and_the_wa
     dips, idles = budget_turns(timeline, 6, [(9.0, 14.0)])
     assert dips == pytest.approx([1.5, 1.3]) and idles == pytest.approx([0.2])
     assert budget_turns(timeline, 6, [(9.0, 14.0), (19.0, 22.0)])[0] == pytest.approx([1.5, 1.3, 1.0])
+
+
+def test_each_wait_for_the_next_eviction_splits_where_the_budgets_status_turned_allowing() -> None:
+    """Ready again at 11.5, the status allows at 11.55, evicted at 11.7: 0.05 s the disruption controller's, 0.15 s
+    CLM's; at 13.0 the status was seen 0.1 s before the pod (two watches, each at its pace): 0 and all of it CLM's;
+    a stretch with no turn seen (the watch missed it) is left out."""
+    timeline = [(0.0, 6), (10.0, 5), (11.5, 6), (11.7, 5), (13.0, 6), (13.3, 5), (14.5, 6), (14.6, 5), (15.0, 6)]
+    controller, clm = idle_shares(timeline, 6, [(9.0, 16.0)], [9.0, 11.55, 12.9])
+    assert controller == pytest.approx([0.05, 0.0]) and clm == pytest.approx([0.15, 0.3])
 
 
 def test_trace_reads_calls_waits_and_each_nodes_drain_across_child_executions() -> None:
