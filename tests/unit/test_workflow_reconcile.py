@@ -18,6 +18,7 @@ from clm.workflow.reconcile import (
     INTERRUPTED,
     OUTDATED,
     UNRESOLVABLE,
+    WINDOW_SECONDS,
     execution_name,
     select,
     select_unresolvable,
@@ -25,6 +26,7 @@ from clm.workflow.reconcile import (
 )
 
 NOW = 1_790_000_000.0
+ROLE = "arn:aws:iam::123456789012:role/clm"
 
 
 def variant(base: Cluster, name: str, **changes: object) -> Cluster:
@@ -121,9 +123,8 @@ def test_execution_names_collapse_within_a_window_and_are_valid(example_clusters
 @pytest.fixture
 def sfn(aws: boto3.Session):
     client = aws.client("stepfunctions")
-    role = "arn:aws:iam::123456789012:role/clm"
     arn = client.create_state_machine(
-        name="provision", definition='{"StartAt":"x","States":{"x":{"Type":"Pass","End":true}}}', roleArn=role
+        name="provision", definition='{"StartAt":"x","States":{"x":{"Type":"Pass","End":true}}}', roleArn=ROLE
     )["stateMachineArn"]
     return client, arn
 
@@ -155,6 +156,21 @@ def test_a_finished_run_of_the_same_window_is_not_started_again(sfn, example_clu
     execution = client.list_executions(stateMachineArn=arn)["executions"][0]["executionArn"]
     client.stop_execution(executionArn=execution)
     assert start_runs(client, arn, selections, max_running=10)["already_started"] == [selections[0].cluster_id]
+
+
+def test_a_run_to_the_same_version_started_in_an_earlier_window_is_going_before_it_takes_the_lock(
+    sfn, example_clusters
+) -> None:
+    """A look just after a time window turned, while the run the last look started has not taken the lock yet,
+    starts no second run (it would skip: a fresh clone's test_cf_manifests saw one); another version does start."""
+    client, _ = sfn
+    waiting = '{"StartAt":"w","States":{"w":{"Type":"Wait","Seconds":600,"End":true}}}'
+    arn = client.create_state_machine(name="slow", definition=waiting, roleArn=ROLE)["stateMachineArn"]
+    cluster = variant(example_clusters[0], "k0")
+    start_runs(client, arn, select([cluster], "v1", NOW), max_running=10)
+    later = NOW + WINDOW_SECONDS
+    assert start_runs(client, arn, select([cluster], "v1", later), max_running=10)["already_started"] == [cluster.id]
+    assert start_runs(client, arn, select([cluster], "v2", later), max_running=10)["started"] == [cluster.id]
 
 
 def test_reconcile_looks_again_while_runs_are_deferred_until_the_loop_is_old() -> None:

@@ -113,18 +113,20 @@ def start_runs(
     in_progress: Collection[str] = (),
 ) -> dict[str, Any]:
     """Start provision runs for the selections, keeping at most `max_running` executions running
-    (`running_names`: those running, as listed; listed now if not given), none for a cluster `in_progress` (a
-    running execution holds its lock: a run started now would only skip, as CLM's controller never takes a cluster
-    it is updating).
+    (`running_names`: those running, as listed; listed now if not given), none for a cluster whose run is going: a
+    run to the same version named in another time window (before it takes the lock), or one `in_progress` (a running
+    execution holds its lock). A run started beside would only skip; CLM's controller never takes a cluster it is
+    updating.
 
-    Returns what was started, what was already started (same name, or in progress), and what waits for the next
+    Returns what was started, what was already started (same name, or going), and what waits for the next
     reconcile.
     """
     running_names = running_names_of(sfn, state_machine_arn) if running_names is None else running_names
     running = len(running_names)
+    going = {_without_window(name) for name in running_names}
     started, duplicates, deferred = [], [], []
     for selection in selections:
-        if selection.execution_name in running_names or selection.cluster_id in in_progress:
+        if _without_window(selection.execution_name) in going or selection.cluster_id in in_progress:
             duplicates.append(selection.cluster_id)  # AWS would answer a same-name start with the running one
             continue
         if running >= max_running:
@@ -142,6 +144,11 @@ def start_runs(
         started.append(selection.cluster_id)
         running += 1
     return {"started": started, "already_started": duplicates, "deferred": deferred}
+
+
+def _without_window(name: str) -> str:
+    """An execution name without its time window: the cluster and the version it brings (`execution_name`)."""
+    return name.rsplit("-", 1)[0]
 
 
 def running_names_of(sfn: Any, state_machine_arn: str) -> set[str]:
