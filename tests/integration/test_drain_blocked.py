@@ -18,14 +18,7 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import (
-    ROOT,
-    Deployment,
-    instances,
-    provisioned,
-    the_run,
-    upload_new_ami,
-)
+from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
 from tests.integration.fleet import capture_events, received
 from tests.integration.node_looks import NodeLooks
 from tests.integration.test_drain_parking import (
