@@ -84,8 +84,11 @@ def deployment(
     record_terminations(deployment, monkeypatch)
     deployment.settle()  # the upload's reconciles end before a test registers a cluster (no late second run)
     yield deployment
-    deployment.settle()  # nothing may run on after the test's moto is gone
-    remove_example_objects(kube_api)
+    try:
+        deployment.settle()  # nothing may run on after the test's moto is gone
+    finally:
+        deployment.stop_running()  # one that did not settle either
+        remove_example_objects(kube_api)  # the next test's first apply creates them anew
     refused = [j for j in record.judged() if j.refused]
     if refused and not request.node.get_closest_marker("iam_refusals"):
         pytest.fail(f"calls refused by IAM (function, action, resource, why): {[_refusal(j) for j in refused]}")

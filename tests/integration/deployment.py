@@ -73,6 +73,12 @@ class Deployment:
         still = [(e["name"], self.states(e["executionArn"])[-3:]) for e in running]
         pytest.fail(f"executions did not settle within {timeout} s; running: {still}")
 
+    def stop_running(self) -> None:
+        """Stop every execution still running (a test that did not settle): none may act in the next test's moto."""
+        for machine in self.sfn.list_state_machines()["stateMachines"]:
+            for execution in self.executions(machine["stateMachineArn"], "RUNNING"):
+                self.sfn.stop_execution(executionArn=execution["executionArn"], cause="the test is over")
+
     def only_run(self, known: int) -> dict[str, Any]:
         """The one provision execution started after the first `known` (waiting as `settle`), described; fails
         naming each run (name, input, status) when there is not exactly one."""

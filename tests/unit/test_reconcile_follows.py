@@ -39,10 +39,15 @@ def test_a_rolling_rollout_with_no_run_going_is_not_polled(reconciling, monkeypa
     assert reconcile_steps.reconcile({})["again"] is False
 
 
-def test_a_cluster_whose_run_is_going_gets_no_run_beside_it(reconciling, example_registry) -> None:
-    """A run of the cluster holds its lock and is running (started in an earlier time window, or by a registry
-    change): reconcile starts none beside it, which would only skip, as CLM's controller never takes a cluster it
-    is updating (controller/cluster_list.go UpdateAvailable: only idle clusters are pending)."""
+def test_a_cluster_whose_run_is_going_gets_no_run_beside_it_and_its_own_once_that_run_ends(
+    reconciling, example_registry
+) -> None:
+    """A run of the cluster holds its lock and is running (started by a registry change, or recording the version
+    before the one the registry now says): reconcile starts none beside it, which would only skip, as CLM's
+    controller never takes a cluster it is updating (controller/cluster_list.go UpdateAvailable: only idle clusters
+    are pending). It looks again, and starts the cluster's run once that run has ended: a loop that ended there left
+    a registry edit made during a roll to the 15-minute schedule (CI: tests/integration/test_clc_update.py, whose
+    look fell between the roll recording its version, which ended its rollout, and its run ending)."""
     from clm.workflow import reconcile_steps
 
     sfn, machine = reconciling
@@ -50,7 +55,9 @@ def test_a_cluster_whose_run_is_going_gets_no_run_beside_it(reconciling, example
     [cluster, *others] = example_registry.list_clusters()
     assert example_registry.acquire_lock(cluster.id, going, lambda execution: True) is True
     result = reconcile_steps.reconcile({})
-    assert cluster.id in result["already_started"]["ids"] and cluster.id not in result["started"]["ids"]
+    assert result["waiting_for_run"]["ids"] == [cluster.id] and cluster.id not in result["started"]["ids"], result
     assert result["started"]["count"] == len(others)
+    assert (result["again"], result["wait_seconds"]) == (True, FOLLOW_SECONDS), "no look after the going run"
     sfn.stop_execution(executionArn=going)  # a lock whose run ended: the cluster's next run takes it over
-    assert cluster.id in reconcile_steps.reconcile({})["started"]["ids"]
+    after = reconcile_steps.reconcile({})
+    assert cluster.id in after["started"]["ids"] and after["waiting_for_run"]["count"] == 0, after

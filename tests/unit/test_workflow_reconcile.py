@@ -138,6 +138,7 @@ def test_runs_are_started_once_and_bounded(sfn, example_clusters) -> None:
         "started": [s.cluster_id for s in selections[:3]],
         "already_started": [],
         "deferred": [selections[3].cluster_id],
+        "waiting_for_run": [],
     }
     inputs = [
         json.loads(client.describe_execution(executionArn=e["executionArn"])["input"])

@@ -1,4 +1,5 @@
-"""Reconcile follows the runs it had to defer: it looks again every FOLLOW_SECONDS while runs wait for a free slot.
+"""Reconcile follows the runs it had to defer: it looks again every FOLLOW_SECONDS while runs wait for a free slot
+(or for their cluster's going run to end).
 
 Without it, clusters beyond `clm:maxRunning` would wait for the next 15-minute schedule: a fleet of 1,000 clusters
 at 10 at a time would take 100 ticks, a day. With it, a slot freed by a finished run is taken within
@@ -42,8 +43,9 @@ def loop_state(sfn: Any, execution_arn: str) -> tuple[str | None, datetime | Non
 def follow_up(
     waiting: int | bool, started: datetime | None, now: datetime | None = None, wake_at: datetime | None = None
 ) -> dict[str, Any]:
-    """Whether to look again, and when: in FOLLOW_SECONDS while runs are `waiting` (deferred, or a rollout's to
-    follow), else at `wake_at` (a rollout's bake ends), so long as the loop is younger than LOOP_SECONDS then."""
+    """Whether to look again, and when: in FOLLOW_SECONDS while runs are `waiting` (deferred, behind their cluster's
+    going run, or a rollout's to follow), else at `wake_at` (a rollout's bake ends), so long as the loop is younger
+    than LOOP_SECONDS then."""
     now = now or datetime.now(UTC)
     age = 0.0 if started is None else (now - started).total_seconds()
     if waiting:

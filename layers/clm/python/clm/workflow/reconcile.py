@@ -118,16 +118,20 @@ def start_runs(
     execution holds its lock). A run started beside would only skip; CLM's controller never takes a cluster it is
     updating.
 
-    Returns what was started, what was already started (same name, or going), and what waits for the next
-    reconcile.
+    Returns what was started, what was already started (a run to the same version), what waits for a free slot and
+    what waits for its cluster's going run to end (that run brings another version, or one not known): the last two
+    are for a later look.
     """
     running_names = running_names_of(sfn, state_machine_arn) if running_names is None else running_names
     running = len(running_names)
     going = {_without_window(name) for name in running_names}
-    started, duplicates, deferred = [], [], []
+    started, duplicates, deferred, behind = [], [], [], []
     for selection in selections:
-        if _without_window(selection.execution_name) in going or selection.cluster_id in in_progress:
+        if _without_window(selection.execution_name) in going:
             duplicates.append(selection.cluster_id)  # AWS would answer a same-name start with the running one
+            continue
+        if selection.cluster_id in in_progress:
+            behind.append(selection.cluster_id)
             continue
         if running >= max_running:
             deferred.append(selection.cluster_id)
@@ -143,7 +147,7 @@ def start_runs(
             continue
         started.append(selection.cluster_id)
         running += 1
-    return {"started": started, "already_started": duplicates, "deferred": deferred}
+    return {"started": started, "already_started": duplicates, "deferred": deferred, "waiting_for_run": behind}
 
 
 def _without_window(name: str) -> str:

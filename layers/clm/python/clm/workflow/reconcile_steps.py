@@ -29,10 +29,11 @@ DEFAULT_MAX_RUNNING = 10
 
 def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     """`{execution, input: {reason, change?}}` -> start provision runs (bounded by CLM_MAX_RUNNING) and say whether
-    to look again for the deferred ones (clm.workflow.follow_up); invalid registry items and clusters whose
-    configuration cannot be resolved are reported, not fatal (the latter also get a run that records it on them, or
-    their decommission: clm.workflow.reconcile.select_unresolvable); so are the clusters needing a run in an account the
-    deployment may not reach (`foreign`: no run is started, as it would only be refused: clm.targets).
+    to look again for the deferred ones and those whose going run brings another version (clm.workflow.follow_up);
+    invalid registry items and clusters whose configuration cannot be resolved are reported, not fatal (the latter
+    also get a run that records it on them, or their decommission: clm.workflow.reconcile.select_unresolvable); so
+    are the clusters needing a run in an account the deployment may not reach (`foreign`: no run is started, as it
+    would only be refused: clm.targets).
     A config change (`change`: `{bucket, key}` or `{repository, branch}`) concerns only the clusters reading its
     source on its channel."""
     settings = Settings.from_env()
@@ -78,7 +79,8 @@ def reconcile(event: dict[str, Any]) -> dict[str, Any]:
     )
     unresolvable = [s for s in select_unresolvable(clusters, unresolved, now) if s.cluster_id not in refused]
     result = start_runs(sfn, state_machine, [*gated.allowed, *unresolvable], max_running, running, in_progress)
-    waiting = len(result["deferred"]) or (gated.rolling and bool(result["started"] or running))
+    behind = bool(result["deferred"] or result["waiting_for_run"])  # a slot, or the cluster's going run, to free up
+    waiting = behind or (gated.rolling and bool(result["started"] or running))
     return {
         "config_versions": sorted(set(versions.values()))[:MAX_LISTED],
         "change": None if scope is None else {"source": scope.source, "channel": scope.channel},
