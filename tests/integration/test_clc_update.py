@@ -40,6 +40,7 @@ from tests.integration.deployment import (
     upload_new_ami,
     wait_for_roll,
 )
+from tests.integration.node_looks import cluster_view
 
 pytestmark = [
     pytest.mark.integration,
@@ -142,16 +143,38 @@ def _switch(deployment: Deployment, strategy: str) -> None:
     deployment.registry.put(dataclasses.replace(cluster, config_items=items))
 
 
-def _marks(deployment: Deployment) -> list[dict[str, Any]]:
-    """The decisions the rolls' Mark states carried out, in order."""
-    decisions = []
+def _settled(
+    deployment: Deployment, kube_api: k8s.ApiClient, known: int, controller: ControllerStandIn | None = None
+) -> list[dict[str, Any]]:
+    """`deployment.settle(known)`; when it does not, fails saying what the roll waits on: its last decisions, the
+    nodes, pods and groups, and what the controller stand-in has done."""
+    try:
+        return deployment.settle(known, timeout=300)
+    except pytest.fail.Exception as exc:
+        plans = [
+            (out["decision"].get("action"), out["decision"].get("reason"))
+            for out in _states(deployment, "Plan", "Exited")
+        ]
+        view = cluster_view(kube_api, deployment.session.client("autoscaling"))
+        done = controller and (controller.found.keys(), controller.terminated, controller.errors)
+        pytest.fail(f"{exc}\nlast plans: {plans[-12:]}\n{view}\ncontroller (found, terminated, errors): {done}")
+
+
+def _states(deployment: Deployment, state: str, edge: str = "Entered") -> list[dict[str, Any]]:
+    """What the rolls' `state` states were given (`edge` Entered) or returned (Exited), in order."""
+    seen = []
     for execution in deployment.executions(deployment.roll_node_pool):
         pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
         for event in (e for page in pages for e in page["events"]):
-            entered = event.get("stateEnteredEventDetails")
-            if entered and entered["name"] == "Mark":
-                decisions.append(json.loads(entered["input"])["decision"])
-    return decisions
+            details = event.get(f"state{edge}EventDetails")
+            if details and details["name"] == state:
+                seen.append(json.loads(details["input" if edge == "Entered" else "output"]))
+    return seen
+
+
+def _marks(deployment: Deployment) -> list[dict[str, Any]]:
+    """The decisions the rolls' Mark states carried out, in order."""
+    return [given["decision"] for given in _states(deployment, "Mark")]
 
 
 def _handed(kube_api: k8s.ApiClient) -> set[str]:
@@ -211,7 +234,7 @@ def test_switching_from_clc_to_rolling_mid_roll_takes_the_nodes_back_before_clm_
         time.sleep(0.2)
     assert _handed(kube_api) == old_nodes
     _switch(deployment, "rolling")
-    the_runs(deployment.settle(known, timeout=300), 2)  # the roll, then the edit
+    the_runs(_settled(deployment, kube_api, known), 2)  # the roll, then the edit
 
     [handed, taken, *_] = _marks(deployment)
     assert sorted(handed["mark"]) == sorted(old_nodes) and not handed.get("take_back")
@@ -234,7 +257,7 @@ def test_switching_from_rolling_to_clc_mid_roll_hands_over_only_what_clm_is_not_
         upload_new_ami(deployment)
         wait_for_roll(deployment, lambda states: "Drain" in states, "a drain")
         _switch(deployment, "clc")
-        the_runs(deployment.settle(known, timeout=300), 2)  # the roll, then the edit
+        the_runs(_settled(deployment, kube_api, known, controller), 2)  # the roll, then the edit
     finally:
         controller.stop()
 
@@ -251,11 +274,4 @@ def test_switching_from_rolling_to_clc_mid_roll_hands_over_only_what_clm_is_not_
 def _terminated_by_clm(deployment: Deployment) -> set[str]:
     """The instances CLM's roll terminated: its Terminate states' (these pools roll one node at a time: no batch's
     pass terminates)."""
-    instances = set()
-    for execution in deployment.executions(deployment.roll_node_pool):
-        pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
-        for event in (event for page in pages for event in page["events"]):
-            entered = event.get("stateEnteredEventDetails")
-            if entered and entered["name"] == "Terminate":
-                instances.add(json.loads(entered["input"])["replacement"]["instance_id"])
-    return instances
+    return {given["replacement"]["instance_id"] for given in _states(deployment, "Terminate")}

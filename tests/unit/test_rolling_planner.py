@@ -185,12 +185,23 @@ def test_a_workload_that_labels_every_node_draining_gets_one_batch_continued_not
 
 
 def test_a_roll_taints_every_outdated_node_not_tainted_yet_but_none_of_a_karpenter_pool() -> None:
-    tainted = replace(member(2), node=replace(member(2).node, tainted=True))
+    """PreferNoSchedule, and a NoSchedule taint a hand-over taken back left is made PreferNoSchedule: with NoSchedule
+    on every node ahead, a pool that does not surge would leave its first drain's pods nowhere to go."""
+    tainted = replace(member(2), node=replace(member(2).node, taint_effect="PreferNoSchedule"))
+    taken_back = replace(member(7), node=replace(member(7).node, taint_effect="NoSchedule"))
+    cordoned = replace(marked(8), node=replace(marked(8).node, unschedulable=True))  # its cordon taints it
     state = pool(
-        member(1), tainted, member(3, draining=True), marked(4), member(5, outdated=False), member(6, node=False)
+        member(1),
+        tainted,
+        member(3, draining=True),
+        marked(4),
+        member(5, outdated=False),
+        member(6, node=False),
+        taken_back,
+        cordoned,
     )
-    assert to_taint(state) == ["node-1", "node-4"]
-    assert to_taint(state, removing=True) == ["node-1", "node-4", "node-5"]
+    assert to_taint(state) == ["node-1", "node-4", "node-7"]
+    assert to_taint(state, removing=True) == ["node-1", "node-4", "node-5", "node-7"]
     assert to_taint(replace(state, karpenter=True)) == []
     assert to_taint(state, limit=1) == ["node-1"]  # the next plan taints the rest
 

@@ -1,20 +1,23 @@
 """The nodes a roll taints before it drains: every outdated one, as CLM marks them at each step of a rolling update
-(rolling_update.go markOldNodes), so that the pods its drains evict prefer up-to-date nodes (the taint is
-PreferNoSchedule) and move once. CLM also labels them decommission-pending; here that label stays the
-cluster-lifecycle-controller's hand-over signal (`update_strategy: clc`), so that a controller a cluster's
-configuration deploys never takes the nodes of a `rolling` roll."""
+(rolling_update.go markOldNodes), so that the pods its drains evict prefer up-to-date nodes and move once. Always
+PreferNoSchedule, whatever `decommission_node_no_schedule_taint` says: CLM surges before it drains, a pool here
+need not, and NoSchedule on every node ahead would leave a drain's pods nowhere to go (docs/workflows.md). CLM also
+labels them decommission-pending; here that label stays the cluster-lifecycle-controller's hand-over signal
+(`update_strategy: clc`), so that a controller a cluster's configuration deploys never takes the nodes of a
+`rolling` roll."""
 
 from __future__ import annotations
 
-from clm.rolling.pool import LIFECYCLE_DRAINING, PoolState
+from clm.rolling.pool import PoolState
 
+AHEAD_EFFECT = "PreferNoSchedule"
 TAINTS_PER_PLAN = 100  # a plan's writes stay within seconds however large the pool; the next plans taint the rest
 
 
 def to_taint(state: PoolState, *, removing: bool = False, limit: int = TAINTS_PER_PLAN) -> list[str]:
     """Up to `limit` Nodes of the pool's outdated in-service members (every member when `removing`) without the
-    decommission taint, draining ones aside (their cordon sets it); none in a Karpenter pool (Karpenter chooses
-    where pods go)."""
+    decommission taint of AHEAD_EFFECT (a hand-over taken back may have left NoSchedule), the ones taken out aside
+    (their cordon taints them); none in a Karpenter pool (Karpenter chooses where pods go)."""
     if state.karpenter:
         return []
     return [
@@ -23,6 +26,6 @@ def to_taint(state: PoolState, *, removing: bool = False, limit: int = TAINTS_PE
         if m.in_service
         and (removing or m.outdated)
         and m.node is not None
-        and not m.node.tainted
-        and m.node.lifecycle_status != LIFECYCLE_DRAINING
+        and m.node.taint_effect != AHEAD_EFFECT
+        and not m.node.being_replaced
     ][:limit]

@@ -51,7 +51,7 @@ def node_state(node: dict[str, Any], now: datetime | None = None) -> NodeState:
         set_aside_seconds=None if until is None or now is None else (until - now).total_seconds(),
         replaces=(metadata.get("annotations") or {}).get(REPLACES_ANNOTATION, ""),
         drained_by=(metadata.get("annotations") or {}).get(DRAINED_BY, ""),
-        tainted=any(t.get("key") == TAINT_KEY for t in spec.get("taints") or []),
+        taint_effect=next((t.get("effect", "") for t in spec.get("taints") or [] if t.get("key") == TAINT_KEY), ""),
     )
 
 

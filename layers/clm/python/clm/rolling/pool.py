@@ -30,7 +30,7 @@ class NodeState:
     set_aside_seconds: float | None = None
     replaces: str = ""  # the old node it was paired with as its successor (clm.rolling.replaced)
     drained_by: str = ""  # who drains it (clm.kube.nodes.DRAINED_BY): CLM, the cluster-lifecycle-controller, or ""
-    tainted: bool = False  # it has CLM's decommission taint (clm.kube.nodes.TAINT_KEY): new pods prefer other nodes
+    taint_effect: str = ""  # the effect of CLM's decommission taint on it (clm.kube.nodes.TAINT_KEY), "" without
 
     @property
     def being_replaced(self) -> bool:

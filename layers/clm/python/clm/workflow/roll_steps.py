@@ -13,10 +13,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from clm.kube.settings import DrainSettings
 from clm.kube.waiting import WatchSpec, wait_for_event
 from clm.rolling.clc import plan_clc
-from clm.rolling.marks import to_taint
+from clm.rolling.marks import AHEAD_EFFECT, to_taint
 from clm.rolling.observe import instance_id_of, node_state, pool_state
 from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
@@ -166,7 +165,7 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         if strategy != CLC and decision.action == "replace":  # the batch's own nodes are tainted by their cordon
             batch = {replacement.node for replacement in decision.replace}
             names = [name for name in to_taint(state, removing=removing) if name not in batch]
-            _taint_outdated(kube, names, listed, pool_drain_settings(cluster, pool))
+            _taint_outdated(kube, names, listed)
     carried = {"awaiting": awaiting} if awaiting else {}  # terminated nodes whose successor is not named yet
     return within_budget({**decision.to_dict(), **carried}, event.get("previous"), budget)
 
@@ -218,13 +217,14 @@ def _version(listed: dict[str, Any]) -> str:
     return str((listed.get("metadata") or {}).get("resourceVersion", ""))
 
 
-def _taint_outdated(kube: Any, names: list[str], listed: dict[str, Any], settings: DrainSettings) -> None:
-    """Taint the nodes `names` for replacement (clm.kube.nodes), each from its object in `listed`."""
+def _taint_outdated(kube: Any, names: list[str], listed: dict[str, Any]) -> None:
+    """Taint the nodes `names` for replacement, ahead of their drains (clm.rolling.marks, clm.kube.nodes), each from
+    its object in `listed`."""
     from clm.kube.nodes import taint_for_replacement
 
     by_name = {node["metadata"]["name"]: node for node in listed.get("items", [])}
     for name in names:
-        taint_for_replacement(kube, name, settings.taint_effect, by_name.get(name))
+        taint_for_replacement(kube, name, AHEAD_EFFECT, by_name.get(name))
 
 
 def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
