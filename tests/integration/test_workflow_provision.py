@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from clm.registry.clusters_yaml import load_clusters
+from clm.version import spec_hash
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import (
     ROOT,
@@ -21,6 +23,7 @@ from tests.integration.deployment import (
     provisioned,
     register_example_cluster,
     the_run,
+    the_runs,
     upload_new_ami,
 )
 from tests.integration.kill_switch import KillSwitch, When
@@ -112,6 +115,38 @@ def test_config_change_rolls_every_node_without_breaking_the_pdb(
     assert deployment.states(execution["executionArn"]).count("RollNodePool") == 1
     assert deployment.roll_states().count("Terminate") == 3
     assert len(nodes.wait_for_ready_nodes(3, timeout=30)) == 3
+
+
+def test_a_registry_edit_made_during_a_run_is_brought_as_soon_as_that_run_ends(
+    deployment: Deployment, nodes: NodeSimulator
+) -> None:
+    """No reconcile runs (no configuration change): the edit's own run skips while the first run holds the lock, and
+    the first run's end starts the edit's (a `Cluster Changed` event, as the registry's), not the 15-minute
+    schedule: CLM's controller would take the cluster at its next pass (controller/cluster_list.go)."""
+    register_example_cluster(deployment)
+    deadline = time.monotonic() + 60
+    while not [
+        e
+        for e in deployment.executions(deployment.provision, "RUNNING")
+        if "StartStack" in deployment.states(e["executionArn"])
+    ]:
+        assert time.monotonic() < deadline, "the first run never reached its stacks"
+        time.sleep(0.05)
+    cluster = deployment.registry.get(deployment.cluster_id)
+    edited = dataclasses.replace(cluster, config_items={**cluster.config_items, "app_replicas": "4"})
+    deployment.registry.put(edited)
+    deadline = time.monotonic() + 120
+    while len(_working(deployment.settle(known=0))) < 2 and time.monotonic() < deadline:
+        time.sleep(1)  # the follow-up's event reaches its rule after the first run has ended
+    [_, second] = the_runs(deployment.settle(known=0), 2)
+    assert "during run" in json.loads(second["input"])["reason"], second["input"]
+    now = deployment.registry.get(deployment.cluster_id)  # the edit, and `ready` since the first run (CLM's own)
+    assert now.config_items["app_replicas"] == "4" and now.status.current_version.endswith(f"#{spec_hash(now)}")
+
+
+def _working(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that did not skip."""
+    return [r for r in runs if json.loads(r.get("output") or "{}").get("plan", {}).get("action") != "skip"]
 
 
 def test_broken_template_fails_the_run_before_any_stack_and_records_the_problem(deployment: Deployment) -> None:

@@ -142,3 +142,47 @@ def test_only_a_run_started_by_a_change_wakes_the_parked_drains(deployment: Dyna
     handler({**other, "input": {"reason": "manual: clm provision"}}, FakeContext())
     item = deployment._client.get_item(TableName="registry", Key={"id": {"S": cluster_id}})["Item"]
     assert "parked" not in item and "woken_at" in item  # taken (moto knows no such task: nothing to send)
+
+
+def test_a_change_made_during_a_run_is_followed_once_the_lock_is_free(deployment, monkeypatch) -> None:
+    """A registry edit while the run holds the lock starts a run that skips; the run's end starts the edit's with a
+    `Cluster Changed` event (as the registry trigger's), after releasing the lock, so that it does not skip too. No
+    change, no event; a refused event fails nothing (reconcile brings the change)."""
+    import dataclasses
+
+    from clm.workflow import registry_events
+
+    monkeypatch.setenv("CLM_EVENT_BUS", "clm")
+    published = []
+
+    def publish(client: Any, bus: str, changes: list[Any]) -> int:
+        published.append((bus, changes, deployment.lock_holder(changes[0].cluster_id)))
+        return len(changes)
+
+    monkeypatch.setattr(registry_events, "publish", publish)
+    [cluster, other, *_] = deployment.list_clusters()
+    plan = call("begin", cluster_id=cluster.id)
+    version = call("render", cluster_id=cluster.id)["version"]
+    deployment.put(dataclasses.replace(cluster, config_items={**cluster.config_items, "app_replicas": "5"}))
+    assert call("succeed", cluster_id=cluster.id, plan=plan, version=version)["followed_change"] is True
+    [(bus, [change], holder)] = published
+    assert (bus, change.cluster_id, holder) == ("clm", cluster.id, None), published
+    assert change.reason == "registry: spec changed during run run-1"
+
+    plan = call("begin", cluster_id=other.id)
+    version = call("render", cluster_id=other.id)["version"]
+    assert "followed_change" not in call("succeed", cluster_id=other.id, plan=plan, version=version)
+    assert len(published) == 1
+
+    def refused(*_: Any) -> int:
+        raise registry_events.PublishError("event bus clm: Cluster Changed not published")
+
+    monkeypatch.setattr(registry_events, "publish", refused)
+    other = deployment.get(other.id)
+    deployment.put(dataclasses.replace(other, config_items={**other.config_items, "app_replicas": "6"}))
+    plan = call("begin", cluster_id=other.id)
+    assert plan["action"] == "provision", plan
+    deployment.put(dataclasses.replace(other, config_items={**other.config_items, "app_replicas": "7"}))
+    error = {"Error": "ApplyError", "Cause": "bad manifest"}
+    assert call("fail", cluster_id=other.id, plan=plan, error=error)["followed_change"] is False
+    assert deployment.lock_holder(other.id) is None

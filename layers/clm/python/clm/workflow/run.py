@@ -13,7 +13,7 @@ from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.problems import configuration_problem
 from clm.rolling.strategy import update_strategy
 from clm.targets import Target
-from clm.version import desired_version
+from clm.version import ClusterVersion, desired_version, spec_hash
 from clm.workflow import placement, target_aws
 from clm.workflow.apply_only import applied_without_roll, left_outdated_problem
 
@@ -147,6 +147,13 @@ def succeed(registry: DynamoRegistry, plan: RunPlan, execution: str, version: st
         first = registry.get(plan.cluster_id).is_new
         registry.record_success(plan.cluster_id, version, mark_ready=first)
     registry.release_lock(plan.cluster_id, execution)
+
+
+def changed_meanwhile(plan: RunPlan, cluster: Cluster) -> bool:
+    """Whether a provision run's cluster, as the registry has it now, has another spec than the run brought: a change
+    made during the run, whose own run skipped while this one held the lock."""
+    brought = ClusterVersion.parse(plan.desired_version)
+    return plan.action == PROVISION and brought is not None and spec_hash(cluster) != brought.spec_hash
 
 
 def fail(registry: DynamoRegistry, cluster_id: str, execution: str, error: str, cause: str, step: str = "") -> Problem:

@@ -4,12 +4,14 @@ targets (`clm targets`)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from functools import partial
 from typing import Any
 
 from clm.aws import client
 from clm.config.channels import ConfigSources
+from clm.model import Cluster
 from clm.registry.dynamodb import DynamoRegistry
 from clm.registry.rollouts import RolloutStore
 from clm.workflow import cluster_events, health_gate, parking, rollout_gate, run, target_aws
@@ -18,6 +20,8 @@ from clm.workflow.bus import EVENT_BUS_ENV
 from clm.workflow.reconcile import INTERRUPTED
 from clm.workflow.settings import Settings
 from clm.workflow.target_check import check_targets
+
+log = logging.getLogger(__name__)
 
 
 def _registry(settings: Settings) -> DynamoRegistry:
@@ -202,7 +206,8 @@ def succeed(event: dict[str, Any]) -> dict[str, Any]:
     run.succeed(registry, plan, event["execution"], version)
     cluster_events.announce(cluster_events.succeeded(before, plan, event["execution"], version))
     left = {"left_outdated": plan.left_outdated} if plan.apply_only and any(plan.left_outdated.values()) else {}
-    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": version, **left}
+    followed = _follow_change(plan, before, event["execution"])
+    return {"cluster_id": plan.cluster_id, "action": plan.action, "version": version, **left, **followed}
 
 
 def fail(event: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +234,26 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     if halted:
         rollout_gate.publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, ""))([halted])
     registry.release_lock(event["cluster_id"], event["execution"])
-    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted)}
+    followed = _follow_change(plan, cluster, event["execution"]) if plan else {}
+    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted), **followed}
+
+
+def _follow_change(plan: run.RunPlan, cluster: Cluster, execution: str) -> dict[str, bool]:
+    """After the lock is released: start the run of a change made during this run (clm.workflow.run
+    .changed_meanwhile) with a `Cluster Changed` event, as the registry trigger does; `{followed_change}` when
+    there was one. Best effort: an event EventBridge refuses is logged, and reconcile brings the change."""
+    if not run.changed_meanwhile(plan, cluster):
+        return {}
+    from clm.workflow.registry_events import ClusterChange, PublishError, publish
+
+    bus, name = os.environ.get(EVENT_BUS_ENV, ""), execution.rsplit(":", 1)[-1]
+    change = ClusterChange(plan.cluster_id, f"registry: spec changed during run {name}")
+    try:
+        published = bool(bus) and publish(client("events"), bus, [change]) == 1
+    except PublishError as exc:
+        log.warning("change made during the run not followed: %s", exc)
+        published = False
+    return {"followed_change": published}
 
 
 STEPS = {
