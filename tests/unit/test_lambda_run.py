@@ -145,9 +145,9 @@ def test_only_a_run_started_by_a_change_wakes_the_parked_drains(deployment: Dyna
 
 
 def test_a_change_made_during_a_run_is_followed_once_the_lock_is_free(deployment, monkeypatch) -> None:
-    """A registry edit while the run holds the lock starts a run that skips; the run's end starts the edit's with a
-    `Cluster Changed` event (as the registry trigger's), after releasing the lock, so that it does not skip too. No
-    change, no event; a refused event fails nothing (reconcile brings the change)."""
+    """A registry edit while the run holds the lock starts a run that skips; the successful run's end starts the
+    edit's with a `Cluster Changed` event (as the registry trigger's), after releasing the lock, so that it does not
+    skip too. No change, no event; a refused event fails nothing (reconcile brings the change)."""
     import dataclasses
 
     from clm.workflow import registry_events
@@ -181,8 +181,24 @@ def test_a_change_made_during_a_run_is_followed_once_the_lock_is_free(deployment
     other = deployment.get(other.id)
     deployment.put(dataclasses.replace(other, config_items={**other.config_items, "app_replicas": "6"}))
     plan = call("begin", cluster_id=other.id)
-    assert plan["action"] == "provision", plan
+    version = call("render", cluster_id=other.id)["version"]
     deployment.put(dataclasses.replace(other, config_items={**other.config_items, "app_replicas": "7"}))
-    error = {"Error": "ApplyError", "Cause": "bad manifest"}
-    assert call("fail", cluster_id=other.id, plan=plan, error=error)["followed_change"] is False
+    assert call("succeed", cluster_id=other.id, plan=plan, version=version)["followed_change"] is False
     assert deployment.lock_holder(other.id) is None
+
+
+def test_a_failed_run_leaves_a_change_made_during_it_to_its_retry(deployment, monkeypatch) -> None:
+    """A failed run's retry waits for the next 15-minute window (the reconcile's names), edited or not: following
+    the edit at once would try the failure again at once (a window that is still closed, say)."""
+    import dataclasses
+
+    from clm.workflow import registry_events
+
+    monkeypatch.setenv("CLM_EVENT_BUS", "clm")
+    monkeypatch.setattr(registry_events, "publish", lambda *_: pytest.fail("a failed run followed a change"))
+    cluster = deployment.list_clusters()[0]
+    plan = call("begin", cluster_id=cluster.id)
+    deployment.put(dataclasses.replace(cluster, config_items={**cluster.config_items, "app_replicas": "5"}))
+    error = {"Error": "ApplyError", "Cause": "bad manifest"}
+    assert "followed_change" not in call("fail", cluster_id=cluster.id, plan=plan, error=error)
+    assert deployment.lock_holder(cluster.id) is None

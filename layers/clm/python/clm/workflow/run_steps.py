@@ -234,14 +234,14 @@ def fail(event: dict[str, Any]) -> dict[str, Any]:
     if halted:
         rollout_gate.publisher(lambda: client("events"), os.environ.get(EVENT_BUS_ENV, ""))([halted])
     registry.release_lock(event["cluster_id"], event["execution"])
-    followed = _follow_change(plan, cluster, event["execution"]) if plan else {}
-    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted), **followed}
+    return {"cluster_id": event["cluster_id"], "problem": problem.title, "halted_rollout": bool(halted)}
 
 
 def _follow_change(plan: run.RunPlan, cluster: Cluster, execution: str) -> dict[str, bool]:
-    """After the lock is released: start the run of a change made during this run (clm.workflow.run
+    """After a successful run has released the lock: start the run of a change made during it (clm.workflow.run
     .changed_meanwhile) with a `Cluster Changed` event, as the registry trigger does; `{followed_change}` when
-    there was one. Best effort: an event EventBridge refuses is logged, and reconcile brings the change."""
+    there was one. Best effort: an event EventBridge refuses is logged, and reconcile brings the change. A failed
+    run does not: its retry waits for the next 15-minute window (clm.workflow.reconcile), edited or not."""
     if not run.changed_meanwhile(plan, cluster):
         return {}
     from clm.workflow.registry_events import ClusterChange, PublishError, publish
