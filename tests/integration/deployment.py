@@ -26,6 +26,7 @@ from urllib3.exceptions import ProtocolError
 from clm.registry.clusters_yaml import load_clusters
 from clm.registry.dynamodb import DynamoRegistry
 from clm_sandbox.demo.watch import serving
+from tests.integration.node_looks import ready
 
 ROOT = Path(__file__).parents[2]
 REGION = "eu-central-1"
@@ -148,7 +149,7 @@ def the_runs(executions: list[dict[str, Any]], count: int, status: str = "SUCCEE
     before it ended (reconcile starts no run beside a going one), or before its last step had released the lock
     (that step starts the run of a change made meanwhile: LAST_STEP); every other one must have skipped."""
     outputs = {e["executionArn"]: json.loads(e.get("output") or "{}") for e in executions}
-    working = [e for e in executions if outputs[e["executionArn"]].get("plan", {}).get("action") != "skip"]
+    working = working_runs(executions)
     assert len(working) == count and all(e["status"] == "SUCCEEDED" for e in executions if e not in working), [
         (e["name"], e["status"], outputs[e["executionArn"]].get("plan"), e.get("error")) for e in executions
     ]
@@ -156,6 +157,11 @@ def the_runs(executions: list[dict[str, Any]], count: int, status: str = "SUCCEE
     pairs = itertools.pairwise(working)
     assert all(later["startDate"] >= earlier["stopDate"] - LAST_STEP for earlier, later in pairs), working
     return working
+
+
+def working_runs(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The executions that did not skip (described, as `Deployment.settle` returns them)."""
+    return [e for e in executions if json.loads(e.get("output") or "{}").get("plan", {}).get("action") != "skip"]
 
 
 def remove_example_objects(api: k8s.ApiClient, timeout: float = 60.0) -> None:
@@ -326,7 +332,7 @@ def wait_for_ready_pods(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-        if sum(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods) >= count:
+        if sum(ready(p) for p in pods) >= count:
             return
         time.sleep(0.1)
     pytest.fail(f"fewer than {count} Ready pods {selector} in {namespace} after {timeout} s")

@@ -49,22 +49,25 @@ def _look(node: k8s.V1Node) -> NodeLook:
     return NodeLook(bool(node.spec.unschedulable), tainted, (node.metadata.labels or {}).get("lifecycle-status", ""))
 
 
+def ready(obj: k8s.V1Node | k8s.V1Pod) -> bool:
+    """Whether a Node or a pod says it is Ready."""
+    return any(c.type == "Ready" and c.status == "True" for c in obj.status.conditions or [])
+
+
 def cluster_view(kube_api: k8s.ApiClient, autoscaling: Any) -> str:
     """What a stuck roll is waiting on, in a few lines: each Node (Ready, cordoned, lifecycle label, who drains it,
     taints), each pod of the example namespace (node, phase, Ready, deleting), each group (desired, instances)."""
     core = k8s.CoreV1Api(kube_api)
     lines = []
     for node in core.list_node().items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
         taints = ",".join(f"{t.key}:{t.effect}" for t in node.spec.taints or [])
         drained_by = (node.metadata.annotations or {}).get("clm/drained-by", "")
         label = (node.metadata.labels or {}).get("lifecycle-status", "")
         cordon = "cordoned" if node.spec.unschedulable else ""
-        lines.append(f"node {node.metadata.name}: ready={ready} {cordon} {label} by={drained_by} taints={taints}")
+        lines.append(f"node {node.metadata.name}: ready={ready(node)} {cordon} {label} by={drained_by} taints={taints}")
     for pod in core.list_namespaced_pod("example").items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
         deleting = " deleting" if pod.metadata.deletion_timestamp else ""
-        lines.append(f"pod {pod.metadata.name}: {pod.spec.node_name} {pod.status.phase} ready={ready}{deleting}")
+        lines.append(f"pod {pod.metadata.name}: {pod.spec.node_name} {pod.status.phase} ready={ready(pod)}{deleting}")
     for group in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]:
         members = [(i["InstanceId"], i["LifecycleState"]) for i in group["Instances"]]
         lines.append(f"group {group['AutoScalingGroupName']}: desired={group['DesiredCapacity']} {members}")

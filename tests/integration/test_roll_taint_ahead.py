@@ -19,6 +19,7 @@ from kubernetes import client as k8s
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
+from tests.integration.node_looks import ready
 
 pytestmark = [
     pytest.mark.integration,
@@ -66,11 +67,7 @@ def _pile(kube_api: k8s.ApiClient, node: str, others: list[str], app: str) -> No
 
 def _ready_on(core: k8s.CoreV1Api, app: str, node: str) -> list[str]:
     pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={app}").items
-    return [
-        p.metadata.name
-        for p in pods
-        if p.spec.node_name == node and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-    ]
+    return [p.metadata.name for p in pods if p.spec.node_name == node and ready(p)]
 
 
 def test_a_pool_without_surge_rolls_nodes_holding_two_pods_of_a_one_at_a_time_budget_under_no_schedule_taints(

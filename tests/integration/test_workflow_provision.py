@@ -25,6 +25,7 @@ from tests.integration.deployment import (
     the_run,
     the_runs,
     upload_new_ami,
+    working_runs,
 )
 from tests.integration.kill_switch import KillSwitch, When
 from tests.integration.node_looks import NodeLooks
@@ -136,17 +137,12 @@ def test_a_registry_edit_made_during_a_run_is_brought_as_soon_as_that_run_ends(
     edited = dataclasses.replace(cluster, config_items={**cluster.config_items, "app_replicas": "4"})
     deployment.registry.put(edited)
     deadline = time.monotonic() + 120
-    while len(_working(deployment.settle(known=0))) < 2 and time.monotonic() < deadline:
+    while len(working_runs(deployment.settle(known=0))) < 2 and time.monotonic() < deadline:
         time.sleep(1)  # the follow-up's event reaches its rule after the first run has ended
     [_, second] = the_runs(deployment.settle(known=0), 2)
     assert "during run" in json.loads(second["input"])["reason"], second["input"]
     now = deployment.registry.get(deployment.cluster_id)  # the edit, and `ready` since the first run (CLM's own)
     assert now.config_items["app_replicas"] == "4" and now.status.current_version.endswith(f"#{spec_hash(now)}")
-
-
-def _working(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs that did not skip."""
-    return [r for r in runs if json.loads(r.get("output") or "{}").get("plan", {}).get("action") != "skip"]
 
 
 def test_broken_template_fails_the_run_before_any_stack_and_records_the_problem(deployment: Deployment) -> None:
