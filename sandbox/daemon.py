@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> None:
         )
         fleet.start()
         try:
-            planes = [start_target(targets, t, state_dir, endpoint, **options) for t in fleet_targets(args.accounts)]
+            started = [start_target(targets, t, state_dir, endpoint, **options) for t in fleet_targets(args.accounts)]
+            planes = [plane for plane, _ in started]
             state = {
                 "pid": os.getpid(),
                 "moto_endpoint": endpoint,
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> None:
                 "region": SANDBOX_ENV["AWS_DEFAULT_REGION"],
                 "log": str(state_dir / LOG_FILE),
                 "targets": [dataclasses.asdict(plane) for plane in planes],
+                "process_groups": [pid for plane in (cp, *(c for _, c in started)) for pid in plane.pids.values()],
             }
             partial = state_dir / (STATE_FILE + ".tmp")
             partial.write_text(json.dumps(state, indent=2) + "\n")

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,7 @@ class SandboxState:
     region: str
     log: str
     targets: list[dict[str, str]] = field(default_factory=list)
+    process_groups: list[int] = field(default_factory=list)  # the control planes' components, each a group leader
 
     @property
     def planes(self) -> list[TargetPlane]:
@@ -112,21 +113,23 @@ def down(state_dir: Path | None = None) -> bool:
     state = status(state_dir)
     if state is None:
         return False
-    _terminate(state.pid)
+    _terminate(state.pid, state.process_groups)
     return True
 
 
-def _terminate(pid: int) -> None:
-    """SIGTERM the sandbox (it stops its components), SIGKILL its process group if it lingers; returns once the
-    process is gone (a killed process lingers until the kernel has torn it down and its parent has reaped it)."""
+def _terminate(pid: int, component_groups: Sequence[int] = ()) -> None:
+    """SIGTERM the sandbox (it stops its components), SIGKILL its components' process groups and its own if it
+    lingers; returns once the process is gone (a killed process lingers until the kernel has torn it down and its
+    parent has reaped it)."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     if _gone_within(pid, STOP_GRACE_SECONDS):
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    for group in (*component_groups, pid):  # the components first: the living sandbox keeps their PIDs unreused
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
     if not _gone_within(pid, KILL_GRACE_SECONDS):
         raise SandboxError(f"the sandbox (pid {pid}) is still running after SIGKILL")
 

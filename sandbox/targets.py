@@ -12,9 +12,13 @@ import contextlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clm.targets import Target
 from clm_sandbox import accounts
+
+if TYPE_CHECKING:
+    from clm_sandbox.controlplane import ControlPlane
 
 MAX_ACCOUNTS = 4
 TARGET_ACCOUNTS = ("222222222222", "333333333333", "444444444444")
@@ -57,10 +61,10 @@ def cluster_id(target: Target) -> str:
 
 def start_target(
     stack: contextlib.ExitStack, target: Target, state_dir: Path, endpoint: str, **simulator_options: float
-) -> TargetPlane:
+) -> tuple[TargetPlane, ControlPlane]:
     """Make the target's account a member of the sandbox's organization, start its cluster's control plane (logs
     and kubeconfig in `state_dir`) and node simulators acting as the account's admin in its region; `stack` stops
-    them. Call it in the process serving moto at `endpoint`."""
+    them. Call it in the process serving moto at `endpoint`. Returns the target and its control plane."""
     from kubernetes import config
 
     from clm_sandbox.controlplane import ControlPlane
@@ -78,4 +82,4 @@ def start_target(
     fleet = SimulatorFleet(api, session, endpoint_url=endpoint, **simulator_options)
     fleet.start()
     stack.callback(fleet.stop)
-    return TargetPlane(target.account, target.region, cluster_id(target), plane.server, str(kubeconfig))
+    return TargetPlane(target.account, target.region, cluster_id(target), plane.server, str(kubeconfig)), plane

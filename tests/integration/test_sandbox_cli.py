@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import ssl
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 from kubernetes import client, config
 
 from clm.registry.clusters_yaml import load_clusters
-from clm_sandbox import accounts
+from clm_sandbox import accounts, runner
 from clm_sandbox.nodesim import create_node_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
@@ -39,11 +40,12 @@ def exported(output: str) -> dict[str, str]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, waiting for its parent to reap it, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def test_sandbox_up_serves_aws_and_kubernetes_and_down_stops_everything(tmp_path: Path) -> None:
@@ -88,6 +90,28 @@ def test_sandbox_up_serves_aws_and_kubernetes_and_down_stops_everything(tmp_path
     status = clm("sandbox", "status", env=env)
     assert (status.returncode, status.stdout.strip()) == (3, "sandbox not running (start it with `clm sandbox up`)")
     assert clm("sandbox", "down", env=env).stdout.strip() == "sandbox not running"
+
+
+def test_sandbox_down_stops_the_control_plane_of_a_sandbox_that_does_not_stop_within_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox process too slow to stop its components (here: stopped by SIGSTOP, so it never handles the SIGTERM)
+    is killed after the grace, and so are its control plane's etcd and kube-apiserver, which run in sessions of
+    their own: under load, a daemon stopping three control planes ran past the grace and left them serving."""
+    env = {**os.environ, "CLM_SANDBOX_DIR": str(tmp_path)}
+    started = clm("sandbox", "up", "--bare", env=env)
+    assert started.returncode == 0, started.stderr
+    state = runner.status(tmp_path)
+    assert state is not None and len(state.process_groups) == 4, state  # etcd, apiserver, controller-manager, scheduler
+    os.kill(state.pid, signal.SIGSTOP)
+    monkeypatch.setattr(runner, "STOP_GRACE_SECONDS", 1.0)
+    assert runner.down(tmp_path)
+    assert not _alive(state.pid)
+    deadline = time.monotonic() + 10  # the kernel tears the killed components down; init reaps them
+    while (left := [pid for pid in state.process_groups if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"components still running after `down`: {left}"
+    assert not _serves(state.kube_apiserver)
 
 
 def settled_status(env: dict[str, str], timeout: float = 120.0) -> dict:
