@@ -85,14 +85,17 @@ def parse_k8s_time(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def started_at(truncated: float, noticed: float) -> float:
-    """Best estimate of when something happened that the API reports in whole seconds.
+def started_at(reported: float, noticed: float) -> float:
+    """Best estimate of when something happened that the API reports at `reported` and we noticed at `noticed`.
 
-    The true time lies in ``[truncated, truncated + 1)`` and is not after ``noticed``: take
-    ``noticed`` clamped into that second, so a prompt observer is exact and a late one (e.g. after
-    a restart) is at most a second late, never early.
+    A time with a fraction of a second is exact (the sandbox's EC2: clm_sandbox.patches.ec2_timestamps). A whole
+    second may be truncated (EC2's LaunchTime, Kubernetes' timestamps): the true time lies in ``[reported,
+    reported + 1)`` and is not after ``noticed``: take ``noticed`` clamped into that second, so a prompt observer
+    is exact and a late one (e.g. after a restart) is at most a second late, never early.
     """
-    return min(max(noticed, truncated), truncated + 1.0)
+    if reported % 1:
+        return reported
+    return min(max(noticed, reported), reported + 1.0)
 
 
 def node_labels(instance: Instance) -> dict[str, str]:

@@ -172,7 +172,8 @@ class NodeSimulator:
             return sorted(self._ready)
 
     def sync_once(self) -> None:
-        """One reconciliation: remove Nodes of instances that left, register the booted ones (no waiting)."""
+        """One reconciliation: remove Nodes of instances that left, register the booted ones, run the bootstrap of
+        the new ones still booting (no waiting)."""
         found = list_cluster_instances(self._autoscaling, self._ec2, self.cluster_id)
         if self.karpenter is not None:
             found += self.karpenter.reconcile(self.ready_nodes)
@@ -205,6 +206,9 @@ class NodeSimulator:
             self._retire(machine)
         for machine in due:
             self._boot(machine.instance.instance_id)
+        for machine in new:  # its bootstrap runs while it boots, as on AWS: at boot_at only the kubelet registers
+            if machine.boot_at > time.monotonic():
+                self._bootstrapped(machine.instance.instance_id)
 
     # --------------------------------------------------------------------- nodes
     def _poll(self) -> None:

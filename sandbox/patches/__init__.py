@@ -26,6 +26,7 @@ PATCHES = (
     "cloudformation_inplace_updates",
     "autoscaling_launch",
     "autoscaling_atomic",
+    "ec2_timestamps",
     "cfn_s3_bucket",
     "cfn_iam_role",
     "cfn_no_value",

@@ -15,6 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from clm_sandbox.controlplane import ControlPlane
 from clm_sandbox.nodesim import EventKind, NodeSimulator, SimEvent, create_node_pool
+from clm_sandbox.nodesim.aws import SANDBOX_IMAGE_ID
 
 pytestmark = pytest.mark.integration
 
@@ -270,6 +271,28 @@ def test_terminated_instance_loses_its_node_and_the_replacement_boots(
         f"replacement launched -> Node Ready {ready[0].at - terminated_at:.3f} s "
         "(boot delay 1 s)"
     )
+
+
+def test_a_booting_node_runs_its_bootstrap_when_its_instance_is_seen_not_when_its_boot_delay_is_over(
+    aws: boto3.Session, cluster_id: str, simulator
+) -> None:
+    """The bootstrap (fetching the archive the user data names, as the instance's role) is part of the boot, as on
+    AWS: it runs while the node boots, so that at its boot delay only the kubelet's registration is left. Here it
+    fails (no instance profile): said within seconds of the launch, not after the boot delay of 60 s."""
+    autoscaling, ec2 = aws.client("autoscaling"), aws.client("ec2")
+    group = create_node_pool(aws, cluster_id, "default-worker", 0)
+    [described] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])["AutoScalingGroups"]
+    subnet = described["VPCZoneIdentifier"]
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, MaxSize=1)
+    sim = simulator(boot_delay=60.0)
+    user_data = "S3_CERTS_BUCKET=s3://nodesim-files/kube-1/worker/0a1b.userdata\n"
+    [instance] = ec2.run_instances(
+        ImageId=SANDBOX_IMAGE_ID, MinCount=1, MaxCount=1, SubnetId=subnet, UserData=user_data
+    )["Instances"]
+    autoscaling.attach_instances(AutoScalingGroupName=group, InstanceIds=[instance["InstanceId"]])
+    [failed] = _wait_for("the bootstrap's failure", lambda: sim.events_of(EventKind.BOOTSTRAP_FAILED), timeout=15)
+    assert "no instance profile with a role" in failed.detail, failed
+    assert sim.ready_nodes == []
 
 
 def test_graceful_deletion_takes_grace_period_times_time_scale(

@@ -145,6 +145,7 @@ def test_started_at_recovers_sub_second_times() -> None:
     assert started_at(100.0, 100.3) == 100.3  # noticed promptly: exact
     assert started_at(100.0, 107.0) == 101.0  # noticed late: at most one second late
     assert started_at(100.0, 99.5) == 100.0  # never before the reported second
+    assert started_at(100.25, 100.9) == 100.25  # reported to the millisecond: exact, however late noticed
 
 
 def test_deletion_deadline_comes_from_the_deletion_timestamp() -> None:
