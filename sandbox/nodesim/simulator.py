@@ -3,10 +3,11 @@
     with NodeSimulator(api_client, session, cluster_id, boot_delay=1, pod_ready_delay=1) as sim:
         sim.wait_for_ready_nodes(3)
 
-Three threads: one lists the cluster's auto scaling groups every ``poll_interval`` (with ``karpenter=True``
+Four threads: one lists the cluster's auto scaling groups every ``poll_interval`` (with ``karpenter=True``
 it first runs a Karpenter stand-in pass, clm_sandbox.nodesim.karpenter, whose instances join them) and
 registers or removes Nodes; one watches the pods bound to any node; one runs delayed actions from a timer
-heap (boots, pods turning Ready, graceful deletions finishing, heartbeats). An instance whose user data names a
+heap (boots, pods turning Ready, graceful deletions finishing); one sends the Nodes' heartbeats, so that many
+nodes' heartbeats never hold up a boot or a pod. An instance whose user data names a
 bootstrap archive boots only if its role can fetch and decrypt it (clm_sandbox.nodesim.bootstrap); otherwise its
 Node never registers, as on AWS. Every step is recorded in :attr:`NodeSimulator.events`.
 """
@@ -84,6 +85,7 @@ class NodeSimulator:
         self._kubelet = KubeletApi(api_client)
         self.karpenter = KarpenterStandIn(api_client, self._ec2, cluster_id) if karpenter else None
         self._timers = TimerHeap(f"nodesim-timers-{cluster_id}")
+        self._heartbeats = TimerHeap(f"nodesim-heartbeats-{cluster_id}")  # never ahead of a boot or a pod's timer
         self._pods = PodKeeper(
             self._kubelet,
             self._timers,
@@ -120,11 +122,12 @@ class NodeSimulator:
         self.stop()
 
     def start(self) -> None:
-        """Start the instance poller, the pod watch and the timer thread; return at once."""
+        """Start the instance poller, the pod watch and the timer threads; return at once."""
         with self._lifecycle:
             if self._poller is not None or self._stopped:
                 raise RuntimeError(f"node simulator of cluster {self.cluster_id} was already started")
             self._timers.start()
+            self._heartbeats.start()
             self._watcher.start(f"nodesim-pods-{self.cluster_id}")
             self._poller = threading.Thread(target=self._poll, name=f"nodesim-aws-{self.cluster_id}", daemon=True)
             self._poller.start()
@@ -140,6 +143,7 @@ class NodeSimulator:
                 self._poller.join()
             self._watcher.stop()
             self._timers.stop()
+            self._heartbeats.stop()
         if self.remove_nodes_on_stop:
             with self._state:
                 machines = [m for m in self._machines.values() if m.registered]
@@ -313,7 +317,7 @@ class NodeSimulator:
                 del self._nodes[name]
             self._ready.discard(name)
             self._retired.add(name)
-        self._timers.cancel(("heartbeat", name))
+        self._heartbeats.cancel(name)
         self._pods.forget_node(name)
         deleting = time.monotonic()
         if self._kubelet.delete_node(name):
@@ -324,8 +328,8 @@ class NodeSimulator:
                 self._record(EventKind.POD_FORCE_DELETED, pod_ref(pod), name, deleting)
 
     def _schedule_heartbeat(self, name: str) -> None:
-        self._timers.schedule(
-            ("heartbeat", name), time.monotonic() + self.heartbeat_interval, functools.partial(self._heartbeat, name)
+        self._heartbeats.schedule(
+            name, time.monotonic() + self.heartbeat_interval, functools.partial(self._heartbeat, name)
         )
 
     def _heartbeat(self, name: str) -> None:
