@@ -14,11 +14,15 @@ from datetime import datetime
 from clm_sandbox.patches._patching import replace
 
 
-def install() -> None:
-    """Write EC2's timestamps to the millisecond (idempotent)."""
-    from moto.core.serialize import EC2Serializer
+MILLISECONDS = "iso8601_millis"  # a timestamp format of moto's serializer, EC2's alone
 
-    replace(EC2Serializer, "_timestamp_iso8601_zeroed", _to_the_millisecond)
+
+def install() -> None:
+    """Write EC2's timestamps to the millisecond (idempotent); other services keep theirs (S3's LastModified)."""
+    from moto.core.serialize import EC2Serializer, TimestampSerializer
+
+    replace(TimestampSerializer, f"_timestamp_{MILLISECONDS}", _to_the_millisecond)
+    replace(EC2Serializer, "DEFAULT_TIMESTAMP_FORMAT", MILLISECONDS)
 
 
 def _to_the_millisecond(self: object, value: datetime) -> str:
