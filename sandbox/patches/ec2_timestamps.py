@@ -13,7 +13,6 @@ from datetime import datetime
 
 from clm_sandbox.patches._patching import replace
 
-
 MILLISECONDS = "iso8601_millis"  # a timestamp format of moto's serializer, EC2's alone
 
 
