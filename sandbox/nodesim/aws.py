@@ -17,6 +17,7 @@ RUNNING_LIFECYCLE_STATES = frozenset(
     {"Pending", "Pending:Wait", "Pending:Proceed", "InService", "EnteringStandby", "Standby"}
 )
 _EC2_FILTER_VALUES = 200  # AWS's limit of values in one filter
+NOT_RUNNING = ["shutting-down", "terminated", "stopping", "stopped"]
 
 
 def cluster_tag(cluster_id: str) -> str:
@@ -34,13 +35,18 @@ def cluster_groups(autoscaling: Any, cluster_id: str) -> list[dict[str, Any]]:
 
 def running_ec2_instances(ec2: Any, instance_ids: Iterable[str]) -> list[dict[str, Any]]:
     """EC2's description of those of ``instance_ids`` that are pending or running."""
+    return _described(ec2, instance_ids, ["pending", "running"])
+
+
+def _described(ec2: Any, instance_ids: Iterable[str], states: list[str]) -> list[dict[str, Any]]:
+    """EC2's description of those of ``instance_ids`` in one of ``states``."""
     ids = sorted(set(instance_ids))
     found: list[dict[str, Any]] = []
     for start in range(0, len(ids), _EC2_FILTER_VALUES):
         pages = ec2.get_paginator("describe_instances").paginate(
             Filters=[
                 {"Name": "instance-id", "Values": ids[start : start + _EC2_FILTER_VALUES]},
-                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+                {"Name": "instance-state-name", "Values": states},
             ]
         )
         found.extend(i for page in pages for r in page["Reservations"] for i in r["Instances"])
@@ -73,13 +79,27 @@ def instances_from(groups: list[dict[str, Any]], ec2_instances: list[dict[str, A
     return result
 
 
-def list_cluster_instances(autoscaling: Any, ec2: Any, cluster_id: str) -> list[Instance]:
-    """The cluster's instances whose kubelets run: in a running lifecycle state of an owned ASG, EC2 running."""
-    groups = cluster_groups(autoscaling, cluster_id)
-    member_ids = [instance_id for instance_id, _ in _running_members(groups)]
-    if not member_ids:
-        return []
-    return instances_from(groups, running_ec2_instances(ec2, member_ids), ec2.meta.region_name)
+class ClusterInstances:
+    """A cluster's instances whose kubelets run (in a running lifecycle state of an owned ASG, EC2 running), listed
+    again and again: EC2 describes each instance once, then only says which of those it knows left the running
+    states (for 200 instances, 13 ms of moto's time a listing rather than 0.6 s: the sandbox's kubelets are not
+    its load)."""
+
+    def __init__(self, autoscaling: Any, ec2: Any, cluster_id: str) -> None:
+        self._autoscaling, self._ec2, self._cluster_id = autoscaling, ec2, cluster_id
+        self._known: dict[str, dict[str, Any]] = {}  # instance id -> EC2's description, while it runs
+
+    def list(self) -> list[Instance]:
+        """The instances as they are now."""
+        groups = cluster_groups(self._autoscaling, self._cluster_id)
+        members = [instance_id for instance_id, _ in _running_members(groups)]
+        known = [instance_id for instance_id in members if instance_id in self._known]
+        left = {d["InstanceId"] for d in _described(self._ec2, known, NOT_RUNNING)}
+        self._known = {i: self._known[i] for i in known if i not in left}
+        new = [instance_id for instance_id in members if instance_id not in self._known]
+        self._known.update((d["InstanceId"], d) for d in running_ec2_instances(self._ec2, new))
+        running = [self._known[i] for i in members if i in self._known]
+        return instances_from(groups, running, self._ec2.meta.region_name)
 
 
 def _running_members(groups: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -25,7 +25,7 @@ from typing import Self
 import boto3
 from kubernetes import client
 
-from clm_sandbox.nodesim.aws import list_cluster_instances
+from clm_sandbox.nodesim.aws import ClusterInstances
 from clm_sandbox.nodesim.bootstrap import NodeBootstrap
 from clm_sandbox.nodesim.karpenter import KarpenterStandIn
 from clm_sandbox.nodesim.kube import KubeletApi
@@ -79,8 +79,10 @@ class NodeSimulator:
         self.poll_interval, self.heartbeat_interval = poll_interval, heartbeat_interval
         self.remove_nodes_on_stop = remove_nodes_on_stop
         self.events: list[SimEvent] = []
-        self._autoscaling = session.client("autoscaling", endpoint_url=endpoint_url)
         self._ec2 = session.client("ec2", endpoint_url=endpoint_url)
+        self._instances = ClusterInstances(
+            session.client("autoscaling", endpoint_url=endpoint_url), self._ec2, cluster_id
+        )
         self._bootstrap = NodeBootstrap(session, endpoint_url) if bootstrap else None
         self._kubelet = KubeletApi(api_client)
         self.karpenter = KarpenterStandIn(api_client, self._ec2, cluster_id) if karpenter else None
@@ -178,7 +180,7 @@ class NodeSimulator:
     def sync_once(self) -> None:
         """One reconciliation: remove Nodes of instances that left, register the booted ones, run the bootstrap of
         the new ones still booting (no waiting)."""
-        found = list_cluster_instances(self._autoscaling, self._ec2, self.cluster_id)
+        found = self._instances.list()
         if self.karpenter is not None:
             found += self.karpenter.reconcile(self.ready_nodes)
         instances = {i.instance_id: i for i in found}

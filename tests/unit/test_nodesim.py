@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import boto3
 import pytest
 
-from clm_sandbox.nodesim.aws import create_node_pool, instances_from, list_cluster_instances
+from clm_sandbox.nodesim.aws import ClusterInstances, create_node_pool, instances_from
 from clm_sandbox.nodesim.model import (
     NOT_READY_TAINT,
     Instance,
@@ -221,7 +221,8 @@ def test_create_node_pool_and_list_its_instances(aws: boto3.Session) -> None:
     }
     assert asg["LaunchTemplate"]["LaunchTemplateName"] == group
 
-    instances = list_cluster_instances(autoscaling, ec2, cluster)
+    listing = ClusterInstances(autoscaling, ec2, cluster)
+    instances = listing.list()
     assert len(instances) == 2 and {i.asg for i in instances} == {group}
     assert {(i.pool, i.profile, i.instance_type, i.zone, i.region) for i in instances} == {
         ("default-worker", "worker-default", "c5.large", "eu-central-1a", "eu-central-1")
@@ -231,9 +232,36 @@ def test_create_node_pool_and_list_its_instances(aws: boto3.Session) -> None:
     autoscaling.terminate_instance_in_auto_scaling_group(
         InstanceId=instances[0].instance_id, ShouldDecrementDesiredCapacity=False
     )
-    after = {i.instance_id for i in list_cluster_instances(autoscaling, ec2, cluster)}
+    after = {i.instance_id for i in listing.list()}
     assert len(after) == 2 and instances[0].instance_id not in after and instances[1].instance_id in after
-    assert list_cluster_instances(autoscaling, ec2, "aws:123456789012:eu-central-1:none") == []
+    assert ClusterInstances(autoscaling, ec2, "aws:123456789012:eu-central-1:none").list() == []
+
+
+def test_a_listing_describes_each_instance_once_and_drops_one_that_stopped_running(aws: boto3.Session) -> None:
+    """Listed again, the known instances are only asked whether they left the running states: one terminated
+    through EC2 drops out; only new ones are described in full."""
+    cluster = "aws:123456789012:eu-central-1:kube-1"
+    group = create_node_pool(aws, cluster, "default-worker", 3)
+    autoscaling, ec2 = aws.client("autoscaling"), aws.client("ec2")
+    in_full: list[set[str]] = []  # the instance ids of each DescribeInstances for running ones
+
+    def record(params: dict, **_: object) -> None:
+        filters = {f["Name"]: f["Values"] for f in params["Filters"]}
+        if filters["instance-state-name"] == ["pending", "running"]:
+            in_full.append(set(filters["instance-id"]))
+
+    ec2.meta.events.register("provide-client-params.ec2.DescribeInstances", record)
+    listing = ClusterInstances(autoscaling, ec2, cluster)
+    first = sorted(i.instance_id for i in listing.list())
+    assert len(first) == 3 and in_full == [set(first)]
+
+    ec2.terminate_instances(InstanceIds=[first[0]])
+    listed = {i.instance_id for i in listing.list()}
+    assert first[0] not in listed and set(first[1:]) <= listed
+    autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=4)
+    now = {i.instance_id for i in listing.list()}
+    assert len(now) == 4 and first[0] not in now and set(first[1:]) < now
+    assert not any(set(first[1:]) & ids for ids in in_full[1:]), in_full  # the known ones never again in full
 
 
 def test_timer_heap_runs_in_deadline_order_with_replace_and_cancel() -> None:
