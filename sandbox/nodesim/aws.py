@@ -17,6 +17,7 @@ RUNNING_LIFECYCLE_STATES = frozenset(
     {"Pending", "Pending:Wait", "Pending:Proceed", "InService", "EnteringStandby", "Standby"}
 )
 _EC2_FILTER_VALUES = 200  # AWS's limit of values in one filter
+RUNNING = ["pending", "running"]
 NOT_RUNNING = ["shutting-down", "terminated", "stopping", "stopped"]
 
 
@@ -33,13 +34,8 @@ def cluster_groups(autoscaling: Any, cluster_id: str) -> list[dict[str, Any]]:
     return [group for page in pages for group in page["AutoScalingGroups"]]
 
 
-def running_ec2_instances(ec2: Any, instance_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """EC2's description of those of ``instance_ids`` that are pending or running."""
-    return _described(ec2, instance_ids, ["pending", "running"])
-
-
-def _described(ec2: Any, instance_ids: Iterable[str], states: list[str]) -> list[dict[str, Any]]:
-    """EC2's description of those of ``instance_ids`` in one of ``states``."""
+def described_instances(ec2: Any, instance_ids: Iterable[str], states: list[str]) -> list[dict[str, Any]]:
+    """EC2's description of those of ``instance_ids`` in one of ``states`` (RUNNING, NOT_RUNNING)."""
     ids = sorted(set(instance_ids))
     found: list[dict[str, Any]] = []
     for start in range(0, len(ids), _EC2_FILTER_VALUES):
@@ -94,10 +90,10 @@ class ClusterInstances:
         groups = cluster_groups(self._autoscaling, self._cluster_id)
         members = [instance_id for instance_id, _ in _running_members(groups)]
         known = [instance_id for instance_id in members if instance_id in self._known]
-        left = {d["InstanceId"] for d in _described(self._ec2, known, NOT_RUNNING)}
+        left = {d["InstanceId"] for d in described_instances(self._ec2, known, NOT_RUNNING)}
         self._known = {i: self._known[i] for i in known if i not in left}
         new = [instance_id for instance_id in members if instance_id not in self._known]
-        self._known.update((d["InstanceId"], d) for d in running_ec2_instances(self._ec2, new))
+        self._known.update((d["InstanceId"], d) for d in described_instances(self._ec2, new, RUNNING))
         running = [self._known[i] for i in members if i in self._known]
         return instances_from(groups, running, self._ec2.meta.region_name)
 
