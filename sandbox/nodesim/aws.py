@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
 
+from clm.stacks.ec2_instances import RUNNING, InstanceDescriptions
 from clm_sandbox.nodesim.model import Instance
 
 SANDBOX_IMAGE_ID = "ami-12c6146b"  # one of the images moto knows in every region
@@ -16,9 +17,6 @@ SANDBOX_IMAGE_ID = "ami-12c6146b"  # one of the images moto knows in every regio
 RUNNING_LIFECYCLE_STATES = frozenset(
     {"Pending", "Pending:Wait", "Pending:Proceed", "InService", "EnteringStandby", "Standby"}
 )
-_EC2_FILTER_VALUES = 200  # AWS's limit of values in one filter
-RUNNING = ["pending", "running"]
-NOT_RUNNING = ["shutting-down", "terminated", "stopping", "stopped"]
 
 
 def cluster_tag(cluster_id: str) -> str:
@@ -32,21 +30,6 @@ def cluster_groups(autoscaling: Any, cluster_id: str) -> list[dict[str, Any]]:
         Filters=[{"Name": f"tag:{cluster_tag(cluster_id)}", "Values": ["owned"]}]
     )
     return [group for page in pages for group in page["AutoScalingGroups"]]
-
-
-def described_instances(ec2: Any, instance_ids: Iterable[str], states: list[str]) -> list[dict[str, Any]]:
-    """EC2's description of those of ``instance_ids`` in one of ``states`` (RUNNING, NOT_RUNNING)."""
-    ids = sorted(set(instance_ids))
-    found: list[dict[str, Any]] = []
-    for start in range(0, len(ids), _EC2_FILTER_VALUES):
-        pages = ec2.get_paginator("describe_instances").paginate(
-            Filters=[
-                {"Name": "instance-id", "Values": ids[start : start + _EC2_FILTER_VALUES]},
-                {"Name": "instance-state-name", "Values": states},
-            ]
-        )
-        found.extend(i for page in pages for r in page["Reservations"] for i in r["Instances"])
-    return found
 
 
 def instances_from(groups: list[dict[str, Any]], ec2_instances: list[dict[str, Any]], region: str) -> list[Instance]:
@@ -78,23 +61,18 @@ def instances_from(groups: list[dict[str, Any]], ec2_instances: list[dict[str, A
 class ClusterInstances:
     """A cluster's instances whose kubelets run (in a running lifecycle state of an owned ASG, EC2 running), listed
     again and again: EC2 describes each instance once, then only says which of those it knows left the running
-    states (for 200 instances, 13 ms of moto's time a listing rather than 0.6 s: the sandbox's kubelets are not
-    its load)."""
+    states (clm.stacks.ec2_instances; for 200 instances, 13 ms of moto's time a listing rather than 0.6 s: the
+    sandbox's kubelets are not its load)."""
 
     def __init__(self, autoscaling: Any, ec2: Any, cluster_id: str) -> None:
         self._autoscaling, self._ec2, self._cluster_id = autoscaling, ec2, cluster_id
-        self._known: dict[str, dict[str, Any]] = {}  # instance id -> EC2's description, while it runs
+        self._described = InstanceDescriptions(ec2)
 
     def list(self) -> list[Instance]:
         """The instances as they are now."""
         groups = cluster_groups(self._autoscaling, self._cluster_id)
-        members = [instance_id for instance_id, _ in _running_members(groups)]
-        known = [instance_id for instance_id in members if instance_id in self._known]
-        left = {d["InstanceId"] for d in described_instances(self._ec2, known, NOT_RUNNING)}
-        self._known = {i: self._known[i] for i in known if i not in left}
-        new = [instance_id for instance_id in members if instance_id not in self._known]
-        self._known.update((d["InstanceId"], d) for d in described_instances(self._ec2, new, RUNNING))
-        running = [self._known[i] for i in members if i in self._known]
+        described = self._described.of(instance_id for instance_id, _ in _running_members(groups))
+        running = [d for d in described.values() if d.get("State", {}).get("Name") in RUNNING]
         return instances_from(groups, running, self._ec2.meta.region_name)
 
 

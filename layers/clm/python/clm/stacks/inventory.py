@@ -16,13 +16,13 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from clm.stacks.cfn import error_message
+from clm.stacks.ec2_instances import group_instances
 from clm.stacks.errors import NodePoolInventoryError
 from clm.stacks.names import NODE_POOL_TAG, NODE_POOL_TAG_LEGACY, OWNED, cluster_tag_key
 
 GROUP_TYPE = "AWS::AutoScaling::AutoScalingGroup"
 TEMPLATE_ID_TAG = "aws:ec2launchtemplate:id"
 TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
-GROUP_NAME_TAG = "aws:autoscaling:groupName"
 CLUSTER_TAG_PREFIX = cluster_tag_key("")
 MAX_GROUPS = 50  # DescribeAutoScalingGroups' limit of names per call; a pool has one group per zone at most
 
@@ -127,7 +127,7 @@ def node_pool_inventory(
     judged = [(group, _target(ec2, group, stack_name, cluster_id)) for group in groups]
     instances = []
     for group, target in judged:
-        described = _ec2_instances(ec2, group["AutoScalingGroupName"])
+        described = _ec2_instances(ec2, group)
         instances += [_instance(r, described.get(r["InstanceId"]), target, group) for r in group["Instances"]]
     first = judged[0][1]
     return NodePoolInventory(
@@ -255,17 +255,9 @@ def _group_spot(policy: dict[str, Any], data: dict[str, Any]) -> bool | None:
     return None
 
 
-def _ec2_instances(ec2: Any, group_name: str) -> dict[str, dict[str, Any]]:
-    """EC2's view of the group's instances (tags, lifecycle), by id."""
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[{"Name": f"tag:{GROUP_NAME_TAG}", "Values": [group_name]}]
-    )
-    return {
-        instance["InstanceId"]: instance
-        for page in pages
-        for reservation in page["Reservations"]
-        for instance in reservation["Instances"]
-    }
+def _ec2_instances(ec2: Any, group: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """EC2's view of the group's instances (tags, type, lifecycle, launch time), by id (clm.stacks.ec2_instances)."""
+    return group_instances(ec2, group["AutoScalingGroupName"], (r["InstanceId"] for r in group["Instances"]))
 
 
 def _instance(
