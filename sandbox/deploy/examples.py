@@ -15,6 +15,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from clm.config.push import local_tree, plan_push, push
+from clm.config.s3 import S3Source
 from clm.model import Cluster
 from clm.registry.clusters_yaml import dump_clusters, load_clusters
 from clm.registry.dynamodb import DynamoRegistry
@@ -73,14 +75,14 @@ def deploy_examples(
 
 
 def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
-    """Upload the config repository under config/, or only `changed` (relative path -> new text, a new file too);
-    returns the file count."""
-    files = {path.relative_to(source).as_posix(): path for path in sorted(source.rglob("*")) if path.is_file()}
-    changed = changed or {}
-    for relative in changed or files:
-        body = changed[relative].encode() if relative in changed else files[relative].read_bytes()
-        s3.put_object(Bucket=bucket, Key=f"config/{relative}", Body=body)
-    return len(changed or files)
+    """Push the config repository `source` to config/ as `clm config push --no-delete` does, `changed` (relative
+    path -> new text, a new file too) in place of its files: reconcile reads it at once; the count of files
+    uploaded."""
+    files = {**local_tree(source), **{path: text.encode() for path, text in (changed or {}).items()}}
+    target = S3Source(s3, bucket, "config/")
+    plan = plan_push(target, files, delete=False)
+    push(target, files, plan)
+    return len(plan.upload)
 
 
 def store_secret(secrets: Any, name: str, value: str, cluster_id: str) -> None:

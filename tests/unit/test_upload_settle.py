@@ -1,11 +1,17 @@
 """When reconcile reads a configuration upload (clm.workflow.upload_settle): once it has been quiet for a few seconds;
-a reconcile whose file is no longer the newest ends; a push and a change outside the sources read at once."""
+a reconcile whose file is no longer the newest ends; a push and a change outside the sources read at once; an upload
+`clm config push` marked whole (clm.config.pushed) at once, by the marker's reconcile alone."""
 
 from __future__ import annotations
+
+import json
 
 import boto3
 import pytest
 
+from clm.config.push import plan_push, push
+from clm.config.pushed import MARKER
+from clm.config.s3 import S3Source
 from clm.workflow.upload_settle import MAX_SETTLE_SECONDS, QUIET_SECONDS, settle
 
 BUCKET = "config-bucket"
@@ -61,3 +67,44 @@ def test_a_push_or_a_change_outside_the_sources_is_read_at_once(s3, change):
         "wait_seconds": 0,
         "superseded": False,
     }
+
+
+def pushed(s3, files: dict[str, bytes], *, delete: bool = True) -> float:
+    """Push `files` (paths under config/) as `clm config push` does; the marker's LastModified."""
+    source = S3Source(s3, BUCKET, "config/")
+    push(source, files, plan_push(source, files, delete=delete))
+    return source.objects()[MARKER].modified
+
+
+def test_a_marked_push_is_read_at_once_by_the_markers_reconcile_and_ends_the_others(s3):
+    at = pushed(s3, {"cluster/stack.yaml": b"a: 1\n", "cluster/config-defaults.yaml": b"b: 2\n"})
+    assert decide(s3, f"config/{MARKER}", at) == {"wait_seconds": 0, "superseded": False}
+    assert decide(s3, "config/cluster/stack.yaml", at) == {"wait_seconds": 0, "superseded": True}
+
+
+def test_a_file_changed_after_a_push_is_read_once_quiet(s3):
+    at = pushed(s3, {"cluster/stack.yaml": b"a: 1\n"})
+    newest = max(upload(s3, "config/cluster/stack.yaml").values())  # another content: the marker no longer holds
+    assert decide(s3, "config/cluster/stack.yaml", newest + 1) == {
+        "wait_seconds": QUIET_SECONDS - 1,
+        "superseded": False,
+    }
+    assert decide(s3, f"config/{MARKER}", max(at, newest) + QUIET_SECONDS)["wait_seconds"] == 0
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        b"not json",
+        b'{"files": ["cluster/stack.yaml"]}',
+        b'{"files": {"cluster/stack.yaml": "\\"0\\""}}',  # another content than the object's
+        b'{"files": {}}',  # a file it does not name
+        b'{"files": {"cluster/stack.yaml": "E", "cluster/gone.yaml": "E"}}',
+    ],
+)
+def test_a_marker_that_does_not_name_exactly_what_the_source_holds_counts_for_nothing(s3, marker):
+    """A config writer's hand-made or stale marker cannot make reconcile read an upload before it is quiet."""
+    etag = s3.put_object(Bucket=BUCKET, Key="config/cluster/stack.yaml", Body=b"a: 1\n")["ETag"]
+    s3.put_object(Bucket=BUCKET, Key=f"config/{MARKER}", Body=marker.replace(b'"E"', json.dumps(etag).encode()))
+    newest = max(upload(s3).values())
+    assert decide(s3, f"config/{MARKER}", newest + 1) == {"wait_seconds": QUIET_SECONDS - 1, "superseded": False}

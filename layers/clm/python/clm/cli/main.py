@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from clm.cli.config_cmd import config
 from clm.cli.context import DEFAULT_TABLE, CliContext
 from clm.cli.encrypt_cmd import encrypt, reencrypt
 from clm.cli.migrate_cmd import migrate
@@ -33,6 +34,8 @@ Examples:
   clm status                                     versions, running executions and last problem per cluster
   clm provision CLUSTER_ID --follow              start a run now and show it live until it ends
   clm decommission CLUSTER_ID --follow           request the decommission; follow the run it starts
+  clm config push ./config s3://bucket/config/    upload a configuration so that CLM reads it at once
+                                                 and whole (new and changed files, then a marker)
   clm render CLUSTER_ID --config examples/config --out rendered/
                                                  render a cluster's stacks and manifests
   clm render all --config ./config --stack-policy stack-policy.yaml
@@ -90,6 +93,7 @@ cli.add_command(migrate)
 cli.add_command(encrypt)
 cli.add_command(targets)
 cli.add_command(rollout)
+cli.add_command(config)
 registry.add_command(reencrypt)
 for command in (rollout_status, pause, resume, abort):
     rollout.add_command(command)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,6 +27,15 @@ ATTEMPTS = 3
 ROOT = "cluster/"
 _CHANNEL = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 _CHANGED = {"PreconditionFailed", "NoSuchKey", "NoSuchVersion"}
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An object as ListObjectsV2 lists it."""
+
+    etag: str
+    modified: float
+    size: int
 
 
 class S3Source:
@@ -49,14 +59,19 @@ class S3Source:
             _, listing = self._list()
         return digest(listing.items())
 
-    def modified(self) -> dict[str, float]:
-        """Each path's last modification (epoch seconds, S3's one-second precision); reads no object."""
+    def objects(self) -> dict[str, Listed]:
+        """Each path's ETag and last modification (epoch seconds, S3's one-second precision); reads no object."""
         with self._errors():
             return {
-                item["Key"][len(self.prefix) :]: item["LastModified"].timestamp()
+                item["Key"][len(self.prefix) :]: Listed(item["ETag"], item["LastModified"].timestamp(), item["Size"])
                 for page in self._pages("list_objects_v2")
                 for item in page.get("Contents", [])
             }
+
+    def read(self, path: str) -> bytes:
+        """The object at `path` as it is now (ConfigSourceError when it cannot be read)."""
+        with self._errors():
+            return self.client.get_object(Bucket=self.bucket, Key=self.prefix + path)["Body"].read()
 
     def fetch(self) -> ConfigTree:
         with self._errors():
