@@ -75,10 +75,9 @@ def deploy_examples(
 
 
 def upload_config(s3: Any, bucket: str, source: Path, changed: dict[str, str] | None = None) -> int:
-    """Push the config repository `source` to config/ as `clm config push --no-delete` does, `changed` (relative
-    path -> new text, a new file too) in place of its files: reconcile reads it at once; the count of files
-    uploaded."""
-    files = {**local_tree(source), **{path: text.encode() for path, text in (changed or {}).items()}}
+    """Push the config repository `source` to config/, or only `changed` (relative path -> new text, a new file
+    too), as `clm config push --no-delete` does: reconcile reads it at once; the count of files uploaded."""
+    files = {path: text.encode() for path, text in changed.items()} if changed else local_tree(source)
     target = S3Source(s3, bucket, "config/")
     plan = plan_push(target, files, delete=False)
     push(target, files, plan)

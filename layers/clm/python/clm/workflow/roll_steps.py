@@ -13,10 +13,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from clm.kube.waiting import WatchSpec, wait_for_event
+from clm.kube.waiting import wait_for_event
 from clm.rolling.clc import plan_clc
 from clm.rolling.marks import AHEAD_EFFECT, to_taint
-from clm.rolling.observe import instance_id_of, node_state, pool_state
+from clm.rolling.node_watch import ReadyWatch
+from clm.rolling.observe import pool_state
 from clm.rolling.planner import PoolBlocked
 from clm.rolling.planner import plan as plan_next
 from clm.rolling.pool import PoolState, RollSettings
@@ -121,8 +122,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
     (clm.workflow.maintenance; MaintenanceWindowInvalid when its window cannot be read).
 
     When the decision is to wait for nodes about to turn Ready (`watch_seconds`), watch for that first and
-    decide again at once, from the Nodes listed again (the group's side is seconds old): the Wait state that
-    would follow has whole seconds and a plan call of its own.
+    decide again at once, from the Nodes as the watch's events left the list (clm.rolling.node_watch; listed
+    again when the watch ended otherwise; the group's side is seconds old): the Wait state that would follow has
+    whole seconds and a plan call of its own.
     """
     cluster = rendering(event["rendering"]).cluster
     where = of_event(event)
@@ -157,8 +159,9 @@ def plan(event: dict[str, Any]) -> dict[str, Any]:
         if decision.watch_seconds is not None:
             booting = {m.instance_id for m in state.members if m.in_service and not (m.node and m.node.ready)}
             deadline = time.monotonic() + decision.watch_seconds
-            if wait_for_event(kube, [_ready_watch(_version(listed), booting)], deadline) is not None:
-                state, listed = _observe(kube, pool, inventory, baselines, karpenter)
+            watched = ReadyWatch(booting)
+            if wait_for_event(kube, [watched.spec(_version(listed))], deadline) is not None:
+                state, listed = _observe(kube, pool, inventory, baselines, karpenter, watched.after(listed))
                 decision = plan_next(state, settings, removing=removing, lead=lead)
         awaiting = [] if removing else announce_replaced(kube, cluster.id, state, event.get("previous"))
         hold_disruption(decision.to_dict(), state, current, fleet_freezes, datetime.now(UTC))  # a node boundary
@@ -204,10 +207,15 @@ def delete_karpenter_pool(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _observe(
-    kube: Any, pool: str, inventory: NodePoolInventory, baselines: dict[str, int], karpenter: bool
+    kube: Any,
+    pool: str,
+    inventory: NodePoolInventory,
+    baselines: dict[str, int],
+    karpenter: bool,
+    listed: dict[str, Any] | None = None,
 ) -> tuple[PoolState, dict[str, Any]]:
-    """The pool's state with its Nodes as listed now, and that list."""
-    listed = kube.get("/api/v1/nodes") or {}
+    """The pool's state with its Nodes as `listed` (None: listed now), and that list."""
+    listed = listed if listed is not None else kube.get("/api/v1/nodes") or {}
     state = pool_state(pool, inventory, listed.get("items", []), baselines, datetime.now(UTC), karpenter=karpenter)
     return state, listed
 
@@ -225,15 +233,6 @@ def _taint_outdated(kube: Any, names: list[str], listed: dict[str, Any]) -> None
     by_name = {node["metadata"]["name"]: node for node in listed.get("items", [])}
     for name in names:
         taint_for_replacement(kube, name, AHEAD_EFFECT, by_name.get(name))
-
-
-def _ready_watch(nodes_version: str, instances: set[str]) -> WatchSpec:
-    """Wakes when the Node of one of `instances` is (or turns) Ready."""
-
-    def ready(kind: str, node: dict[str, Any]) -> bool:
-        return kind in {"ADDED", "MODIFIED"} and instance_id_of(node) in instances and node_state(node).ready
-
-    return WatchSpec("/api/v1/nodes", nodes_version, ready)
 
 
 def scale(event: dict[str, Any]) -> dict[str, Any]:
