@@ -190,9 +190,11 @@ def node_passes(call: LambdaCall) -> dict[str, dict[str, Any]]:
 
 def terminations(calls: list[LambdaCall]) -> list[float]:
     """When each replaced node's instance was terminated (epoch seconds), oldest first: the end of its Terminate
-    call, or the time a batch's pass terminated it (its replacement's `terminated_at`)."""
+    call, or the time a drain pass terminated it (its result's `terminated_at`, a batch's replacement's)."""
     ends = [call.ended for call in calls if call.step == "terminate"]
     for call in calls:
+        if call.step == "drain" and "terminated_at" in (call.result or {}):
+            ends.append(call.result["terminated_at"])
         if call.step == "drain_batch":
             ends += [r["terminated_at"] for r in (call.result or {}).get("replace") or [] if "terminated_at" in r]
     return sorted(set(ends))

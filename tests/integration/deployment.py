@@ -187,6 +187,15 @@ def remove_example_objects(api: k8s.ApiClient, timeout: float = 60.0) -> None:
         time.sleep(0.5)
 
 
+# The states at which a replaced node's iteration ends with its instance terminated: Terminate, or its drain's.
+TERMINATED_AT = ("Terminate", "TerminatedByDrain")
+
+
+def nodes_terminated(states: list[str]) -> int:
+    """How many nodes' instances the roll's `states` (as entered) terminated."""
+    return sum(state in TERMINATED_AT for state in states)
+
+
 def upload_config(s3: Any, bucket: str) -> None:
     for path in sorted((ROOT / "examples" / "config").rglob("*")):
         if path.is_file():

@@ -50,9 +50,10 @@ AMIS = ("ami-0d2b8f9a562295d9c", "ami-0e3c9fab673306eaf", "ami-0c1a7f89451184c8b
 ROLL_STEPS = 4
 # Roll states to kill at, with how many times each is surely entered (over the roll's chain of executions) while
 # three nodes are replaced, by surge. HandOver#1 and Suspend#2 are the first handover, before and after. With a
-# surge of 1 the first two nodes are a batch: DrainBatch drains and terminates them, Replace only the third.
+# surge of 1 the first two nodes are a batch: DrainBatch drains and terminates them, Replace only the third. A node's
+# drain terminates its instance as its pass drains it (TerminatedByDrain; Terminate only when that failed).
 ROLL_STATES = {
-    0: {"Suspend": 2, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "Terminate": 3, "HandOver": 1, "Resume": 1},
+    0: {"Suspend": 2, "Plan": 4, "WaitToPlan": 1, "Drain": 3, "TerminatedByDrain": 3, "HandOver": 1, "Resume": 1},
     1: {
         "Suspend": 2,
         "Plan": 4,
@@ -60,7 +61,7 @@ ROLL_STATES = {
         "WaitToPlan": 1,
         "DrainBatch": 1,
         "Drain": 1,
-        "Terminate": 1,
+        "TerminatedByDrain": 1,
         "HandOver": 1,
         "Resume": 1,
     },

@@ -15,7 +15,7 @@ from clm.model import Cluster
 from clm.registry.clusters_yaml import load_clusters
 from clm.render.renderer import Renderer
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import ROOT, Deployment, the_run, upload_new_ami
+from tests.integration.deployment import ROOT, Deployment, nodes_terminated, the_run, upload_new_ami
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
 
@@ -100,10 +100,10 @@ def test_stacks_clm_created_are_updated_in_place_rolled_and_a_removed_pools_dele
     tags = {tag["Key"]: tag["Value"] for tag in worker["Tags"]}
     assert clm_node_pool_tags("default-worker", "worker-default").items() <= tags.items()
 
-    known, terminated = len(deployment.executions(deployment.provision)), deployment.roll_states().count("Terminate")
+    known, terminated = len(deployment.executions(deployment.provision)), nodes_terminated(deployment.roll_states())
     upload_new_ami(deployment)  # a new launch template version: the pool's stack updated, its nodes rolled
     the_run(deployment.settle(known))
     worker = described(deployment)[WORKER_STACK]
     assert (worker["StackId"], worker["StackStatus"]) == (before[WORKER_STACK], "UPDATE_COMPLETE")
-    assert deployment.roll_states().count("Terminate") - terminated == 3
+    assert nodes_terminated(deployment.roll_states()) - terminated == 3
     assert stack_ids(deployment) == after

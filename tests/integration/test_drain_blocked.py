@@ -18,7 +18,15 @@ from kubernetes import client as k8s
 from clm.cli.main import cli
 from clm.registry.clusters_yaml import load_clusters
 from clm_sandbox.nodesim import NodeSimulator
-from tests.integration.deployment import ROOT, Deployment, instances, provisioned, the_run, upload_new_ami
+from tests.integration.deployment import (
+    ROOT,
+    TERMINATED_AT,
+    Deployment,
+    instances,
+    provisioned,
+    the_run,
+    upload_new_ami,
+)
 from tests.integration.fleet import capture_events, received
 from tests.integration.node_looks import NodeLooks
 from tests.integration.test_drain_parking import (
@@ -121,7 +129,7 @@ def test_a_node_its_budget_blocks_is_set_aside_cordoned_and_forced_last(
     the_run(deployment.settle(known, timeout=240))
 
     history = _roll_events(deployment)
-    terminated = [step["replacement"]["node"] for step in _entered(history, "Terminate")]
+    terminated = [step["replacement"]["node"] for name in TERMINATED_AT for step in _entered(history, name)]
     assert len(terminated) == 3 and terminated[-1] == middle, terminated  # the other two were replaced first
     drains = _drains(history)
     aside = [d for d in drains if d["node"] == middle and d["set_aside"]]

@@ -30,7 +30,14 @@ from clm_sandbox.deploy import deploy_assembly
 from clm_sandbox.deploy.synth import Assembly, read_assembly, synthesize
 from clm_sandbox.nodesim import NodeSimulator
 from tests.endpoints import store_kube_secret
-from tests.integration.deployment import ALL_AT_ONCE, ROOT, Deployment, upload_new_ami, upload_rollout_policy
+from tests.integration.deployment import (
+    ALL_AT_ONCE,
+    ROOT,
+    Deployment,
+    nodes_terminated,
+    upload_new_ami,
+    upload_rollout_policy,
+)
 from tests.unit.test_workflow_placement import elsewhere
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Tried to parse AWS")]
@@ -166,7 +173,7 @@ def test_one_hub_provisions_rolls_and_decommissions_four_clusters_in_three_accou
     for place, cluster in by_place.items():
         assert len(rolled[place]["instances"]) == 3 and not rolled[place]["instances"] & placed[place]["instances"]
         assert rolled[place]["stacks"] == _expected_stacks(cluster)
-    assert deployment.roll_states().count("Terminate") == 12
+    assert nodes_terminated(deployment.roll_states()) == 12
 
     known = len(deployment.executions(deployment.provision))
     followed = clusters[1]  # `clm decommission --follow` of a cluster in another account: the hub's executions show it

@@ -23,6 +23,7 @@ from clm_sandbox.nodesim import NodeSimulator
 from clm_sandbox.nodesim.karpenter_crds import install_karpenter_crds, remove_karpenter_objects
 from tests.integration.deployment import (
     ROOT,
+    TERMINATED_AT,
     Deployment,
     HealthyPods,
     the_run,
@@ -148,13 +149,13 @@ def _karpenter_instances(deployment: Deployment, *states: str) -> set[str]:
 
 
 def _terminated(deployment: Deployment) -> Counter[str]:
-    """How often the roll workflow's Terminate state was entered for each instance."""
+    """How often the roll workflow terminated each instance (its Terminate state, or its drain's)."""
     counts: Counter[str] = Counter()
     for execution in deployment.executions(deployment.roll_node_pool):
         pages = deployment.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
         for event in (e for page in pages for e in page["events"]):
             details = event.get("stateEnteredEventDetails") or {}
-            if details.get("name") == "Terminate":
+            if details.get("name") in TERMINATED_AT:
                 counts[json.loads(details["input"])["replacement"]["instance_id"]] += 1
     return counts
 

@@ -283,3 +283,14 @@ def test_a_batchs_passes_count_as_each_of_its_nodes_passes() -> None:
     assert [e.nodes for e in roll_chain(histories, run)] == [2]
     # n1 terminated by the batch's pass, n2 by Replace's Terminate
     assert [at - start for at in terminations(run.calls)] == [4.5, 6.5]
+
+
+def test_a_node_its_own_drain_terminated_counts_from_the_drains_terminated_at() -> None:
+    """A one-node drain terminates its node's instance as its pass drains it (clm.workflow.drain_steps.drain): the
+    termination is when the pass says, not the end of a Terminate call."""
+    roll = _History("roll", {"pool": {"node_pool": "workers"}})
+    roll.call(1.0, 1.5, {"step": "plan"}, {"action": "replace", "replace": [{"node": "n1"}]})
+    roll.call(1.5, 3.0, _drain("n1"), {"done": True, "terminated": "InProgress", "terminated_at": T0.timestamp() + 2.9})
+    roll.add(4.0, "ExecutionSucceeded")
+    run = trace(run_histories(_Sfn(roll), "roll"))
+    assert [round(at - T0.timestamp(), 2) for at in terminations(run.calls)] == [2.9]

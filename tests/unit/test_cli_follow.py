@@ -404,3 +404,45 @@ def test_update_strategy_clc_reads_as_the_nodes_handed_over_and_taken_back():
     assert STEP_LINES["Mark"]({}, handed) == ("Mark: handed to the cluster-lifecycle-controller: node-1, node-2", "")
     taken = {"handed_over": [], "taken_back": ["node-3"]}
     assert STEP_LINES["Mark"]({}, taken) == ("Mark: taken back from the cluster-lifecycle-controller: node-3", "")
+
+
+def test_nodes_terminated_by_their_drains_count_as_replaced_once_each():
+    """A one-node Drain terminates its node as its pass drains it, a DrainBatch pass the nodes it drains (each pass
+    naming every one so far): each counts once, as Terminate's did (clm.cli.drain_text.terminated_by)."""
+    reader, events, n = HistoryReader("pool"), [], 0
+
+    def step(name: str, given: dict, result: dict) -> None:
+        nonlocal n
+        events.append(
+            {
+                "id": n + 1,
+                "type": "TaskStateEntered",
+                "stateEnteredEventDetails": {"name": name, "input": json.dumps(given)},
+            }
+        )
+        events.append(
+            {
+                "id": n + 2,
+                "previousEventId": n + 1,
+                "type": "LambdaFunctionSucceeded",
+                "lambdaFunctionSucceededEventDetails": {"output": json.dumps(result)},
+            }
+        )
+        n += 2
+
+    one = {"instance_id": "i-1", "node": "n1", "decrement": False}
+    two, three = {**one, "instance_id": "i-2", "node": "n2"}, {**one, "instance_id": "i-3", "node": "n3"}
+    step("Plan", {}, {"action": "replace", "reason": "replace 1 of 3 outdated node(s)", "replace": [one]})
+    step("Drain", {"replacement": one}, {"node": "n1", "done": True, "evicted": ["a/p"], "terminated": "InProgress"})
+    batch = {"action": "replace", "replace": [{**two, "drained": True, "terminated": "InProgress"}, three]}
+    step("DrainBatch", {}, {**batch, "batch_drain": {"nodes": {}, "again": True, "wait_seconds": 1}})
+    batch["replace"][1] = {**three, "drained": True, "terminated": "InProgress"}
+    step("DrainBatch", {}, {**batch, "batch_drain": {"nodes": {}}})
+    step("Drain", {"replacement": two}, {"node": "n2", "done": True, "batched": True, "terminated": "InProgress"})
+    lines = texts(reader.read(events).lines)
+    assert "[pool] Drain n1: drained (1 evicted); instance i-1 terminated (1/3 replaced)" in lines
+    assert [line.rsplit("(", 1)[1] for line in lines if line.startswith("[pool] DrainBatch")] == [
+        "2/3 replaced)",
+        "3/3 replaced)",
+    ]
+    assert (reader.progress.replaced, reader.progress.outdated, reader.progress.awaiting_ready) == (3, 3, 3)

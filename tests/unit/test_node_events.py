@@ -241,16 +241,21 @@ def test_follow_shows_a_set_aside_drain_with_pods_owners_budgets_and_times_liter
 
 
 def test_status_finds_the_drains_blocked_now_and_forgets_nodes_terminated_since():
+    """A node set aside and then terminated, by Terminate or by a drain pass (a batch's, whose Replace Drain returns
+    at once saying so), is blocked no more."""
     parked = {**ASIDE, "node": "n2", "set_aside": False, "blocked_pods": None}
-    terminate = {
-        "stateEnteredEventDetails": {"name": "Terminate", "input": json.dumps({"replacement": {"node": "n3"}})}
-    }
+
+    def ended(state: str, node: str) -> dict:
+        return {"stateEnteredEventDetails": {"name": state, "input": json.dumps({"replacement": {"node": node}})}}
+
     events = [
         drain_event(1, ASIDE),
         drain_event(2, parked),
         drain_event(3, {**ASIDE, "node": "n3"}),
-        {"id": 4, **terminate},
+        {"id": 4, **ended("Terminate", "n3")},
         drain_event(5, {"node": "n4", "done": False, "blocked": [], "park": None, "set_aside": False}),
+        drain_event(6, {**ASIDE, "node": "n5"}),
+        {"id": 7, **ended("TerminatedByDrain", "n5")},
     ]
     assert sorted(latest_blocked(events)) == ["n1", "n2"]
     assert STEP_LINES["Drain"]({}, parked)[0].startswith("Drain n2: blocked: app/we[b].x-1 ([red]x; PDB app/p); parked")

@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from clm.workflow.terminations import Terminations
+from clm.workflow.terminations import Terminations, terminated_now
 
 REPLACE = [
     {"instance_id": "i-1", "node": "n1", "decrement": False},
@@ -56,3 +56,13 @@ def test_each_drained_node_is_terminated_once_as_the_plan_says_and_failures_are_
     assert sorted(autoscaling.calls) == [("i-1", False), ("i-2", True), ("i-3", False)]
     assert "n3 failed; Replace terminates it" in caplog.text
     assert made == [("autoscaling", threading.current_thread().name)]  # once, in the step's thread
+
+
+def test_a_one_node_drain_terminates_its_drained_node_at_once_and_leaves_a_failure_to_replace(caplog):
+    autoscaling, started = FakeAutoScaling(), time.time() - 0.01
+    where = SimpleNamespace(client=lambda service: autoscaling)
+    done = terminated_now(where, REPLACE[1], "cluster")  # type: ignore[arg-type]
+    assert done["terminated"] == "already" and started <= done["terminated_at"] <= time.time() + 0.01
+    assert terminated_now(where, REPLACE[2], "cluster") == {}  # type: ignore[arg-type]  # Replace's Terminate then
+    assert autoscaling.calls == [("i-2", True), ("i-3", False)]
+    assert "drained node n3 failed; Replace terminates it" in caplog.text

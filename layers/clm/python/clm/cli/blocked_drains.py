@@ -26,11 +26,11 @@ def blocked_drains(sfn: Any, run_arn: str) -> list[str]:
 
 def latest_blocked(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Node -> its last drain pass's result, for the nodes whose drain that pass left set aside or parked (a node
-    whose Terminate state was entered since is not blocked any more)."""
+    whose iteration ended terminated since, by Terminate or its drain, is not blocked any more)."""
     latest: dict[str, dict[str, Any]] = {}
     for event in events:
         entered = event.get("stateEnteredEventDetails")
-        if entered and entered.get("name") == "Terminate":
+        if entered and entered.get("name") in ("Terminate", "TerminatedByDrain"):
             latest.pop(str((json_object(entered.get("input")).get("replacement") or {}).get("node")), None)
             continue
         details = next((event[key] for key in SUCCEEDED_DETAILS if key in event), None)

@@ -52,7 +52,9 @@ def drain_line(step_input: dict[str, Any], drain: dict[str, Any]) -> tuple[str, 
         return None
     if drain.get("done"):
         forced = f", {len(drain['forced'])} force-deleted" if drain.get("forced") else ""
-        return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced})", ""
+        instance = step_input.get("replacement", {}).get("instance_id")
+        terminated = f"; instance {instance} terminated" if "terminated" in drain else ""
+        return f"Drain {node}: drained ({len(drain.get('evicted', []))} evicted{forced}){terminated}", ""
     if drain.get("blocked_pods"):  # drain_blocked: continue: set aside, or parked, with owners and budgets
         wakes = "" if drain.get("set_aside") else " (clm provision wakes it)"
         return f"Drain {node}: {blocked_text(drain)}{wakes}", "yellow"
@@ -84,3 +86,13 @@ def drain_batch_line(_: dict[str, Any], decision: dict[str, Any]) -> tuple[str, 
     if batch.get("again"):
         return f"{text}; next pass in {batch.get('wait_seconds', 0)} s", "yellow"
     return f"{text}; each node left goes on with passes of its own", "yellow"
+
+
+def terminated_by(step: str, step_input: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The replacements whose instances a roll step's call terminated: Terminate's, a Drain's whose pass drained and
+    terminated its node, a DrainBatch pass's (each pass names every one its batch terminated so far)."""
+    if step == "Terminate" or (step == "Drain" and "terminated" in result and not result.get("batched")):
+        return [step_input.get("replacement") or {}]
+    if step == "DrainBatch":
+        return [r for r in result.get("replace") or [] if "terminated" in r]
+    return []

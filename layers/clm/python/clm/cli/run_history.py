@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from clm.cli.drain_text import drain_batch_line, drain_line, listed
+from clm.cli.drain_text import drain_batch_line, drain_line, listed, terminated_by
 from clm.cli.executions import execution_name
 
 # The helpers clm.workflow.run.fail makes problem titles with: a failed step reads as the problem it records.
@@ -66,6 +66,7 @@ class PoolProgress:
     replaced: int = 0
     outdated: int = 0
     awaiting_ready: int = 0
+    terminated: set[str | None] = field(default_factory=set)  # their instance ids
 
 
 @dataclass
@@ -157,7 +158,7 @@ class HistoryReader:
         line = describe(step.input, result) if describe else None
         if line is not None:
             text, style = line
-            if step.name == "Terminate":
+            if terminated_by(step.name, step.input, result):
                 text += f" ({self.progress.replaced}/{self.progress.outdated} replaced)"
             self._emit(reading, event, text, style)
 
@@ -172,10 +173,13 @@ class HistoryReader:
             match = OUTDATED_RE.search(result.get("reason", ""))
             remaining = int(match[1]) if match else len(result.get("replace", []))
             progress.outdated = max(progress.outdated, progress.replaced + remaining)
-        elif step.name == "Terminate":
+        for replacement in terminated_by(step.name, step.input, result):
+            if replacement.get("instance_id") in progress.terminated:
+                continue
+            progress.terminated.add(replacement.get("instance_id"))
             progress.replaced += 1
             progress.outdated = max(progress.outdated, progress.replaced)
-            if not step.input.get("replacement", {}).get("decrement"):
+            if not replacement.get("decrement"):
                 progress.awaiting_ready += 1
 
     def _emit(self, reading: Reading, event: dict[str, Any], text: str, style: str = "") -> None:

@@ -8,7 +8,7 @@ from clm.kube.settings import DrainSettings
 from clm.model import Cluster
 from clm.workflow.cluster_access import kube_client, rendering
 from clm.workflow.target_aws import of_event
-from clm.workflow.terminations import Terminations
+from clm.workflow.terminations import Terminations, terminated_now
 
 
 def drain(event: dict[str, Any]) -> dict[str, Any]:
@@ -16,8 +16,10 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
     (cordons it first), after `previous` (the last pass's result in this execution, or `{passes: 0}`), with the
     passes this execution has made over the node counting this one (the execution's budget counts them).
     A blocked drain is recorded and announced when the plan asks (`drain_blocked: continue`), and `set_aside`: the
-    node is left cordoned while the roll goes on (clm.workflow.drain_aside). A replacement the batch's passes
-    drained (`drained`) is done at once, `terminated` too when they terminated it."""
+    node is left cordoned while the roll goes on (clm.workflow.drain_aside). A node the pass drained has its
+    instance terminated at once (`terminated`, `terminated_at`; unless that failed: Replace's Terminate does it
+    then), so that its successor boots as the pass ends. A replacement the batch's passes drained (`drained`) is
+    done at once, `terminated` too when they terminated it."""
     from clm.kube.drain import drain_pass
     from clm.workflow.drain_aside import announces, blocked
 
@@ -34,9 +36,11 @@ def drain(event: dict[str, Any]) -> dict[str, Any]:
         return {"node": None, "done": True, "wait_seconds": 0, "passes": passes, "set_aside": False}
     cluster = rendering(event["rendering"]).cluster
     settings = pool_drain_settings(cluster, event["node_pool"])
-    with kube_client(cluster, of_event(event)) as kube:
+    where = of_event(event)
+    with kube_client(cluster, where) as kube:
         result = {**drain_pass(kube, node, settings, seen=previous.get("budgets_seen")), "passes": passes}
-        return blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
+        result = blocked(kube, event, result) if announces(event, result) else {**result, "set_aside": False}
+    return {**result, **terminated_now(where, replacement, cluster.name)} if result["done"] else result
 
 
 def drain_batch(event: dict[str, Any]) -> dict[str, Any]:

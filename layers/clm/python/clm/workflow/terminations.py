@@ -41,6 +41,18 @@ def terminate_replacement(
     return str(activity.get("StatusCode", ""))
 
 
+def terminated_now(where: TargetAws, replacement: dict[str, Any], cluster_name: str) -> dict[str, Any]:
+    """Terminate a drained replacement's instance (a one-node drain's, as its pass ends): `{terminated,
+    terminated_at}` (its new state, epoch seconds), or {} when that failed (logged: Replace's Terminate does it
+    then, with its retries)."""
+    try:
+        state = terminate_replacement(where.client, replacement, lambda: cluster_name)
+    except Exception:
+        log.exception("terminating the instance of drained node %s failed; Replace terminates it", replacement["node"])
+        return {}
+    return {"terminated": state, "terminated_at": round(time.time(), 2)}
+
+
 class Terminations:
     """The terminations a batch pass starts as its nodes are drained, in threads of their own (the pass goes on).
 
