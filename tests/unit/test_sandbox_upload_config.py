@@ -21,6 +21,6 @@ def test_a_changed_upload_keeps_what_the_earlier_ones_changed_and_is_marked_whol
     assert upload_config(s3, BUCKET, EXAMPLES / "config") == files
     assert upload_config(s3, BUCKET, EXAMPLES / "config", {WORKLOAD: "grace: 1\n"}) == 1
     assert upload_config(s3, BUCKET, EXAMPLES / "config", {DEFAULTS: "worker_ami: ami-1\n"}) == 1
-    assert source.read(WORKLOAD) == b"grace: 1\n" and source.read(DEFAULTS) == b"worker_ami: ami-1\n"
+    assert source.read(WORKLOAD, 100) == b"grace: 1\n" and source.read(DEFAULTS, 100) == b"worker_ami: ami-1\n"
     assert len(source.objects()) == files + 1  # and the marker
     assert pushed_whole(source, source.objects())

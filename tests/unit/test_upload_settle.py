@@ -5,10 +5,12 @@ a reconcile whose file is no longer the newest ends; a push and a change outside
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import boto3
 import pytest
 
+from clm.config import pushed as pushed_module
 from clm.config.push import plan_push, push
 from clm.config.pushed import MARKER
 from clm.config.s3 import S3Source
@@ -108,3 +110,20 @@ def test_a_marker_that_does_not_name_exactly_what_the_source_holds_counts_for_no
     s3.put_object(Bucket=BUCKET, Key=f"config/{MARKER}", Body=marker.replace(b'"E"', json.dumps(etag).encode()))
     newest = max(upload(s3).values())
     assert decide(s3, f"config/{MARKER}", newest + 1) == {"wait_seconds": QUIET_SECONDS - 1, "superseded": False}
+
+
+def test_a_marker_too_large_to_read_counts_for_nothing_and_is_never_read_whole(s3, monkeypatch):
+    """A marker is read within MAX_MARKER_BYTES (a Range request), so that no marker can fill the reconcile
+    function's memory, even one grown between the listing and the read."""
+    at = pushed(s3, {f"cluster/{n:03}.yaml": b"a: 1\n" for n in range(20)})
+    assert decide(s3, f"config/{MARKER}", at) == {"wait_seconds": 0, "superseded": False}
+    size = S3Source(s3, BUCKET, "config/").objects()[MARKER].size
+    monkeypatch.setattr(pushed_module, "MAX_MARKER_BYTES", size - 1)
+    assert decide(s3, f"config/{MARKER}", at)["wait_seconds"] > 0
+    ranges: list[str] = []
+    s3.meta.events.register("provide-client-params.s3.GetObject", lambda params, **_: ranges.append(params["Range"]))
+    listed = S3Source(s3, BUCKET, "config/").objects()
+    assert not pushed_module.pushed_whole(
+        S3Source(s3, BUCKET, "config/"), {**listed, MARKER: replace(listed[MARKER], size=1)}
+    )
+    assert ranges == [f"bytes=0-{size - 2}"]  # the listing's size is not trusted: what is read is bounded

@@ -29,7 +29,7 @@ def pushed_whole(source: S3Source, objects: Mapping[str, Listed]) -> bool:
     if marker is None or marker.size > MAX_MARKER_BYTES:
         return False
     try:
-        files = json.loads(source.read(MARKER))["files"]
+        files = json.loads(source.read(MARKER, MAX_MARKER_BYTES))["files"]  # bounded: it may have grown since
     except (ConfigSourceError, ValueError, KeyError, TypeError) as exc:
         log.warning("%s%s: not a push marker, the upload settles by quiet: %s", source.describe(), MARKER, exc)
         return False

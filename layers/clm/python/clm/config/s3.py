@@ -68,10 +68,12 @@ class S3Source:
                 for item in page.get("Contents", [])
             }
 
-    def read(self, path: str) -> bytes:
-        """The object at `path` as it is now (ConfigSourceError when it cannot be read)."""
+    def read(self, path: str, limit: int) -> bytes:
+        """The object at `path` as it is now, its first `limit` bytes at most (ConfigSourceError when it cannot be
+        read)."""
         with self._errors():
-            return self.client.get_object(Bucket=self.bucket, Key=self.prefix + path)["Body"].read()
+            answer = self.client.get_object(Bucket=self.bucket, Key=self.prefix + path, Range=f"bytes=0-{limit - 1}")
+            return answer["Body"].read()
 
     def fetch(self) -> ConfigTree:
         with self._errors():
