@@ -18,6 +18,7 @@ PATCHES = (
     "events_cfn",
     "cfn_stepfunctions",
     "execution_names",
+    "sfn_execution_status",
     "wait_scale",
     "codecommit",
     "cfn_lambda",

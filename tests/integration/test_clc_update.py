@@ -31,6 +31,7 @@ from clm_sandbox.nodesim import NodeSimulator
 from tests.integration.convergence import terminated
 from tests.integration.deployment import (
     ROOT,
+    TERMINATED_AT,
     Deployment,
     HealthyPods,
     instances,
@@ -272,6 +273,6 @@ def test_switching_from_rolling_to_clc_mid_roll_hands_over_only_what_clm_is_not_
 
 
 def _terminated_by_clm(deployment: Deployment) -> set[str]:
-    """The instances CLM's roll terminated: its Terminate states' (these pools roll one node at a time: no batch's
-    pass terminates)."""
-    return {given["replacement"]["instance_id"] for given in _states(deployment, "Terminate")}
+    """The instances CLM's roll terminated: by its Terminate states, or by the drains whose pass terminated their node
+    (TerminatedByDrain)."""
+    return {given["replacement"]["instance_id"] for name in TERMINATED_AT for given in _states(deployment, name)}
