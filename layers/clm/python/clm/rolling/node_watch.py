@@ -16,7 +16,8 @@ class ReadyWatch:
 
     def __init__(self, instances: set[str]) -> None:
         self.instances = instances
-        self.events: list[tuple[str, dict[str, Any]]] = []  # every event until the wake, in order
+        self.latest: dict[str, tuple[str, dict[str, Any]]] = {}  # per Node, its last event until the wake
+        self.version = ""  # the resourceVersion of the last event
         self.woken = False  # by a Ready Node (not by an error or the watch's end)
 
     def spec(self, version: str) -> WatchSpec:
@@ -24,7 +25,8 @@ class ReadyWatch:
         return WatchSpec(NODES, version, self._ready)
 
     def _ready(self, kind: str, node: dict[str, Any]) -> bool:
-        self.events.append((kind, node))
+        self.latest[node["metadata"]["name"]] = (kind, node)
+        self.version = node["metadata"].get("resourceVersion", "")
         self.woken = kind in {"ADDED", "MODIFIED"} and instance_id_of(node) in self.instances and node_state(node).ready
         return self.woken
 
@@ -34,14 +36,13 @@ class ReadyWatch:
         if not self.woken:
             return None
         by_name = {node["metadata"]["name"]: node for node in listed.get("items", [])}
-        for kind, node in self.events:
+        for name, (kind, node) in self.latest.items():
             if kind == "DELETED":
-                by_name.pop(node["metadata"]["name"], None)
+                by_name.pop(name, None)
             else:
-                by_name[node["metadata"]["name"]] = node
-        version = self.events[-1][1]["metadata"].get("resourceVersion", "")
+                by_name[name] = node
         return {
             **listed,
-            "metadata": {**(listed.get("metadata") or {}), "resourceVersion": version},
+            "metadata": {**(listed.get("metadata") or {}), "resourceVersion": self.version},
             "items": list(by_name.values()),
         }
